@@ -1,0 +1,96 @@
+// Command droidroot runs a command tree inside a guest Linux rootfs with
+// bind mounts, translating every path the guest uses, like proot. Started
+// as "proot" or "libproot.so", or with a proot option first, it accepts
+// termux proot's command line unchanged.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/droidroot/droidroot/emul"
+	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	base := filepath.Base(os.Args[0])
+	if base == tracer.Stage2Name {
+		tracer.Stage2()
+		return
+	}
+	if base == "proot" || base == "libproot.so" || (len(os.Args) > 1 && IsProotOption(os.Args[1])) {
+		os.Exit(prootMain(os.Args[1:]))
+	}
+	app := &cli.App{
+		Name:  "droidroot",
+		Usage: "run a command tree in a guest Linux rootfs with bind mounts (a proot replacement)",
+		Commands: []*cli.Command{
+			{
+				Name:            "run",
+				Usage:           "run CMD in the guest rootfs; options are proot's (-r ROOT, -b HOST[:GUEST], -w CWD, ...)",
+				ArgsUsage:       "[options] [--] [CMD [ARGS...]]",
+				SkipFlagParsing: true,
+				Action: func(c *cli.Context) error {
+					os.Exit(prootMain(c.Args().Slice()))
+					return nil
+				},
+			},
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Action: func(c *cli.Context) error {
+					fmt.Printf("droidroot %s (%s/%s)\n", version, runtime.GOOS, runtime.GOARCH)
+					return nil
+				},
+			},
+			{
+				Name:  "debug",
+				Usage: "tools for debugging droidroot on a device",
+				Subcommands: []*cli.Command{{
+					Name:  "filter",
+					Usage: "print the traced syscalls per ABI and the seccomp program",
+					Flags: []cli.Flag{
+						&cli.StringFlag{Name: "arch", Value: runtime.GOARCH, Usage: "host architecture: amd64 or arm64"},
+						&cli.StringFlag{Name: "trampoline", Value: "0", Usage: "trampoline page address (0: none)"},
+					},
+					Action: debugFilter,
+				}},
+			},
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintf(os.Stderr, "droidroot: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func debugFilter(c *cli.Context) error {
+	goarch := c.String("arch")
+	if goarch != "amd64" && goarch != "arm64" {
+		return fmt.Errorf("--arch %q: want amd64 or arm64", goarch)
+	}
+	t, err := strconv.ParseUint(strings.TrimPrefix(c.String("trampoline"), "0x"), 16, 64)
+	if err != nil {
+		return fmt.Errorf("--trampoline %q: want a hex address", c.String("trampoline"))
+	}
+	pol := tracer.Policy(goarch, emul.Table())
+	pol.Trampoline = t
+	prog, err := seccomp.Build(goarch, pol)
+	if err != nil {
+		return err
+	}
+	fmt.Print(seccomp.Describe(goarch, pol))
+	fmt.Println()
+	fmt.Print(seccomp.Disassemble(prog))
+	return nil
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Bind is one -b/--bind option: HOST[:GUEST], GUEST defaulting to HOST.
+type Bind struct {
+	Host, Guest string
+	// NoDeref is the trailing "!": a guest symlink at GUEST is not followed.
+	NoDeref bool
+}
+
+// Options is a parsed proot command line.
+type Options struct {
+	Rootfs        string
+	Binds         []Bind
+	Cwd           string
+	CwdSet        bool
+	KillOnExit    bool
+	Verbose       int
+	Version, Help bool
+	KernelRelease string
+	RootID        bool
+	ChangeID      string
+	Link2Symlink  bool
+	SysVIPC       bool
+	AshmemMemfd   bool
+	HideProot     bool // -H
+	PortShift     bool // -p
+	LstatSize     bool // -L
+	Qemu          string
+	StandardR     string // -R
+	StandardS     string // -S
+	Command       []string
+	// Unbuilt lists the options given whose features droidroot lacks.
+	Unbuilt []string
+}
+
+// optKind says whether an option takes a value.
+type optKind int
+
+const (
+	flagOpt optKind = iota
+	valueOpt
+)
+
+// prootOption is one row of termux proot's option table (src/cli/cli.c),
+// in its order: a prefix of an option name selects the first row it
+// matches.
+type prootOption struct {
+	names []string // "-r", "--rootfs", ...
+	kind  optKind
+	set   func(o *Options, v string) error
+}
+
+func unbuilt(name string) func(o *Options, v string) error {
+	return func(o *Options, v string) error {
+		o.Unbuilt = append(o.Unbuilt, name)
+		return nil
+	}
+}
+
+var prootOptions = []prootOption{
+	{[]string{"-r", "--rootfs"}, valueOpt, func(o *Options, v string) error { o.Rootfs = v; return nil }},
+	{[]string{"-b", "--bind", "-m", "--mount"}, valueOpt, func(o *Options, v string) error { o.Binds = append(o.Binds, parseBind(v)); return nil }},
+	{[]string{"-w", "--pwd", "--cwd"}, valueOpt, func(o *Options, v string) error { o.Cwd, o.CwdSet = v, true; return nil }},
+	{[]string{"--kill-on-exit"}, flagOpt, func(o *Options, v string) error { o.KillOnExit = true; return nil }},
+	{[]string{"-v", "--verbose"}, valueOpt, func(o *Options, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("-v/--verbose: %q is not a number", v)
+		}
+		o.Verbose = n
+		return nil
+	}},
+	{[]string{"-V", "--version", "--about"}, flagOpt, func(o *Options, v string) error { o.Version = true; return nil }},
+	{[]string{"-h", "--help", "--usage"}, flagOpt, func(o *Options, v string) error { o.Help = true; return nil }},
+	{[]string{"-k", "--kernel-release"}, valueOpt, func(o *Options, v string) error {
+		o.KernelRelease = v
+		return unbuilt("-k/--kernel-release")(o, v)
+	}},
+	{[]string{"-0", "--root-id"}, flagOpt, func(o *Options, v string) error { o.RootID = true; return unbuilt("-0/--root-id")(o, v) }},
+	{[]string{"-i", "--change-id"}, valueOpt, func(o *Options, v string) error {
+		o.ChangeID = v
+		return unbuilt("-i/--change-id")(o, v)
+	}},
+	{[]string{"-l", "--link2symlink"}, flagOpt, func(o *Options, v string) error {
+		o.Link2Symlink = true
+		return unbuilt("-l/--link2symlink")(o, v)
+	}},
+	{[]string{"--sysvipc"}, flagOpt, func(o *Options, v string) error { o.SysVIPC = true; return unbuilt("--sysvipc")(o, v) }},
+	{[]string{"--ashmem-memfd"}, flagOpt, func(o *Options, v string) error {
+		o.AshmemMemfd = true
+		return unbuilt("--ashmem-memfd")(o, v)
+	}},
+	{[]string{"-H"}, flagOpt, func(o *Options, v string) error { o.HideProot = true; return unbuilt("-H")(o, v) }},
+	{[]string{"-p"}, flagOpt, func(o *Options, v string) error { o.PortShift = true; return unbuilt("-p")(o, v) }},
+	{[]string{"-L"}, flagOpt, func(o *Options, v string) error { o.LstatSize = true; return unbuilt("-L")(o, v) }},
+	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; return unbuilt("-R")(o, v) }},
+	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; return unbuilt("-S")(o, v) }},
+	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return unbuilt("-q/--qemu")(o, v) }},
+}
+
+// parseBind splits HOST[:GUEST][!] on the first ':'.
+func parseBind(v string) Bind {
+	b := Bind{}
+	if strings.HasSuffix(v, "!") && len(v) > 1 {
+		b.NoDeref = true
+		v = v[:len(v)-1]
+	}
+	host, guest, ok := strings.Cut(v, ":")
+	if !ok || guest == "" {
+		guest = host
+	}
+	b.Host, b.Guest = host, guest
+	return b
+}
+
+// lookupOption finds the option arg names, with proot's prefix matching:
+// a long option "--name=value" matches when "--name" is a prefix of a
+// table name; a short option must match exactly.
+func lookupOption(arg string) (*prootOption, string, bool, error) {
+	name, value, hasValue := arg, "", false
+	if strings.HasPrefix(arg, "--") {
+		if i := strings.IndexByte(arg, '='); i >= 0 {
+			name, value, hasValue = arg[:i], arg[i+1:], true
+		}
+		for i := range prootOptions {
+			for _, n := range prootOptions[i].names {
+				if strings.HasPrefix(n, "--") && strings.HasPrefix(n, name) {
+					return &prootOptions[i], value, hasValue, nil
+				}
+			}
+		}
+		return nil, "", false, fmt.Errorf("unknown option %q (see --help)", arg)
+	}
+	for i := range prootOptions {
+		for _, n := range prootOptions[i].names {
+			if n == name {
+				return &prootOptions[i], "", false, nil
+			}
+		}
+	}
+	return nil, "", false, fmt.Errorf("unknown option %q (see --help)", arg)
+}
+
+// ParseProot parses a proot command line (without argv[0]). Options stop
+// at the first argument not starting with '-' (or after "--").
+func ParseProot(args []string) (*Options, error) {
+	o := &Options{Rootfs: "/", Cwd: "."}
+	i := 0
+	for i < len(args) {
+		arg := args[i]
+		if arg == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(arg, "-") || arg == "-" {
+			break
+		}
+		opt, value, hasValue, err := lookupOption(arg)
+		if err != nil {
+			return nil, err
+		}
+		i++
+		if opt.kind == valueOpt && !hasValue {
+			if strings.HasPrefix(arg, "--") {
+				return nil, fmt.Errorf("option %s needs a value: %s=VALUE", arg, arg)
+			}
+			if i >= len(args) {
+				return nil, fmt.Errorf("option %s needs a value", arg)
+			}
+			value = args[i]
+			i++
+		} else if opt.kind == flagOpt && hasValue {
+			return nil, fmt.Errorf("option %s takes no value", arg)
+		}
+		if err := opt.set(o, value); err != nil {
+			return nil, err
+		}
+	}
+	o.Command = args[i:]
+	return o, nil
+}
+
+// IsProotOption reports whether arg is something proot would parse as an
+// option (so `droidroot -r ROOT ...` behaves as proot).
+func IsProotOption(arg string) bool {
+	if !strings.HasPrefix(arg, "-") || arg == "-" || arg == "--" {
+		return false
+	}
+	_, _, _, err := lookupOption(arg)
+	return err == nil
+}

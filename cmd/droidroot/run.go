@@ -1,0 +1,223 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/emul"
+	"github.com/droidroot/droidroot/loader"
+	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tracer"
+)
+
+const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
+       proot [options] [CMD [ARGS...]]   (when started as proot or libproot.so)
+
+  -r, --rootfs=PATH        guest root file-system (default /)
+  -b, --bind=HOST[:GUEST]  make HOST visible at GUEST (-m, --mount too)
+  -w, --cwd=PATH           initial guest working directory (default .)
+      --kill-on-exit       kill every process when the first one exits
+  -v, --verbose=N          log level
+  -V, --version            print the version
+  -h, --help               print this help
+Accepted but not built yet (droidroot refuses to start with them):
+  -k -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
+Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
+             PROOT_IGNORE_MISSING_BINDINGS
+`
+
+// errorf prints one line of diagnosis and returns proot's failure status.
+func errorf(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "droidroot: "+format+"\n", args...)
+	return 1
+}
+
+func warnf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "droidroot: warning: "+format+"\n", args...)
+}
+
+// prootMain runs proot's command line and returns the exit status.
+func prootMain(args []string) int {
+	o, err := ParseProot(args)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	if o.Help {
+		fmt.Print(usage)
+		return 0
+	}
+	if o.Version {
+		fmt.Printf("droidroot %s (%s/%s), proot-compatible\n", version, runtime.GOOS, runtime.GOARCH)
+		return 0
+	}
+	if len(o.Unbuilt) > 0 {
+		return errorf("option %s is not supported by this droidroot yet; remove it from the command line", o.Unbuilt[0])
+	}
+	if v := os.Getenv("PROOT_VERBOSE"); v != "" && o.Verbose == 0 {
+		o.Verbose, _ = strconv.Atoi(v)
+	}
+	cfg, code := configure(o)
+	if cfg == nil {
+		return code
+	}
+	t, err := tracer.New(*cfg)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	status, err := t.Run()
+	if err != nil {
+		return errorf("%v", err)
+	}
+	return status
+}
+
+// configure turns options into a tracer configuration, or prints why not.
+func configure(o *Options) (*tracer.Config, int) {
+	root := o.Rootfs
+	st, err := os.Stat(root)
+	if err != nil {
+		return nil, errorf("rootfs %s: %v (give -r an existing directory)", root, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return nil, errorf("rootfs %s: not a directory (give -r an existing directory)", root)
+	}
+	hostCwd, err := os.Getwd()
+	if err != nil {
+		hostCwd = "/"
+	}
+	var binds []pathmap.Binding
+	for _, b := range o.Binds {
+		host := b.Host
+		if !filepath.IsAbs(host) {
+			host = filepath.Join(hostCwd, host)
+		}
+		guest := b.Guest
+		if !filepath.IsAbs(guest) {
+			guest = filepath.Join(hostCwd, guest)
+		}
+		if _, err := os.Stat(host); err != nil {
+			if os.Getenv("PROOT_IGNORE_MISSING_BINDINGS") == "" {
+				warnf("can't bind %s: %v (ignored)", b.Host, errors.Unwrap(err))
+			}
+			continue
+		}
+		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest)})
+	}
+	m, err := pathmap.New(root, binds, nil)
+	if err != nil {
+		return nil, errorf("%v", err)
+	}
+
+	// The guest's initial directory.
+	cwd := "/"
+	if g, ok := m.ToGuest(hostCwd); ok {
+		cwd = g
+	}
+	if o.CwdSet || o.Cwd != "." {
+		want := o.Cwd
+		if !filepath.IsAbs(want) {
+			want = filepath.Join(cwd, want)
+		}
+		cwd = want
+	}
+	cwdHost, err := m.Resolve(pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}, "/", cwd, true)
+	if err == nil {
+		if st, err2 := os.Stat(cwdHost); err2 != nil || !st.IsDir() {
+			err = unix.ENOTDIR
+		}
+	}
+	if err != nil {
+		if o.CwdSet {
+			warnf("can't chdir(\"%s\") in the guest rootfs: %v; using \"/\"", cwd, err)
+		}
+		cwd = "/"
+		cwdHost, _ = m.Resolve(pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}, "/", "/", true)
+	} else if g, ok := m.ToGuest(filepath.Clean(cwdHost)); ok {
+		cwd = g
+	}
+
+	env := os.Environ()
+	argv := o.Command
+	path := ""
+	if len(argv) == 0 {
+		path, argv = "/bin/sh", []string{"-sh"}
+	} else if strings.Contains(argv[0], "/") {
+		path = argv[0]
+	} else {
+		path = lookPath(m, cwd, argv[0], env)
+		if path == "" {
+			return nil, errorf("%s: command not found in the guest's PATH", argv[0])
+		}
+	}
+
+	loaderPath := os.Getenv("PROOT_LOADER")
+	if loaderPath == "" {
+		dir := os.Getenv("PROOT_TMP_DIR")
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		loaderPath, err = loader.Extract(dir, runtime.GOARCH)
+		if err != nil {
+			return nil, errorf("cannot write the loader into %s: %v (set PROOT_TMP_DIR to a writable directory)", dir, err)
+		}
+	}
+
+	noSeccomp := os.Getenv("PROOT_NO_SECCOMP") != "" && os.Getenv("PROOT_NO_SECCOMP") != "0"
+	if !noSeccomp && !seccomp.Available() {
+		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
+		noSeccomp = true
+	}
+	return &tracer.Config{
+		Mapper:     m,
+		Cwd:        cwd,
+		CwdHost:    cwdHost,
+		Path:       path,
+		Argv:       argv,
+		Env:        env,
+		Loader:     loaderPath,
+		Table:      emul.Table(),
+		NoSeccomp:  noSeccomp,
+		KillOnExit: o.KillOnExit,
+		Verbose:    o.Verbose,
+	}, 0
+}
+
+// lookPath searches the guest's PATH for an executable regular file.
+func lookPath(m *pathmap.Mapper, cwd, name string, env []string) string {
+	pathVar := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathVar = v
+		}
+	}
+	pr := pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}
+	for _, dir := range filepath.SplitList(pathVar) {
+		if dir == "" {
+			dir = "."
+		}
+		guest := filepath.Join(dir, name)
+		host, err := m.Resolve(pr, cwd, guest, true)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(host, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		if unix.Access(host, unix.X_OK) == nil {
+			if !filepath.IsAbs(guest) {
+				guest = filepath.Join(cwd, guest)
+			}
+			return guest
+		}
+	}
+	return ""
+}

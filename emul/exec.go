@@ -1,0 +1,343 @@
+package emul
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// maxScriptDepth is the kernel's BINPRM_MAX_RECURSION: interpreters of
+// interpreters up to this depth, then ELOOP.
+const maxScriptDepth = 4
+
+// binprmBufSize is how much of a file the kernel reads to find its format.
+const binprmBufSize = 256
+
+// hostMachine is the ELF machine the host runs natively.
+var hostMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[runtime.GOARCH]
+
+// execPlan is the result of looking at what the guest wants to exec.
+type execPlan struct {
+	argv    []string // nil when argv is unchanged (no script)
+	program string   // host path of the ELF to load
+	exe     string   // guest path of it
+	interp  string   // host path of PT_INTERP, "" if none
+}
+
+// planExec does what the kernel's exec does before replacing the image:
+// it finds the file, expands #! lines and checks the ELF, returning the
+// kernel's errno for anything it would refuse.
+func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*execPlan, unix.Errno) {
+	var argv []string
+	filename := guest
+	for depth := 0; ; depth++ {
+		host, errno := resolveAt(c, dirfdArg, filename, true)
+		if errno != 0 {
+			return nil, errno
+		}
+		dirfdArg = -1 // interpreters resolve against the cwd
+		f, errno := openExec(host)
+		if errno != 0 {
+			return nil, errno
+		}
+		var head [binprmBufSize]byte
+		n, _ := io.ReadFull(f, head[:])
+		hd := head[:n]
+		if bytes.HasPrefix(hd, []byte("#!")) {
+			f.Close()
+			if depth >= maxScriptDepth {
+				return nil, unix.ELOOP
+			}
+			interp, arg, ok := parseShebang(hd)
+			if !ok {
+				return nil, unix.ENOEXEC
+			}
+			if argv == nil {
+				var err error
+				argv, err = readArgv(c, argvAddr)
+				if err != nil {
+					return nil, unix.EFAULT
+				}
+			}
+			rest := []string{}
+			if len(argv) > 1 {
+				rest = argv[1:]
+			}
+			na := []string{interp}
+			if arg != "" {
+				na = append(na, arg)
+			}
+			na = append(na, filename)
+			argv = append(na, rest...)
+			filename = interp
+			continue
+		}
+		if !bytes.HasPrefix(hd, []byte(elf.ELFMAG)) {
+			f.Close()
+			return nil, unix.ENOEXEC
+		}
+		interpGuest, errno := elfInterp(f)
+		f.Close()
+		if errno != 0 {
+			return nil, errno
+		}
+		plan := &execPlan{argv: argv, program: host}
+		plan.exe, _ = c.Mapper().ToGuest(host)
+		if plan.exe == "" {
+			plan.exe = host
+		}
+		if interpGuest != "" {
+			ih, errno := resolveAt(c, -1, interpGuest, true)
+			if errno != 0 {
+				return nil, errno
+			}
+			if _, errno := openExecInterp(ih); errno != 0 {
+				return nil, errno
+			}
+			plan.interp = ih
+		}
+		return plan, 0
+	}
+}
+
+// openExec opens host for exec with the kernel's checks: a regular file
+// with execute permission.
+func openExec(host string) (*os.File, unix.Errno) {
+	var st unix.Stat_t
+	if err := unix.Stat(host, &st); err != nil {
+		return nil, err.(unix.Errno)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, unix.EACCES
+	}
+	if err := unix.Access(host, unix.X_OK); err != nil {
+		return nil, err.(unix.Errno)
+	}
+	f, err := os.Open(host)
+	if err != nil {
+		if pe, ok := err.(*os.PathError); ok {
+			if e, ok := pe.Err.(unix.Errno); ok {
+				return nil, e
+			}
+		}
+		return nil, unix.EACCES
+	}
+	return f, 0
+}
+
+// openExecInterp checks the ELF interpreter can be opened.
+func openExecInterp(host string) (bool, unix.Errno) {
+	fd, err := unix.Open(host, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err.(unix.Errno)
+	}
+	unix.Close(fd)
+	return true, 0
+}
+
+// parseShebang splits a #! line as fs/binfmt_script.c does: the
+// interpreter is the first word, everything after it (trimmed) one
+// optional argument.
+func parseShebang(hd []byte) (interp, arg string, ok bool) {
+	line := hd[2:]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	} else if len(hd) == binprmBufSize {
+		// No newline in the buffer: the kernel accepts it only if the
+		// interpreter name is not truncated.
+		trimmed := bytes.TrimLeft(line, " \t")
+		if bytes.IndexAny(trimmed, " \t") < 0 {
+			return "", "", false
+		}
+	}
+	if i := bytes.IndexByte(line, 0); i >= 0 {
+		line = line[:i]
+	}
+	line = bytes.TrimLeft(line, " \t")
+	line = bytes.TrimRight(line, " \t")
+	if len(line) == 0 {
+		return "", "", false
+	}
+	end := bytes.IndexAny(line, " \t")
+	if end < 0 {
+		return string(line), "", true
+	}
+	interp = string(line[:end])
+	arg = string(bytes.TrimLeft(line[end:], " \t"))
+	return interp, arg, true
+}
+
+// elfInterp validates an ELF file for this host and returns its PT_INTERP.
+func elfInterp(f *os.File) (string, unix.Errno) {
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return "", unix.ENOEXEC
+	}
+	if ef.Class != elf.ELFCLASS64 || ef.Machine != hostMachine {
+		return "", unix.ENOEXEC
+	}
+	if ef.Type != elf.ET_EXEC && ef.Type != elf.ET_DYN {
+		return "", unix.ENOEXEC
+	}
+	for _, ph := range ef.Progs {
+		if ph.Type != elf.PT_INTERP {
+			continue
+		}
+		if ph.Filesz < 2 || ph.Filesz > unix.PathMax {
+			return "", unix.ENOEXEC
+		}
+		b := make([]byte, ph.Filesz)
+		if _, err := f.ReadAt(b, int64(ph.Off)); err != nil {
+			return "", unix.EIO
+		}
+		if b[len(b)-1] != 0 {
+			return "", unix.ENOEXEC
+		}
+		return strings.TrimRight(string(b), "\x00"), 0
+	}
+	return "", 0
+}
+
+// readArgv reads a NULL-terminated array of string pointers.
+func readArgv(c *tracer.Call, addr uint64) ([]string, error) {
+	var out []string
+	if addr == 0 {
+		return out, nil
+	}
+	var b [8]byte
+	for i := 0; i < 1<<16; i++ {
+		if err := c.ReadMem(addr+uint64(8*i), b[:]); err != nil {
+			return nil, err
+		}
+		p := binary.LittleEndian.Uint64(b[:])
+		if p == 0 {
+			return out, nil
+		}
+		s, err := c.ReadPath(p)
+		if err != nil {
+			// Arguments may be longer than PATH_MAX; read in full.
+			s, err = readLongString(c, p)
+			if err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, s)
+	}
+	return nil, unix.E2BIG
+}
+
+func readLongString(c *tracer.Call, addr uint64) (string, error) {
+	var sb []byte
+	chunk := make([]byte, 4096)
+	for len(sb) < 1<<21 {
+		n := 4096 - int((addr+uint64(len(sb)))%4096)
+		if err := c.ReadMem(addr+uint64(len(sb)), chunk[:n]); err != nil {
+			return "", err
+		}
+		if i := bytes.IndexByte(chunk[:n], 0); i >= 0 {
+			return string(append(sb, chunk[:i]...)), nil
+		}
+		sb = append(sb, chunk[:n]...)
+	}
+	return "", unix.E2BIG
+}
+
+// pushArgv writes argv strings and the pointer array onto the guest stack.
+func pushArgv(c *tracer.Call, argv []string) (uint64, error) {
+	ptrs := make([]byte, 8*(len(argv)+1))
+	for i, s := range argv {
+		a, err := c.PushString(s)
+		if err != nil {
+			return 0, err
+		}
+		binary.LittleEndian.PutUint64(ptrs[8*i:], a)
+	}
+	return c.Push(ptrs)
+}
+
+// execHandler handles execve and execveat: the kernel execs the loader,
+// which maps the guest program and its interpreter from the rootfs.
+func execHandler(at bool) tracer.Handler {
+	return tracer.Handler{Enter: func(c *tracer.Call) {
+		dirfdArg, pathArgI, argvArg, envpArg := -1, 0, 1, 2
+		if at {
+			dirfdArg, pathArgI, argvArg, envpArg = 0, 1, 2, 3
+		}
+		guest, err := c.ReadPath(c.Arg(pathArgI))
+		if err != nil {
+			c.Fail(err.(unix.Errno))
+			return
+		}
+		if guest == "" {
+			if !at || c.Arg(4)&unix.AT_EMPTY_PATH == 0 {
+				c.Fail(unix.ENOENT)
+				return
+			}
+			// execveat(fd, "", AT_EMPTY_PATH): the file open as fd.
+			g, errno := fdFilePath(c, int(int32(c.Arg(0))))
+			if errno != 0 {
+				c.Fail(errno)
+				return
+			}
+			guest, dirfdArg = g, -1
+		}
+		if at && c.Arg(4)&unix.AT_SYMLINK_NOFOLLOW != 0 {
+			if h, errno := resolveAt(c, dirfdArg, guest, false); errno == 0 {
+				var st unix.Stat_t
+				if unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					c.Fail(unix.ELOOP)
+					return
+				}
+			}
+		}
+		plan, errno := planExec(c, dirfdArg, guest, c.Arg(argvArg))
+		if errno != 0 {
+			c.Fail(errno)
+			return
+		}
+		loaderAddr, err := c.PushString(c.Loader())
+		if err != nil {
+			c.Fail(unix.EFAULT)
+			return
+		}
+		argvAddr := c.Arg(argvArg)
+		if plan.argv != nil {
+			if argvAddr, err = pushArgv(c, plan.argv); err != nil {
+				c.Fail(unix.EFAULT)
+				return
+			}
+		}
+		envp := c.Arg(envpArg)
+		if at {
+			nr, _ := nativeNr("execve")
+			c.SetNr(nr)
+		}
+		c.SetArg(0, loaderAddr)
+		c.SetArg(1, argvAddr)
+		c.SetArg(2, envp)
+		c.SetExec(&tracer.ExecPlan{ProgramHost: plan.program, InterpHost: plan.interp, ExecFn: guest, Exe: plan.exe})
+	}}
+}
+
+// fdFilePath returns the guest path of the file open as fd.
+func fdFilePath(c *tracer.Call, fd int) (string, unix.Errno) {
+	if fd < 0 {
+		return "", unix.EBADF
+	}
+	host, err := readlinkHost("/proc/" + itoa(c.Tid()) + "/fd/" + itoa(fd))
+	if err != nil {
+		return "", unix.EBADF
+	}
+	if g, ok := c.Mapper().ToGuest(host); ok {
+		return g, 0
+	}
+	return host, 0
+}

@@ -1,0 +1,142 @@
+package emul
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// readlinkHandler answers readlink(at) in the tracer: symlink contents are
+// already guest paths, but the kernel's magic links under /proc point at
+// host objects and are mapped back.
+func readlinkHandler(a pathArg, bufArg, sizeArg int) tracer.Handler {
+	return tracer.Handler{Enter: func(c *tracer.Call) {
+		size := int64(int32(c.Arg(sizeArg)))
+		t, errno := translate(c, a)
+		if errno != 0 {
+			c.Fail(errno)
+			return
+		}
+		if t.skip {
+			return // readlinkat(fd, ""): the kernel reads the link fd is open on
+		}
+		if size <= 0 {
+			c.Fail(unix.EINVAL)
+			return
+		}
+		target, errno := readlinkGuest(c, t.host)
+		if errno != 0 {
+			c.Fail(errno)
+			return
+		}
+		b := []byte(target)
+		if int64(len(b)) > size {
+			b = b[:size]
+		}
+		if err := c.WriteMem(c.Arg(bufArg), b); err != nil {
+			c.Fail(unix.EFAULT)
+			return
+		}
+		c.Return(int64(len(b)))
+	}}
+}
+
+// readlinkGuest reads host symlink host and returns what the guest must see.
+func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
+	pid, rest, isProc := procPid(host)
+	if isProc {
+		if strings.HasPrefix(rest, "task/") {
+			_, rest, _ = strings.Cut(rest[len("task/"):], "/")
+		}
+		switch rest {
+		case "exe":
+			if pr := c.Tracer().Process(pid); pr != nil && pr.Exe != "" {
+				return pr.Exe, 0
+			}
+		case "root":
+			if c.Tracer().Process(pid) != nil {
+				if _, err := readlinkHost(host); err != nil {
+					return "", err.(unix.Errno)
+				}
+				return "/", 0
+			}
+		}
+	}
+	target, err := readlinkHost(host)
+	if err != nil {
+		return "", err.(unix.Errno)
+	}
+	if isProc && strings.HasPrefix(target, "/") {
+		if g, ok := c.Mapper().ToGuest(target); ok {
+			return g, 0
+		}
+	}
+	return target, 0
+}
+
+// getcwd answers getcwd(buf, size) with the guest's current directory.
+func getcwd(c *tracer.Call) {
+	cwd := c.FS().Cwd
+	size := c.Arg(1)
+	if size < uint64(len(cwd)+1) {
+		c.Fail(unix.ERANGE)
+		return
+	}
+	if err := c.WriteMem(c.Arg(0), append([]byte(cwd), 0)); err != nil {
+		c.Fail(unix.EFAULT)
+		return
+	}
+	c.Return(int64(len(cwd) + 1))
+}
+
+// chdirHandler translates chdir's path; at exit the guest cwd follows.
+var chdirHandler = tracer.Handler{
+	Enter: func(c *tracer.Call) {
+		a := p(0, always)
+		t, errno := translate(c, a)
+		if errno != 0 {
+			c.Fail(errno)
+			return
+		}
+		c.Data = t.host
+		if errno := rewrite(c, 0, t); errno != 0 {
+			c.Fail(errno)
+		}
+	},
+	Exit: func(c *tracer.Call) {
+		if c.Ret() != 0 {
+			return
+		}
+		if g, ok := c.Mapper().ToGuest(filepath.Clean(c.Data.(string))); ok {
+			c.FS().Cwd = g
+		} else {
+			updateCwdFromKernel(c)
+		}
+	},
+}
+
+// fchdirHandler updates the guest cwd after a successful fchdir.
+var fchdirHandler = tracer.Handler{
+	Enter: func(c *tracer.Call) {},
+	Exit: func(c *tracer.Call) {
+		if c.Ret() == 0 {
+			updateCwdFromKernel(c)
+		}
+	},
+}
+
+func updateCwdFromKernel(c *tracer.Call) {
+	host, err := readlinkHost("/proc/" + strconv.Itoa(c.Tid()) + "/cwd")
+	if err != nil {
+		return
+	}
+	if g, ok := c.Mapper().ToGuest(host); ok {
+		c.FS().Cwd = g
+	} else {
+		c.FS().Cwd = "/"
+	}
+}

@@ -1,0 +1,226 @@
+package emul
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// atFDCWD is AT_FDCWD as it arrives in a 64-bit register.
+const atFDCWD = -100
+
+// follow says whether a path argument's final symlink is followed.
+type follow func(c *tracer.Call) bool
+
+func always(*tracer.Call) bool { return true }
+func never(*tracer.Call) bool  { return false }
+
+// unlessFlag follows unless flag is set in argument i (AT_SYMLINK_NOFOLLOW).
+func unlessFlag(i int, flag uint64) follow {
+	return func(c *tracer.Call) bool { return c.Arg(i)&flag == 0 }
+}
+
+// ifFlag follows only when flag is set in argument i (AT_SYMLINK_FOLLOW).
+func ifFlag(i int, flag uint64) follow {
+	return func(c *tracer.Call) bool { return c.Arg(i)&flag != 0 }
+}
+
+// openFollow is open(2)'s rule: O_NOFOLLOW, or O_CREAT|O_EXCL, stop at a
+// final symlink.
+func openFollow(i int) follow {
+	return func(c *tracer.Call) bool {
+		fl := c.Arg(i)
+		if fl&unix.O_NOFOLLOW != 0 {
+			return false
+		}
+		return fl&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
+	}
+}
+
+// pathArg describes one path argument of a syscall.
+type pathArg struct {
+	dirfd  int // argument index of the directory fd, -1 for AT_FDCWD
+	path   int // argument index of the path pointer
+	follow follow
+	// emptyFlag: argument index and flag (AT_EMPTY_PATH) under which an
+	// empty path means the dirfd itself; -1 when not applicable.
+	emptyArg  int
+	emptyFlag uint64
+	// nullOK: a NULL path means "operate on dirfd" (utimensat).
+	nullOK bool
+}
+
+func p(path int, f follow) pathArg { return pathArg{dirfd: -1, path: path, follow: f, emptyArg: -1} }
+func at(dirfd, path int, f follow) pathArg {
+	return pathArg{dirfd: dirfd, path: path, follow: f, emptyArg: -1}
+}
+func (a pathArg) empty(arg int, flag uint64) pathArg { a.emptyArg, a.emptyFlag = arg, flag; return a }
+func (a pathArg) null() pathArg                      { a.nullOK = true; return a }
+
+// emptyAlways marks a path argument whose empty value always means the
+// dirfd itself (readlinkat).
+const emptyAlways = -2
+
+// translated is the outcome of translating one path argument.
+type translated struct {
+	guest string // the path as the guest gave it
+	host  string // the host path handed to the kernel
+	skip  bool   // left untouched (empty path with AT_EMPTY_PATH, NULL)
+}
+
+// translate reads and translates path argument a. It returns an errno the
+// call must fail with, or 0.
+func translate(c *tracer.Call, a pathArg) (translated, unix.Errno) {
+	addr := c.Arg(a.path)
+	if addr == 0 && a.nullOK {
+		return translated{skip: true}, 0
+	}
+	guest, err := c.ReadPath(addr)
+	if err != nil {
+		return translated{}, err.(unix.Errno)
+	}
+	if guest == "" {
+		if a.emptyArg == emptyAlways || (a.emptyArg >= 0 && c.Arg(a.emptyArg)&a.emptyFlag != 0) {
+			return translated{guest: guest, skip: true}, 0
+		}
+		return translated{}, unix.ENOENT
+	}
+	host, errno := resolveAt(c, a.dirfd, guest, a.follow(c))
+	if errno != 0 {
+		return translated{}, errno
+	}
+	return translated{guest: guest, host: host}, 0
+}
+
+// resolveAt translates guest path relative to dirfd argument index (-1:
+// the cwd) for the calling thread.
+func resolveAt(c *tracer.Call, dirfdArg int, guest string, fol bool) (string, unix.Errno) {
+	cwd := c.FS().Cwd
+	if !strings.HasPrefix(guest, "/") && dirfdArg >= 0 {
+		fd := int32(c.Arg(dirfdArg))
+		if fd != atFDCWD {
+			dir, errno := fdGuestPath(c, int(fd))
+			if errno != 0 {
+				return "", errno
+			}
+			cwd = dir
+		}
+	}
+	host, err := c.Mapper().Resolve(c.PathProc(), cwd, guest, fol)
+	if err != nil {
+		if e, ok := err.(unix.Errno); ok {
+			return "", e
+		}
+		return "", unix.EINVAL
+	}
+	if fol {
+		host = procExe(c, host)
+	}
+	return host, 0
+}
+
+// fdGuestPath returns the guest path of the directory open as fd in the
+// calling process, or the errno the kernel gives for a bad dirfd.
+func fdGuestPath(c *tracer.Call, fd int) (string, unix.Errno) {
+	if fd < 0 {
+		return "", unix.EBADF
+	}
+	host, err := readlinkHost("/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", unix.EBADF
+	}
+	if !strings.HasPrefix(host, "/") {
+		return "", unix.ENOTDIR // a pipe, socket, anon inode...
+	}
+	var st unix.Stat_t
+	if unix.Stat(host, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "", unix.ENOTDIR
+	}
+	guest, ok := c.Mapper().ToGuest(host)
+	if !ok {
+		return host, 0
+	}
+	return guest, 0
+}
+
+// readlinkHost reads a symlink on the host.
+func readlinkHost(path string) (string, error) {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlink(path, buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// procPid parses "/proc/<pid>/<rest>", returning pid and rest.
+func procPid(host string) (int, string, bool) {
+	s, ok := strings.CutPrefix(host, "/proc/")
+	if !ok {
+		return 0, "", false
+	}
+	num, rest, _ := strings.Cut(s, "/")
+	pid, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, "", false
+	}
+	return pid, rest, true
+}
+
+// procExe turns a host /proc/<pid>/exe of a traced process (which the
+// kernel would resolve to the loader) into the program's host path.
+func procExe(c *tracer.Call, host string) string {
+	pid, rest, ok := procPid(host)
+	if !ok || (rest != "exe" && !strings.HasPrefix(rest, "task/")) {
+		return host
+	}
+	if strings.HasPrefix(rest, "task/") {
+		_, after, _ := strings.Cut(rest[len("task/"):], "/")
+		if after != "exe" {
+			return host
+		}
+	}
+	if pr := c.Tracer().Process(pid); pr != nil && pr.ExeHost != "" {
+		return pr.ExeHost
+	}
+	return host
+}
+
+// rewrite makes argument i point at host path t.host, unless it equals
+// what the guest passed.
+func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
+	if t.skip || t.host == t.guest {
+		return 0
+	}
+	addr, err := c.PushString(t.host)
+	if err != nil {
+		return unix.EFAULT
+	}
+	c.SetArg(i, addr)
+	return 0
+}
+
+// pathHandler translates the given path arguments and lets the kernel run
+// the call on the host paths.
+func pathHandler(args ...pathArg) tracer.Handler {
+	return tracer.Handler{Enter: func(c *tracer.Call) {
+		var ts [2]translated
+		for k, a := range args {
+			t, errno := translate(c, a)
+			if errno != 0 {
+				c.Fail(errno)
+				return
+			}
+			ts[k] = t
+		}
+		for k, a := range args {
+			if errno := rewrite(c, a.path, ts[k]); errno != 0 {
+				c.Fail(errno)
+				return
+			}
+		}
+	}}
+}

@@ -1,0 +1,114 @@
+// Package emul holds droidroot's per-syscall handlers. Its Table is the
+// single source of truth for what the seccomp filter traps: a syscall is
+// traced iff it has a handler here.
+package emul
+
+import (
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tracer"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// nativeNr returns the number of syscall name on the host's native ABI.
+func nativeNr(name string) (int, bool) {
+	return seccomp.NativeABI(runtime.GOARCH).Nr(name)
+}
+
+const (
+	atSymlinkNofollow = unix.AT_SYMLINK_NOFOLLOW
+	atSymlinkFollow   = unix.AT_SYMLINK_FOLLOW
+	atEmptyPath       = unix.AT_EMPTY_PATH
+	inDontFollow      = unix.IN_DONT_FOLLOW
+	fanMarkDontFollow = 0x04
+)
+
+// Table returns the handlers of every syscall droidroot translates, by
+// name. Names that do not exist on an architecture (open on arm64) are
+// ignored there.
+func Table() tracer.Table {
+	return tracer.Table{
+		// open and friends
+		"open":     pathHandler(p(0, openFollow(1))),
+		"creat":    pathHandler(p(0, always)),
+		"openat":   pathHandler(at(0, 1, openFollow(2))),
+		"openat2":  openat2Handler,
+		"truncate": pathHandler(p(0, always)),
+		// stat family
+		"stat":       pathHandler(p(0, always)),
+		"lstat":      pathHandler(p(0, never)),
+		"newfstatat": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
+		"statx":      pathHandler(at(0, 1, unlessFlag(2, atSymlinkNofollow)).empty(2, atEmptyPath)),
+		"statfs":     pathHandler(p(0, always)),
+		// access
+		"access":     pathHandler(p(0, always)),
+		"faccessat":  pathHandler(at(0, 1, always)),
+		"faccessat2": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
+		// links
+		"readlink":   readlinkHandler(p(0, never), 1, 2),
+		"readlinkat": readlinkHandler(at(0, 1, never).empty(emptyAlways, 0), 2, 3),
+		"symlink":    pathHandler(p(1, never)),
+		"symlinkat":  pathHandler(at(1, 2, never)),
+		"link":       pathHandler(p(0, never), p(1, never)),
+		"linkat":     pathHandler(at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath), at(2, 3, never)),
+		"unlink":     pathHandler(p(0, never)),
+		"unlinkat":   pathHandler(at(0, 1, never)),
+		"rename":     pathHandler(p(0, never), p(1, never)),
+		"renameat":   pathHandler(at(0, 1, never), at(2, 3, never)),
+		"renameat2":  pathHandler(at(0, 1, never), at(2, 3, never)),
+		// directories
+		"mkdir":   pathHandler(p(0, never)),
+		"mkdirat": pathHandler(at(0, 1, never)),
+		"rmdir":   pathHandler(p(0, never)),
+		"mknod":   pathHandler(p(0, never)),
+		"mknodat": pathHandler(at(0, 1, never)),
+		"chdir":   chdirHandler,
+		"fchdir":  fchdirHandler,
+		"getcwd":  {Enter: getcwd},
+		"chroot":  pathHandler(p(0, always)),
+		// attributes
+		"chmod":     pathHandler(p(0, always)),
+		"fchmodat":  pathHandler(at(0, 1, always)),
+		"fchmodat2": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
+		"chown":     pathHandler(p(0, always)),
+		"lchown":    pathHandler(p(0, never)),
+		"fchownat":  pathHandler(at(0, 1, unlessFlag(4, atSymlinkNofollow)).empty(4, atEmptyPath)),
+		"utime":     pathHandler(p(0, always)),
+		"utimes":    pathHandler(p(0, always)),
+		"futimesat": pathHandler(at(0, 1, always)),
+		"utimensat": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).null()),
+		// extended attributes
+		"setxattr":     pathHandler(p(0, always)),
+		"lsetxattr":    pathHandler(p(0, never)),
+		"getxattr":     pathHandler(p(0, always)),
+		"lgetxattr":    pathHandler(p(0, never)),
+		"listxattr":    pathHandler(p(0, always)),
+		"llistxattr":   pathHandler(p(0, never)),
+		"removexattr":  pathHandler(p(0, always)),
+		"lremovexattr": pathHandler(p(0, never)),
+		// watches and handles
+		"inotify_add_watch": pathHandler(p(1, unlessFlag(2, inDontFollow))),
+		"fanotify_mark":     pathHandler(at(3, 4, unlessFlag(1, fanMarkDontFollow)).null()),
+		"name_to_handle_at": pathHandler(at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath)),
+		// privileged
+		"acct":    pathHandler(p(0, always).null()),
+		"swapon":  pathHandler(p(0, always)),
+		"swapoff": pathHandler(p(0, always)),
+		// exec
+		"execve":   execHandler(false),
+		"execveat": execHandler(true),
+		// AF_UNIX sockets
+		"bind":        unixAddrHandler(1, 2, false),
+		"connect":     unixAddrHandler(1, 2, true),
+		"sendto":      unixAddrHandler(4, 5, true),
+		"getsockname": sockNameHandler(1, 2),
+		"getpeername": sockNameHandler(1, 2),
+		"accept":      sockNameHandler(1, 2),
+		"accept4":     sockNameHandler(1, 2),
+	}
+}

@@ -1,0 +1,159 @@
+package tracer
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/pathmap"
+)
+
+// Handler is how the tracer treats one syscall. The table of handlers is
+// the single source of truth for the seccomp filter: a syscall traps iff it
+// has a handler, and it also stops at exit iff Exit is set.
+type Handler struct {
+	// Enter runs at the syscall-entry stop. It may rewrite arguments,
+	// or answer the call itself with Call.Return.
+	Enter func(c *Call)
+	// Exit, when set, runs at the syscall-exit stop of the same call.
+	Exit func(c *Call)
+}
+
+// Table maps syscall names of the host's native ABI to their handlers.
+type Table map[string]Handler
+
+// Call is one syscall of one thread, as handlers see it.
+type Call struct {
+	t  *Tracer
+	th *Thread
+
+	// Regs are the thread's registers at the stop; handlers change them
+	// through the methods below so the tracer knows to write them back.
+	Regs Regs
+	// Entry holds the registers at syscall entry (during Exit, Regs has
+	// the exit values and the arguments may be gone on arm64).
+	Entry Regs
+	dirty bool
+	// scratch is the lowest address handed out so far below the stack.
+	scratch uint64
+	// noExit cancels the exit stop of a handler that has an Exit.
+	noExit bool
+	// skipped is set when Return answered the call.
+	skipped bool
+	buf     []byte
+
+	// Data carries handler state from Enter to Exit.
+	Data any
+}
+
+func (c *Call) reset(th *Thread) {
+	c.th = th
+	c.dirty = false
+	c.scratch = c.Regs.SP() - RedZone
+	c.noExit = false
+	c.skipped = false
+	c.Data = nil
+}
+
+// Tid returns the calling thread's id.
+func (c *Call) Tid() int { return c.th.Tid }
+
+// Pid returns the calling thread's process id.
+func (c *Call) Pid() int { return c.th.Proc.Pid }
+
+// Proc returns the calling process's state.
+func (c *Call) Proc() *Process { return c.th.Proc }
+
+// FS returns the calling thread's filesystem context.
+func (c *Call) FS() *FS { return c.th.FS }
+
+// Mapper returns the guest<->host path translation.
+func (c *Call) Mapper() *pathmap.Mapper { return c.t.cfg.Mapper }
+
+// PathProc identifies the caller to pathmap.
+func (c *Call) PathProc() pathmap.Proc { return pathmap.Proc{Pid: c.th.Proc.Pid, Tid: c.th.Tid} }
+
+// Tracer returns the tracer handling the call.
+func (c *Call) Tracer() *Tracer { return c.t }
+
+// Nr returns the syscall number.
+func (c *Call) Nr() int { return c.Regs.Nr() }
+
+// Arg returns argument i as it was at syscall entry.
+func (c *Call) Arg(i int) uint64 { return c.Entry.Arg(i) }
+
+// SetArg changes argument i.
+func (c *Call) SetArg(i int, v uint64) { c.Regs.SetArg(i, v); c.dirty = true }
+
+// SetNr changes the syscall number (the call is restarted as another).
+func (c *Call) SetNr(nr int) { c.Regs.SetNr(nr); c.dirty = true }
+
+// Return answers the call at entry without running it: the guest sees v
+// (a negative errno for failure). At exit it replaces the result.
+func (c *Call) Return(v int64) {
+	if !c.inExit() {
+		c.Regs.SetNr(-1)
+		c.skipped = true
+		c.noExit = true
+	}
+	c.Regs.SetRet(v)
+	c.dirty = true
+}
+
+// Fail answers the call with errno err.
+func (c *Call) Fail(err unix.Errno) { c.Return(-int64(err)) }
+
+// Ret returns the result of the call (in Exit).
+func (c *Call) Ret() int64 { return c.Regs.Ret() }
+
+// NoExit cancels the exit stop for this call.
+func (c *Call) NoExit() { c.noExit = true }
+
+func (c *Call) inExit() bool { return c.th.pendingExit != nil }
+
+// ReadPath reads a NUL-terminated path argument from guest memory with the
+// kernel's limits (ENAMETOOLONG past PATH_MAX, EFAULT on a bad pointer).
+func (c *Call) ReadPath(addr uint64) (string, error) {
+	if c.buf == nil {
+		c.buf = make([]byte, PathMax)
+	}
+	return readString(c.th.Tid, addr, PathMax, c.buf)
+}
+
+// ReadMem reads len(b) bytes of guest memory at addr.
+func (c *Call) ReadMem(addr uint64, b []byte) error {
+	n, err := readMem(c.th.Tid, addr, b)
+	if err != nil {
+		return err
+	}
+	if n != len(b) {
+		return unix.EFAULT
+	}
+	return nil
+}
+
+// WriteMem writes b into guest memory at addr.
+func (c *Call) WriteMem(addr uint64, b []byte) error { return writeMem(c.th.Tid, addr, b) }
+
+// Push copies b onto the guest stack below the red zone and returns its
+// address. Data pushed during one call stays valid for that call.
+func (c *Call) Push(b []byte) (uint64, error) {
+	addr := (c.scratch - uint64(len(b))) &^ 15
+	if err := writeMem(c.th.Tid, addr, b); err != nil {
+		return 0, err
+	}
+	c.scratch = addr
+	return addr, nil
+}
+
+// PushString copies s and a NUL onto the guest stack and returns its address.
+func (c *Call) PushString(s string) (uint64, error) {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return c.Push(b)
+}
+
+// SetExec records the program an execve handler decided to run; the
+// tracer hands it to the loader when the exec succeeds.
+func (c *Call) SetExec(p *ExecPlan) { c.th.exec = p }
+
+// Loader returns the host path of the loader executable.
+func (c *Call) Loader() string { return c.t.cfg.Loader }

@@ -1,0 +1,53 @@
+package tracer
+
+// FS is the filesystem context a group of threads shares (CLONE_FS): the
+// guest's current directory.
+type FS struct {
+	// Cwd is the guest path of the current directory, absolute and clean.
+	Cwd string
+}
+
+// Process is the state of one thread group (a guest process).
+type Process struct {
+	// Pid is the thread-group id.
+	Pid int
+	// Exe is the guest path of the program the process runs, what
+	// /proc/<pid>/exe must read as.
+	Exe string
+	// ExeHost is the host path of that program.
+	ExeHost string
+}
+
+// Thread is one traced kernel task.
+type Thread struct {
+	Tid  int
+	Proc *Process
+	FS   *FS
+
+	// pendingExit is the handler whose Exit runs at the next
+	// syscall-exit stop, with the Call state of its entry.
+	pendingExit *Handler
+	// inSyscall tracks entry/exit alternation in ptrace-only mode.
+	inSyscall bool
+	// loading is true from a successful exec until the first traced
+	// syscall made outside the loader: the loader's own calls (opening the
+	// program by its host path) are not translated.
+	loading bool
+	// exec is set by an execve handler and consumed at PTRACE_EVENT_EXEC.
+	exec *ExecPlan
+	// ready is false for a new task whose parent's fork/clone event has
+	// not been seen yet: it stays stopped until then.
+	ready bool
+	// stopped is true while a not-ready task waits in its initial stop.
+	stopped bool
+	call    Call
+}
+
+// ExecPlan is what an execve handler decided: the loader runs the program
+// at ProgramHost with interpreter InterpHost, publishing ExecFn.
+type ExecPlan struct {
+	ProgramHost string // host path of the ELF program
+	InterpHost  string // host path of its PT_INTERP, "" for static programs
+	ExecFn      string // guest path for AT_EXECFN (the filename as passed to execve)
+	Exe         string // guest path /proc/self/exe must show
+}

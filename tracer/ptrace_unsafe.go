@@ -1,0 +1,94 @@
+package tracer
+
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ptrace issues one ptrace request without going through the scheduler:
+// every request here returns at once.
+func ptrace(req int, pid int, addr, data uintptr) error {
+	_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// seize attaches to pid with PTRACE_SEIZE and the given options.
+func seize(pid int, options int) error {
+	return ptrace(unix.PTRACE_SEIZE, pid, 0, uintptr(options))
+}
+
+// resume restarts a stopped thread with request req (CONT, SYSCALL, LISTEN)
+// delivering signal sig (0 for none).
+func resume(req, tid int, sig syscall.Signal) error {
+	return ptrace(req, tid, 0, uintptr(sig))
+}
+
+// eventMsg returns PTRACE_GETEVENTMSG for tid.
+func eventMsg(tid int) (uint64, error) {
+	var msg uint64
+	err := ptrace(unix.PTRACE_GETEVENTMSG, tid, 0, uintptr(unsafe.Pointer(&msg)))
+	return msg, err
+}
+
+// Siginfo is the part of a siginfo_t the tracer reads.
+type Siginfo struct {
+	Signo, Errno, Code int32
+	_                  int32
+	// Fields of the union; for SIGSYS: call_addr (uint64), syscall (int32), arch (uint32).
+	Union [112]byte
+}
+
+// getSiginfo reads the pending signal of a signal-delivery stop.
+func getSiginfo(tid int, si *Siginfo) error {
+	return ptrace(unix.PTRACE_GETSIGINFO, tid, 0, uintptr(unsafe.Pointer(si)))
+}
+
+// wait4 waits for any traced thread (WALL).
+func wait4(status *unix.WaitStatus) (int, error) {
+	for {
+		pid, err := unix.Wait4(-1, status, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		return pid, err
+	}
+}
+
+// readMem copies tracee memory at addr into buf with process_vm_readv and
+// returns how many bytes were read.
+func readMem(pid int, addr uint64, buf []byte) (int, error) {
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	local := unix.Iovec{Base: &buf[0], Len: uint64(len(buf))}
+	remote := unix.RemoteIovec{Base: uintptr(addr), Len: len(buf)}
+	n, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid),
+		uintptr(unsafe.Pointer(&local)), 1, uintptr(unsafe.Pointer(&remote)), 1, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// writeMem copies buf into tracee memory at addr with process_vm_writev.
+func writeMem(pid int, addr uint64, buf []byte) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	local := unix.Iovec{Base: &buf[0], Len: uint64(len(buf))}
+	remote := unix.RemoteIovec{Base: uintptr(addr), Len: len(buf)}
+	n, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_WRITEV, uintptr(pid),
+		uintptr(unsafe.Pointer(&local)), 1, uintptr(unsafe.Pointer(&remote)), 1, 0)
+	if e != 0 {
+		return e
+	}
+	if int(n) != len(buf) {
+		return unix.EFAULT
+	}
+	return nil
+}

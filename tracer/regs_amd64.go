@@ -1,0 +1,79 @@
+package tracer
+
+import "golang.org/x/sys/unix"
+
+// Regs holds a stopped thread's general-purpose registers (x86_64).
+type Regs struct {
+	r unix.PtraceRegs
+}
+
+// RedZone is the number of bytes below the stack pointer the ABI lets a
+// leaf function use; scratch data for a tracee goes below it.
+const RedZone = 128
+
+// syscallInsnLen is the length of the instruction that enters the kernel.
+const syscallInsnLen = 2
+
+// Nr returns the syscall number of the current call.
+func (r *Regs) Nr() int { return int(int64(r.r.Orig_rax)) }
+
+// SetNr changes the syscall number; -1 skips the call.
+func (r *Regs) SetNr(nr int) { r.r.Orig_rax = uint64(int64(nr)) }
+
+// Arg returns syscall argument i (0-5).
+func (r *Regs) Arg(i int) uint64 {
+	switch i {
+	case 0:
+		return r.r.Rdi
+	case 1:
+		return r.r.Rsi
+	case 2:
+		return r.r.Rdx
+	case 3:
+		return r.r.R10
+	case 4:
+		return r.r.R8
+	case 5:
+		return r.r.R9
+	}
+	panic("tracer: bad syscall argument index")
+}
+
+// SetArg sets syscall argument i (0-5).
+func (r *Regs) SetArg(i int, v uint64) {
+	switch i {
+	case 0:
+		r.r.Rdi = v
+	case 1:
+		r.r.Rsi = v
+	case 2:
+		r.r.Rdx = v
+	case 3:
+		r.r.R10 = v
+	case 4:
+		r.r.R8 = v
+	case 5:
+		r.r.R9 = v
+	default:
+		panic("tracer: bad syscall argument index")
+	}
+}
+
+// Ret returns the syscall return value (valid at a syscall-exit stop).
+func (r *Regs) Ret() int64 { return int64(r.r.Rax) }
+
+// SetRet sets the syscall return value.
+func (r *Regs) SetRet(v int64) { r.r.Rax = uint64(v) }
+
+// SP returns the stack pointer.
+func (r *Regs) SP() uint64 { return r.r.Rsp }
+
+// PC returns the instruction pointer.
+func (r *Regs) PC() uint64 { return r.r.Rip }
+
+// SetPC sets the instruction pointer.
+func (r *Regs) SetPC(v uint64) { r.r.Rip = v }
+
+// SetEntryArg sets the first-argument register the loader reads its
+// script address from at a fresh exec.
+func (r *Regs) SetEntryArg(v uint64) { r.r.Rdi = v }

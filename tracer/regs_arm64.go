@@ -1,0 +1,61 @@
+package tracer
+
+import "golang.org/x/sys/unix"
+
+// Regs holds a stopped thread's general-purpose registers (aarch64).
+//
+// The syscall number lives in x8 at entry; changing it needs the
+// NT_ARM_SYSTEM_CALL register set, which putRegs writes when nrDirty is set.
+type Regs struct {
+	r       unix.PtraceRegs
+	nr      int
+	nrDirty bool
+}
+
+// RedZone is the number of bytes below the stack pointer left untouched.
+// AAPCS64 has no red zone; keep a margin anyway.
+const RedZone = 128
+
+// syscallInsnLen is the length of the instruction that enters the kernel.
+const syscallInsnLen = 4
+
+// Nr returns the syscall number of the current call.
+func (r *Regs) Nr() int { return r.nr }
+
+// SetNr changes the syscall number; -1 skips the call.
+func (r *Regs) SetNr(nr int) { r.nr = nr; r.nrDirty = true }
+
+// Arg returns syscall argument i (0-5).
+func (r *Regs) Arg(i int) uint64 {
+	if i < 0 || i > 5 {
+		panic("tracer: bad syscall argument index")
+	}
+	return r.r.Regs[i]
+}
+
+// SetArg sets syscall argument i (0-5).
+func (r *Regs) SetArg(i int, v uint64) {
+	if i < 0 || i > 5 {
+		panic("tracer: bad syscall argument index")
+	}
+	r.r.Regs[i] = v
+}
+
+// Ret returns the syscall return value (valid at a syscall-exit stop).
+func (r *Regs) Ret() int64 { return int64(r.r.Regs[0]) }
+
+// SetRet sets the syscall return value.
+func (r *Regs) SetRet(v int64) { r.r.Regs[0] = uint64(v) }
+
+// SP returns the stack pointer.
+func (r *Regs) SP() uint64 { return r.r.Sp }
+
+// PC returns the instruction pointer.
+func (r *Regs) PC() uint64 { return r.r.Pc }
+
+// SetPC sets the instruction pointer.
+func (r *Regs) SetPC(v uint64) { r.r.Pc = v }
+
+// SetEntryArg sets the first-argument register the loader reads its
+// script address from at a fresh exec.
+func (r *Regs) SetEntryArg(v uint64) { r.r.Regs[0] = v }

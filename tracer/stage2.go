@@ -1,0 +1,62 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/seccomp"
+)
+
+// Stage2Name is argv[0] of the re-executed droidroot that installs the
+// filter and execs the guest; main calls Stage2 when it sees it.
+const Stage2Name = "droidroot-stage2"
+
+// Stage2 runs in the freshly started child: it waits on fd 3 until the
+// tracer has attached and sent the filter, installs it and execs the guest
+// program (os.Args[1]) with argv os.Args[2:]. The exec itself is the first
+// traced call, so the guest path is translated like any other exec.
+func Stage2() {
+	f := os.NewFile(3, "stage2")
+	var hdr [4]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		// The tracer died before attaching: never run untraced.
+		os.Exit(125)
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	raw := make([]byte, n)
+	if _, err := io.ReadFull(f, raw); err != nil {
+		os.Exit(125)
+	}
+	f.Close()
+	if n > 0 {
+		prog := make([]unix.SockFilter, n/8)
+		for i := range prog {
+			prog[i] = unix.SockFilter{
+				Code: binary.LittleEndian.Uint16(raw[8*i:]),
+				Jt:   raw[8*i+2],
+				Jf:   raw[8*i+3],
+				K:    binary.LittleEndian.Uint32(raw[8*i+4:]),
+			}
+		}
+		if err := seccomp.Install(prog, 0); err != nil {
+			fmt.Fprintf(os.Stderr, "droidroot: %v\n", err)
+			os.Exit(125)
+		}
+	}
+	if len(os.Args) < 3 {
+		os.Exit(125)
+	}
+	err := syscall.Exec(os.Args[1], os.Args[2:], os.Environ())
+	fmt.Fprintf(os.Stderr, "droidroot: %s: %v\n", os.Args[1], err)
+	switch err {
+	case syscall.ENOENT:
+		os.Exit(127)
+	default:
+		os.Exit(126)
+	}
+}

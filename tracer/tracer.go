@@ -1,0 +1,541 @@
+package tracer
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/loader"
+	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/seccomp"
+)
+
+// Config is everything the tracer needs to run a guest command tree.
+type Config struct {
+	// Mapper translates guest paths.
+	Mapper *pathmap.Mapper
+	// Cwd is the guest's initial current directory (absolute guest path).
+	Cwd string
+	// CwdHost is the host directory of Cwd.
+	CwdHost string
+	// Path is the guest path of the program to run; Argv its arguments
+	// (Argv[0] included) and Env its environment.
+	Path string
+	Argv []string
+	Env  []string
+	// Loader is the host path of the loader executable.
+	Loader string
+	// Table holds the syscall handlers.
+	Table Table
+	// NoSeccomp makes every syscall stop (ptrace-only mode).
+	NoSeccomp bool
+	// KillOnExit kills every remaining tracee when the first process exits.
+	KillOnExit bool
+	// Verbose is the log level (PROOT_VERBOSE / -v).
+	Verbose int
+	// Log receives diagnostics; nil means os.Stderr.
+	Log io.Writer
+	// Stdin, Stdout, Stderr are the guest's standard files (nil: ours).
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Tracer runs and traces one guest command tree.
+type Tracer struct {
+	cfg      Config
+	goarch   string
+	handlers []*Handler // indexed by native syscall number
+	threads  map[int]*Thread
+	// orphans are tasks seen before their parent's fork event.
+	first      int
+	// loaderLo, loaderHi bound the loader's mapped image.
+	loaderLo, loaderHi uint64
+	lastStatus int
+	warned     map[string]bool
+}
+
+// New prepares a tracer; nothing runs until Run.
+func New(cfg Config) (*Tracer, error) {
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	t := &Tracer{cfg: cfg, goarch: runtime.GOARCH, threads: map[int]*Thread{}, warned: map[string]bool{}}
+	abi := seccomp.NativeABI(t.goarch)
+	for name, h := range cfg.Table {
+		nr, ok := abi.Nr(name)
+		if !ok {
+			continue // not a syscall of this architecture (e.g. open on arm64)
+		}
+		for len(t.handlers) <= nr {
+			t.handlers = append(t.handlers, nil)
+		}
+		h := h
+		t.handlers[nr] = &h
+	}
+	if cfg.Loader != "" {
+		lo, hi, err := imageRange(cfg.Loader)
+		if err != nil {
+			return nil, fmt.Errorf("loader %s: %w", cfg.Loader, err)
+		}
+		t.loaderLo, t.loaderHi = lo, hi
+	}
+	return t, nil
+}
+
+// imageRange returns the address range the PT_LOAD segments of a
+// fixed-address ELF file occupy.
+func imageRange(path string) (lo, hi uint64, err error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	lo = ^uint64(0)
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD {
+			continue
+		}
+		lo = min(lo, p.Vaddr&^4095)
+		hi = max(hi, p.Vaddr+p.Memsz)
+	}
+	if hi == 0 || f.Type != elf.ET_EXEC {
+		return 0, 0, errors.New("not a fixed-address executable")
+	}
+	return lo, hi, nil
+}
+
+// Policy is the seccomp policy derived from the handler table: the
+// filter traps exactly the syscalls that have handlers.
+func Policy(goarch string, table Table) seccomp.Policy {
+	abi := seccomp.NativeABI(goarch)
+	rules := map[int]seccomp.Action{}
+	for name, h := range table {
+		nr, ok := abi.Nr(name)
+		if !ok {
+			continue
+		}
+		if h.Exit != nil {
+			rules[nr] = seccomp.TraceExit
+		} else {
+			rules[nr] = seccomp.TraceEntry
+		}
+	}
+	return seccomp.Policy{Rules: map[*seccomp.ABI]map[int]seccomp.Action{abi: rules}}
+}
+
+// TracedNames lists the syscall names of table that exist on goarch, sorted.
+func TracedNames(goarch string, table Table) []string {
+	abi := seccomp.NativeABI(goarch)
+	var names []string
+	for name := range table {
+		if _, ok := abi.Nr(name); ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (t *Tracer) logf(level int, format string, args ...any) {
+	if t.cfg.Verbose >= level {
+		fmt.Fprintf(t.cfg.Log, "droidroot: "+format+"\n", args...)
+	}
+}
+
+func (t *Tracer) warnOnce(key, format string, args ...any) {
+	if t.warned[key] {
+		return
+	}
+	t.warned[key] = true
+	fmt.Fprintf(t.cfg.Log, "droidroot: "+format+"\n", args...)
+}
+
+// ptraceOptions are set on the first tracee and inherited by all others.
+const ptraceOptions = unix.PTRACE_O_TRACESYSGOOD | unix.PTRACE_O_TRACEFORK |
+	unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC |
+	unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_EXITKILL
+
+// ErrPtrace explains a failure to trace.
+var ErrPtrace = errors.New("cannot trace the guest")
+
+// Run starts the guest and traces it until every tracee has exited. It
+// returns the exit status proot would: that of the last process that
+// exited, 128+N for death by signal N.
+func (t *Tracer) Run() (int, error) {
+	// Every ptrace request must come from this thread: lock it for good.
+	runtime.LockOSThread()
+
+	var filter []byte
+	if !t.cfg.NoSeccomp {
+		prog, err := seccomp.Build(t.goarch, Policy(t.goarch, t.cfg.Table))
+		if err != nil {
+			return 1, fmt.Errorf("building the seccomp filter: %w", err)
+		}
+		raw, err := seccomp.Assemble(prog)
+		if err != nil {
+			return 1, fmt.Errorf("assembling the seccomp filter: %w", err)
+		}
+		filter = make([]byte, 8*len(raw))
+		for i, ins := range raw {
+			binary.LittleEndian.PutUint16(filter[8*i:], ins.Code)
+			filter[8*i+2] = ins.Jt
+			filter[8*i+3] = ins.Jf
+			binary.LittleEndian.PutUint32(filter[8*i+4:], ins.K)
+		}
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 1, err
+	}
+	files := []uintptr{os.Stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd(), pr.Fd()}
+	if t.cfg.Stdin != nil {
+		files[0] = t.cfg.Stdin.Fd()
+	}
+	if t.cfg.Stdout != nil {
+		files[1] = t.cfg.Stdout.Fd()
+	}
+	if t.cfg.Stderr != nil {
+		files[2] = t.cfg.Stderr.Fd()
+	}
+	self, err := os.Executable()
+	if err != nil {
+		self = "/proc/self/exe"
+	}
+	argv := append([]string{Stage2Name, t.cfg.Path}, t.cfg.Argv...)
+	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
+		Dir:   t.cfg.CwdHost,
+		Env:   t.cfg.Env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: false},
+	})
+	pr.Close()
+	if err != nil {
+		pw.Close()
+		return 1, fmt.Errorf("starting the guest: %w", err)
+	}
+	if err := seize(pid, ptraceOptions); err != nil {
+		pw.Close()
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil)
+		return 1, fmt.Errorf("%w: ptrace(PTRACE_SEIZE) failed: %v (%s)", ErrPtrace, err, ptraceHint(err))
+	}
+	t.first = pid
+	proc := &Process{Pid: pid}
+	th := &Thread{Tid: pid, Proc: proc, FS: &FS{Cwd: t.cfg.Cwd}, ready: true}
+	t.threads[pid] = th
+	// Hand stage 2 its filter; it installs it and execs the guest.
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(filter)))
+	pw.Write(append(hdr[:], filter...))
+	pw.Close()
+	return t.loop()
+}
+
+func ptraceHint(err error) string {
+	switch err {
+	case unix.EPERM:
+		return "ptrace is forbidden here: a container without CAP_SYS_PTRACE, a seccomp profile, or /proc/sys/kernel/yama/ptrace_scope = 3"
+	case unix.ENOSYS:
+		return "this kernel or emulator has no ptrace (qemu-user cannot run a tracer)"
+	}
+	return "check that ptrace is allowed"
+}
+
+// resumeReq is how threads are restarted when no exit stop is wanted.
+func (t *Tracer) resumeReq() int {
+	if t.cfg.NoSeccomp {
+		return unix.PTRACE_SYSCALL
+	}
+	return unix.PTRACE_CONT
+}
+
+func (t *Tracer) loop() (int, error) {
+	var ws unix.WaitStatus
+	for len(t.threads) > 0 {
+		tid, err := wait4(&ws)
+		if err != nil {
+			if err == unix.ECHILD {
+				break
+			}
+			return 1, fmt.Errorf("wait4: %w", err)
+		}
+		th := t.threads[tid]
+		switch {
+		case ws.Exited() || ws.Signaled():
+			t.exited(tid, th, ws)
+			continue
+		case !ws.Stopped():
+			continue
+		}
+		if th == nil {
+			// A new task whose parent's event has not arrived yet: keep
+			// it stopped until it has.
+			t.threads[tid] = &Thread{Tid: tid, stopped: true}
+			continue
+		}
+		sig := ws.StopSignal()
+		event := int(ws) >> 16 & 0xff
+		switch {
+		case sig == unix.SIGTRAP|0x80:
+			t.syscallStop(th)
+		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
+			t.seccompStop(th)
+		case sig == unix.SIGTRAP && (event == unix.PTRACE_EVENT_FORK || event == unix.PTRACE_EVENT_VFORK || event == unix.PTRACE_EVENT_CLONE):
+			t.forked(th, event)
+		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXEC:
+			t.execEvent(th)
+		case event == unix.PTRACE_EVENT_STOP:
+			if !th.ready {
+				th.stopped = true
+				continue
+			}
+			switch sig {
+			case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+				// Group stop: stay stopped but let SIGCONT through.
+				resume(unix.PTRACE_LISTEN, tid, 0)
+			default:
+				t.cont(th, 0)
+			}
+		default:
+			// Signal-delivery stop: deliver it.
+			t.cont(th, sig)
+		}
+	}
+	return t.lastStatus, nil
+}
+
+func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
+	req := t.resumeReq()
+	if th.pendingExit != nil {
+		req = unix.PTRACE_SYSCALL
+	}
+	if err := resume(req, th.Tid, sig); err != nil && err != unix.ESRCH {
+		t.logf(1, "resume %d: %v", th.Tid, err)
+	}
+}
+
+func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
+	delete(t.threads, tid)
+	if th == nil || th.Proc == nil || th.Proc.Pid != tid {
+		return
+	}
+	status := 0
+	if ws.Exited() {
+		status = ws.ExitStatus()
+	} else {
+		status = 128 + int(ws.Signal())
+	}
+	t.lastStatus = status
+	t.logf(2, "process %d exited: %d", tid, status)
+	if tid == t.first && t.cfg.KillOnExit {
+		for other := range t.threads {
+			unix.Kill(other, unix.SIGKILL)
+		}
+	}
+}
+
+// forked handles a fork, vfork or clone event of th.
+func (t *Tracer) forked(th *Thread, event int) {
+	msg, err := eventMsg(th.Tid)
+	if err != nil {
+		t.cont(th, 0)
+		return
+	}
+	child := int(msg)
+	var flags uint64
+	if event == unix.PTRACE_EVENT_CLONE {
+		flags = t.cloneFlags(th)
+	}
+	ct := t.threads[child]
+	wasStopped := ct != nil && ct.stopped
+	if ct == nil {
+		ct = &Thread{Tid: child}
+		t.threads[child] = ct
+	}
+	if flags&unix.CLONE_THREAD != 0 {
+		ct.Proc = th.Proc
+	} else {
+		exe := *th.Proc
+		exe.Pid = child
+		ct.Proc = &exe
+	}
+	if flags&unix.CLONE_FS != 0 {
+		ct.FS = th.FS
+	} else {
+		fs := *th.FS
+		ct.FS = &fs
+	}
+	ct.inSyscall = th.inSyscall
+	ct.ready = true
+	if wasStopped {
+		ct.stopped = false
+		t.cont(ct, 0)
+	}
+	t.cont(th, 0)
+}
+
+// cloneFlags reads the flags of the clone or clone3 call th is in.
+func (t *Tracer) cloneFlags(th *Thread) uint64 {
+	var r Regs
+	if err := getRegs(th.Tid, &r); err != nil {
+		return 0
+	}
+	abi := seccomp.NativeABI(t.goarch)
+	if nr, ok := abi.Nr("clone3"); ok && r.Nr() == nr {
+		var b [8]byte
+		if n, err := readMem(th.Tid, r.Arg(0), b[:]); err != nil || n != 8 {
+			return 0
+		}
+		return binary.LittleEndian.Uint64(b[:])
+	}
+	return r.Arg(0)
+}
+
+// seccompStop handles a PTRACE_EVENT_SECCOMP stop.
+func (t *Tracer) seccompStop(th *Thread) {
+	data, err := eventMsg(th.Tid)
+	if err != nil {
+		return
+	}
+	c := &th.call
+	if err := getRegs(th.Tid, &c.Regs); err != nil {
+		return
+	}
+	switch data {
+	case seccomp.DataUnsupportedABI, seccomp.DataUnknownArch:
+		t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
+		c.th = th
+		c.Regs.SetNr(-1)
+		c.Regs.SetRet(-int64(unix.ENOSYS))
+		putRegs(th.Tid, &c.Regs)
+		t.cont(th, 0)
+		return
+	}
+	t.enter(th)
+}
+
+// enter runs the entry handler of the syscall th is stopped at.
+func (t *Tracer) enter(th *Thread) {
+	c := &th.call
+	if th.loading {
+		if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+			t.cont(th, 0) // the loader opening the program: host paths
+			return
+		}
+		th.loading = false
+	}
+	nr := c.Regs.Nr()
+	var h *Handler
+	if nr >= 0 && nr < len(t.handlers) {
+		h = t.handlers[nr]
+	}
+	if h == nil {
+		t.cont(th, 0)
+		return
+	}
+	c.t = t
+	c.Entry = c.Regs
+	c.reset(th)
+	h.Enter(c)
+	if c.dirty {
+		if err := putRegs(th.Tid, &c.Regs); err != nil {
+			t.logf(1, "setregs %d: %v", th.Tid, err)
+		}
+	}
+	if h.Exit != nil && !c.noExit {
+		th.pendingExit = h
+	}
+	t.cont(th, 0)
+}
+
+// syscallStop handles a syscall-entry or -exit stop.
+func (t *Tracer) syscallStop(th *Thread) {
+	c := &th.call
+	if t.cfg.NoSeccomp && !th.inSyscall {
+		th.inSyscall = true
+		if err := getRegs(th.Tid, &c.Regs); err != nil {
+			return
+		}
+		t.enter(th)
+		return
+	}
+	th.inSyscall = false
+	h := th.pendingExit
+	if h == nil {
+		t.cont(th, 0)
+		return
+	}
+	if err := getRegs(th.Tid, &c.Regs); err == nil {
+		c.dirty = false
+		h.Exit(c)
+		if c.dirty {
+			putRegs(th.Tid, &c.Regs)
+		}
+	}
+	th.pendingExit = nil
+	t.cont(th, 0)
+}
+
+// execEvent handles PTRACE_EVENT_EXEC: the loader has just been exec'd;
+// hand it the program to load.
+func (t *Tracer) execEvent(th *Thread) {
+	if former, err := eventMsg(th.Tid); err == nil && int(former) != th.Tid {
+		// A non-leader thread exec'd: it takes over the leader's tid.
+		if ft := t.threads[int(former)]; ft != nil {
+			delete(t.threads, int(former))
+			ft.Tid = th.Tid
+			ft.Proc = th.Proc
+			t.threads[th.Tid] = ft
+			th = ft
+		}
+	}
+	plan := th.exec
+	th.exec = nil
+	// Other threads of the process are gone; the process gets its own FS.
+	fs := *th.FS
+	th.FS = &fs
+	if plan == nil {
+		t.cont(th, 0)
+		return
+	}
+	th.loading = true
+	th.Proc.Exe = plan.Exe
+	th.Proc.ExeHost = plan.ProgramHost
+	var r Regs
+	if err := getRegs(th.Tid, &r); err != nil {
+		return
+	}
+	sp := r.SP()
+	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn}.Encode(sp)
+	addr := (sp - 4096 - uint64(len(script))) &^ 15
+	if err := writeMem(th.Tid, addr, script); err != nil {
+		t.warnOnce("script", "cannot hand the load script to process %d: %v", th.Tid, err)
+		unix.Kill(th.Tid, unix.SIGKILL)
+		return
+	}
+	r.SetEntryArg(addr)
+	if err := putRegs(th.Tid, &r); err != nil {
+		t.logf(1, "setregs %d: %v", th.Tid, err)
+	}
+	t.cont(th, 0)
+}
+
+// Process returns the traced process with thread-group id pid, or nil.
+func (t *Tracer) Process(pid int) *Process {
+	if th := t.threads[pid]; th != nil {
+		return th.Proc
+	}
+	return nil
+}
+
+// WarnOnce prints a diagnostic the first time key is seen.
+func (t *Tracer) WarnOnce(key, format string, args ...any) { t.warnOnce(key, format, args...) }
