@@ -1,0 +1,504 @@
+/*
+ * droidroot loader: maps a guest program and its interpreter the way the kernel's
+ * ELF loader would, then starts it. See script.h for the protocol with the tracer.
+ *
+ * Freestanding: no libc, raw system calls only, no writable data of its own. It
+ * writes nothing to the original stack except the values of the auxv entries it
+ * fixes (AT_PHDR, AT_PHENT, AT_PHNUM, AT_ENTRY, AT_BASE, AT_EXECFN).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../script.h"
+
+#if defined(__x86_64__)
+#include "arch-x86_64.h"
+#elif defined(__aarch64__)
+#include "arch-aarch64.h"
+#else
+#error "unsupported architecture"
+#endif
+
+/* ELF (include/uapi/linux/elf.h). */
+#define ELFCLASS64 2
+#define ELFDATA2LSB 1
+#define EV_CURRENT 1
+#define ET_EXEC 2
+#define ET_DYN 3
+#define PT_LOAD 1
+#define PT_INTERP 3
+#define PT_PHDR 6
+#define PT_GNU_STACK 0x6474e551
+#define PF_X 1
+#define PF_W 2
+#define PF_R 4
+
+/* Auxiliary vector types (include/uapi/linux/auxvec.h). */
+#define AT_NULL 0
+#define AT_PHDR 3
+#define AT_PHENT 4
+#define AT_PHNUM 5
+#define AT_PAGESZ 6
+#define AT_BASE 7
+#define AT_ENTRY 9
+#define AT_EXECFN 31
+
+/* mmap, open (the same values on x86_64 and arm64). */
+#define PROT_NONE 0
+#define PROT_READ 1
+#define PROT_WRITE 2
+#define PROT_EXEC 4
+#define PROT_GROWSDOWN 0x01000000
+#define MAP_PRIVATE 0x02
+#define MAP_FIXED 0x10
+#define MAP_ANONYMOUS 0x20
+#define O_RDONLY 0
+#define O_CLOEXEC 02000000
+#define AT_FDCWD (-100)
+
+/* The kernel refuses program header tables larger than this (fs/binfmt_elf.c). */
+#define MAX_PHDR_BYTES 65536
+
+struct elf_ehdr {
+	unsigned char e_ident[16];
+	uint16_t e_type;
+	uint16_t e_machine;
+	uint32_t e_version;
+	uint64_t e_entry;
+	uint64_t e_phoff;
+	uint64_t e_shoff;
+	uint32_t e_flags;
+	uint16_t e_ehsize;
+	uint16_t e_phentsize;
+	uint16_t e_phnum;
+	uint16_t e_shentsize;
+	uint16_t e_shnum;
+	uint16_t e_shstrndx;
+};
+
+struct elf_phdr {
+	uint32_t p_type;
+	uint32_t p_flags;
+	uint64_t p_offset;
+	uint64_t p_vaddr;
+	uint64_t p_paddr;
+	uint64_t p_filesz;
+	uint64_t p_memsz;
+	uint64_t p_align;
+};
+
+/* What the auxv needs to know about a mapped image. */
+struct image {
+	uint64_t bias;  /* runtime address minus link-time address */
+	uint64_t entry; /* runtime entry point */
+	uint64_t phdr;  /* runtime address of the program headers */
+	uint64_t phnum;
+	int has_interp; /* has a PT_INTERP */
+	int exec_stack; /* PT_GNU_STACK asks for an executable stack */
+};
+
+/* Bounds of the loader's own image, from the default linker script. */
+extern char __executable_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+
+void loader_main(const struct dr_load_script *script) __attribute__((noreturn, used));
+void dr_jump(uint64_t entry, uint64_t sp) __attribute__((noreturn));
+
+/* gcc may emit calls to these for struct copies and loops, even freestanding. */
+void *memcpy(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	while (n--)
+		*d++ = *s++;
+	return dst;
+}
+
+void *memset(void *dst, int c, size_t n)
+{
+	unsigned char *d = dst;
+
+	while (n--)
+		*d++ = (unsigned char)c;
+	return dst;
+}
+
+static size_t dr_strlen(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n])
+		n++;
+	return n;
+}
+
+#define syscall1(n, a) dr_syscall6(n, (long)(a), 0, 0, 0, 0, 0)
+#define syscall2(n, a, b) dr_syscall6(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define syscall3(n, a, b, c) dr_syscall6(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define syscall4(n, a, b, c, d) dr_syscall6(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define syscall6(n, a, b, c, d, e, f) \
+	dr_syscall6(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
+/* Raw calls return -errno in [-4095, -1] on failure. */
+static int failed(long ret)
+{
+	return (unsigned long)ret > -4096UL;
+}
+
+static long sys_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off)
+{
+	return syscall6(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+struct iovec_ {
+	const void *base;
+	size_t len;
+};
+
+/*
+ * Report "droidroot loader: [ROLE: ]WHAT[ (errno N)][: PATH]" on fd 2 and exit 127,
+ * the status a shell gives a command it could not run.
+ */
+static void __attribute__((noreturn))
+die(const char *role, const char *what, long err, const char *path)
+{
+	char num[32];
+	char *p = num + sizeof num;
+	struct iovec_ iov[9];
+	int n = 0;
+
+#define PIECE(s) (iov[n].base = (s), iov[n].len = dr_strlen(s), n++)
+	PIECE("droidroot loader: ");
+	if (role) {
+		PIECE(role);
+		PIECE(": ");
+	}
+	PIECE(what);
+	if (err) {
+		unsigned long e = (unsigned long)(err < 0 ? -err : err);
+
+		*--p = 0;
+		*--p = ')';
+		do
+			*--p = (char)('0' + e % 10);
+		while (e /= 10);
+		p -= 8;
+		memcpy(p, " (errno ", 8);
+		PIECE(p);
+	}
+	if (path) {
+		PIECE(": ");
+		PIECE(path);
+	}
+	PIECE("\n");
+#undef PIECE
+	syscall3(SYS_writev, 2, iov, n);
+	for (;;)
+		syscall1(SYS_exit_group, 127);
+}
+
+static uint64_t page_down(uint64_t x, uint64_t pagesz)
+{
+	return x & ~(pagesz - 1);
+}
+
+static uint64_t page_up(uint64_t x, uint64_t pagesz)
+{
+	return (x + pagesz - 1) & ~(pagesz - 1);
+}
+
+/* Read up to n bytes at offset off; fewer only at the end of the file. */
+static uint64_t pread_full(int fd, void *buf, uint64_t n, uint64_t off, const char *role, const char *path)
+{
+	char *p = buf;
+	uint64_t done = 0;
+
+	while (done < n) {
+		long r = syscall4(SYS_pread64, fd, p + done, n - done, off + done);
+
+		if (r == -4) /* EINTR */
+			continue;
+		if (failed(r))
+			die(role, "cannot read", r, path);
+		if (r == 0)
+			break;
+		done += (uint64_t)r;
+	}
+	return done;
+}
+
+static int prot_of(uint32_t flags)
+{
+	return ((flags & PF_R) ? PROT_READ : 0) | ((flags & PF_W) ? PROT_WRITE : 0) |
+	       ((flags & PF_X) ? PROT_EXEC : 0);
+}
+
+/* Map one PT_LOAD at bias, as fs/binfmt_elf.c:elf_load does. */
+static void map_segment(int fd, const struct elf_phdr *ph, uint64_t bias, uint64_t pagesz,
+			const char *role, const char *path)
+{
+	int prot = prot_of(ph->p_flags);
+	uint64_t start = bias + ph->p_vaddr;
+	uint64_t map_start = page_down(start, pagesz);
+	uint64_t file_end = start + ph->p_filesz;
+	uint64_t mem_end = start + ph->p_memsz;
+	uint64_t anon_start = map_start;
+	long r;
+
+	if (ph->p_filesz > 0) {
+		r = sys_mmap(map_start, page_up(file_end, pagesz) - map_start, prot,
+			     MAP_PRIVATE | MAP_FIXED, fd, ph->p_offset - (start - map_start));
+		if (failed(r))
+			die(role, "cannot map segment", r, path);
+		anon_start = page_up(file_end, pagesz);
+
+		/*
+		 * Zero the rest of the last file page, as the kernel does: up to the end
+		 * of the page, not just of p_memsz, because ld.so's early malloc hands
+		 * out the tail of its last page assuming it is zero. Like the kernel,
+		 * only in writable segments (making file-backed executable pages
+		 * writable and back would need SELinux execmod on Android).
+		 */
+		if (ph->p_memsz > ph->p_filesz && (prot & PROT_WRITE) && anon_start > file_end)
+			memset((void *)file_end, 0, anon_start - file_end);
+	}
+	if (page_up(mem_end, pagesz) > anon_start) {
+		r = sys_mmap(anon_start, page_up(mem_end, pagesz) - anon_start, prot,
+			     MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
+		if (failed(r))
+			die(role, "cannot map bss", r, path);
+	}
+}
+
+/*
+ * Reserve len bytes aligned to align (a power of two) with one PROT_NONE mapping;
+ * the segments are then mapped over it with MAP_FIXED, and the holes between them
+ * stay inaccessible.
+ */
+static uint64_t reserve(uint64_t len, uint64_t align, uint64_t pagesz, const char *role, const char *path)
+{
+	uint64_t extra = align - pagesz, start, base, end;
+	long r = sys_mmap(0, len + extra, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (failed(r) && extra) { /* an absurd p_align: settle for page alignment */
+		extra = 0;
+		align = pagesz;
+		r = sys_mmap(0, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (failed(r))
+		die(role, "cannot reserve address space", r, path);
+	start = (uint64_t)r;
+	end = start + len + extra;
+	base = (start + align - 1) & ~(align - 1);
+	if (base > start)
+		syscall2(SYS_munmap, start, base - start);
+	if (end > base + len)
+		syscall2(SYS_munmap, base + len, end - (base + len));
+	return base;
+}
+
+/* Open path, check it is an ELF file for this machine, map its PT_LOADs. */
+static void load_image(const char *path, const char *role, uint64_t pagesz, struct image *im)
+{
+	struct elf_ehdr eh;
+	const struct elf_phdr *phdrs, *ph, *first = 0;
+	uint64_t phbytes, scratch_len, lo = ~0ULL, hi = 0, align = pagesz, bias;
+	uint64_t phdr_vaddr = 0;
+	int have_phdr = 0;
+	long fd, r;
+	unsigned i;
+
+	fd = syscall4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (failed(fd))
+		die(role, "cannot open", fd, path);
+	r = (long)pread_full((int)fd, &eh, sizeof eh, 0, role, path);
+	if (r < 4 || eh.e_ident[0] != 0x7f || eh.e_ident[1] != 'E' || eh.e_ident[2] != 'L' ||
+	    eh.e_ident[3] != 'F')
+		die(role, "not an ELF file", 0, path);
+	if (r != sizeof eh)
+		die(role, "file too short", 0, path);
+	if (eh.e_ident[4] != ELFCLASS64 || eh.e_ident[5] != ELFDATA2LSB || eh.e_machine != DR_EM_MACHINE)
+		die(role, "ELF file for another architecture", 0, path);
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+		die(role, "ELF file is not an executable or shared object", 0, path);
+	if (eh.e_phentsize != sizeof(struct elf_phdr) || eh.e_phnum == 0 ||
+	    (uint64_t)eh.e_phnum * sizeof(struct elf_phdr) > MAX_PHDR_BYTES)
+		die(role, "bad ELF program header table", 0, path);
+
+	/* A scratch mapping rather than the stack: the table may be up to 64 KiB. */
+	phbytes = (uint64_t)eh.e_phnum * sizeof(struct elf_phdr);
+	scratch_len = page_up(phbytes, pagesz);
+	r = sys_mmap(0, scratch_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (failed(r))
+		die(role, "out of memory", r, path);
+	phdrs = (const struct elf_phdr *)r;
+	if (pread_full((int)fd, (void *)phdrs, phbytes, eh.e_phoff, role, path) != phbytes)
+		die(role, "file too short", 0, path);
+
+	im->has_interp = 0;
+	im->exec_stack = 0;
+	for (i = 0, ph = phdrs; i < eh.e_phnum; i++, ph++) {
+		switch (ph->p_type) {
+		case PT_LOAD:
+			if (ph->p_filesz > ph->p_memsz || ph->p_vaddr + ph->p_memsz < ph->p_vaddr)
+				die(role, "bad PT_LOAD segment", 0, path);
+			if ((ph->p_vaddr - ph->p_offset) & (pagesz - 1))
+				die(role, "PT_LOAD segment not aligned to the page size", 0, path);
+			if (!first)
+				first = ph;
+			if (page_down(ph->p_vaddr, pagesz) < lo)
+				lo = page_down(ph->p_vaddr, pagesz);
+			if (page_up(ph->p_vaddr + ph->p_memsz, pagesz) > hi)
+				hi = page_up(ph->p_vaddr + ph->p_memsz, pagesz);
+			if (ph->p_align > align && !(ph->p_align & (ph->p_align - 1)))
+				align = ph->p_align;
+			break;
+		case PT_INTERP:
+			im->has_interp = 1;
+			break;
+		case PT_PHDR:
+			have_phdr = 1;
+			phdr_vaddr = ph->p_vaddr;
+			break;
+		case PT_GNU_STACK:
+			im->exec_stack = (ph->p_flags & PF_X) != 0;
+			break;
+		}
+	}
+	if (!first)
+		die(role, "no PT_LOAD segment", 0, path);
+
+	if (eh.e_type == ET_DYN) {
+		bias = reserve(hi - lo, align, pagesz, role, path) - lo;
+	} else {
+		uint64_t self_lo = (uint64_t)__executable_start;
+		uint64_t self_hi = page_up((uint64_t)_end, pagesz);
+
+		if (lo < self_hi && hi > self_lo)
+			die(role, "ELF file overlaps the droidroot loader's address range", 0, path);
+		bias = 0;
+	}
+
+	for (i = 0, ph = phdrs; i < eh.e_phnum; i++, ph++)
+		if (ph->p_type == PT_LOAD && ph->p_memsz > 0)
+			map_segment((int)fd, ph, bias, pagesz, role, path);
+
+	im->bias = bias;
+	im->entry = eh.e_entry + bias;
+	im->phnum = eh.e_phnum;
+	if (have_phdr) {
+		im->phdr = phdr_vaddr + bias;
+	} else {
+		/* The PT_LOAD whose file range holds the table; else what the kernel assumes. */
+		im->phdr = first->p_vaddr - first->p_offset + eh.e_phoff + bias;
+		for (i = 0, ph = phdrs; i < eh.e_phnum; i++, ph++)
+			if (ph->p_type == PT_LOAD && ph->p_offset <= eh.e_phoff &&
+			    eh.e_phoff + phbytes <= ph->p_offset + ph->p_filesz) {
+				im->phdr = ph->p_vaddr + (eh.e_phoff - ph->p_offset) + bias;
+				break;
+			}
+	}
+
+	syscall2(SYS_munmap, phdrs, scratch_len);
+	syscall1(SYS_close, fd);
+}
+
+/* The string at offset off of the script, which must end inside the script. */
+static const char *script_string(const struct dr_load_script *s, uint64_t off)
+{
+	const char *base = (const char *)s;
+	uint64_t i;
+
+	if (off < sizeof *s || off >= s->size)
+		die(0, "bad load script (string offset out of range)", 0, 0);
+	for (i = off; i < s->size; i++)
+		if (base[i] == 0)
+			return base + off;
+	die(0, "bad load script (unterminated string)", 0, 0);
+}
+
+void loader_main(const struct dr_load_script *s)
+{
+	const char *program, *interp = 0, *execfn;
+	uint64_t *sp, *envp, *auxv, *a, pagesz = 4096, entry, base = 0, len;
+	struct image prog, ld;
+	char *copy;
+	long r;
+
+	if (!s)
+		die(0, "no load script (the loader is started by droidroot, not directly)", 0, 0);
+	if (s->magic != DR_SCRIPT_MAGIC)
+		die(0, "bad load script (wrong magic)", 0, 0);
+	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX || s->flags != 0)
+		die(0, "bad load script (size or flags)", 0, 0);
+	if (s->original_sp & 7 || s->original_sp < (uint64_t)s + s->size)
+		die(0, "bad load script (original sp)", 0, 0);
+	program = script_string(s, s->program);
+	if (s->interp)
+		interp = script_string(s, s->interp);
+	execfn = script_string(s, s->execfn);
+
+	/* The stack as the kernel built it: argc, argv..., 0, envp..., 0, auxv pairs. */
+	sp = (uint64_t *)s->original_sp;
+	envp = sp + 1 + sp[0] + 1;
+	while (*envp)
+		envp++;
+	auxv = envp + 1;
+	for (a = auxv; a[0] != AT_NULL; a += 2)
+		if (a[0] == AT_PAGESZ && a[1] >= 4096 && !(a[1] & (a[1] - 1)))
+			pagesz = a[1];
+
+	/* Like the kernel, use an interpreter only if the program has a PT_INTERP. */
+	load_image(program, "program", pagesz, &prog);
+	entry = prog.entry;
+	if (prog.has_interp) {
+		if (!interp)
+			die("program", "has a PT_INTERP but the load script names no interpreter", 0, program);
+		load_image(interp, "interpreter", pagesz, &ld);
+		entry = ld.entry;
+		base = ld.bias;
+	}
+
+	/* The script's memory becomes the program's stack: copy the execfn out of it. */
+	len = dr_strlen(execfn) + 1;
+	r = sys_mmap(0, page_up(len, pagesz), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (failed(r))
+		die(0, "out of memory", r, 0);
+	copy = (char *)r;
+	memcpy(copy, execfn, len);
+
+	for (a = auxv; a[0] != AT_NULL; a += 2) {
+		switch (a[0]) {
+		case AT_PHDR:
+			a[1] = prog.phdr;
+			break;
+		case AT_PHENT:
+			a[1] = sizeof(struct elf_phdr);
+			break;
+		case AT_PHNUM:
+			a[1] = prog.phnum;
+			break;
+		case AT_ENTRY:
+			a[1] = prog.entry;
+			break;
+		case AT_BASE:
+			a[1] = base;
+			break;
+		case AT_EXECFN:
+			a[1] = (uint64_t)copy;
+			break;
+		}
+	}
+
+	/*
+	 * The kernel chose the stack's protection from the loader's PT_GNU_STACK (not
+	 * executable). Honour a program that asks for an executable stack, as ld.so's
+	 * _dl_make_stack_executable does; best effort (Android's SELinux may refuse).
+	 */
+	if (prog.exec_stack)
+		syscall3(SYS_mprotect, page_down(s->original_sp, pagesz), pagesz,
+			 PROT_READ | PROT_WRITE | PROT_EXEC | PROT_GROWSDOWN);
+
+	dr_jump(entry, s->original_sp);
+}

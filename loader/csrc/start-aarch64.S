@@ -1,0 +1,75 @@
+/*
+ * arm64 entry and exit of the droidroot loader.
+ *
+ * At entry the kernel has set every general register to 0 and sp to argc; the
+ * tracer has since put the load script's address in x0. The C code runs on a stack
+ * just below the script, so it never touches the script or the original stack.
+ */
+	.text
+
+	.globl	_start
+	.type	_start, %function
+_start:
+#ifdef DR_SELFTEST
+	/* Test build: no tracer; selftest_main builds the script from argv. */
+	mov	x0, sp
+	mov	x29, #0
+	mov	x30, #0
+	bl	selftest_main
+#else
+	cbz	x0, 1f		/* no script: loader_main reports it on the kernel's stack */
+	and	x1, x0, #~15
+	mov	sp, x1
+1:	mov	x29, #0
+	mov	x30, #0
+	bl	loader_main
+#endif
+	brk	#0
+	.size	_start, . - _start
+
+/*
+ * void dr_jump(uint64_t entry, uint64_t sp): start the program as the kernel would.
+ * sp = sp, every general register 0 except x17, which carries the entry address
+ * (x0 is the atexit pointer the ABI passes to _start; 0 means none), flags 0.
+ * x17 (IP1) is the register BTI landing pads ("bti c") accept from br.
+ */
+	.globl	dr_jump
+	.type	dr_jump, %function
+dr_jump:
+	mov	sp, x1
+	mov	x17, x0
+	mov	x0, #0
+	mov	x1, #0
+	mov	x2, #0
+	mov	x3, #0
+	mov	x4, #0
+	mov	x5, #0
+	mov	x6, #0
+	mov	x7, #0
+	mov	x8, #0
+	mov	x9, #0
+	mov	x10, #0
+	mov	x11, #0
+	mov	x12, #0
+	mov	x13, #0
+	mov	x14, #0
+	mov	x15, #0
+	mov	x16, #0
+	mov	x18, #0
+	mov	x19, #0
+	mov	x20, #0
+	mov	x21, #0
+	mov	x22, #0
+	mov	x23, #0
+	mov	x24, #0
+	mov	x25, #0
+	mov	x26, #0
+	mov	x27, #0
+	mov	x28, #0
+	mov	x29, #0
+	mov	x30, #0
+	msr	nzcv, xzr
+	br	x17
+	.size	dr_jump, . - dr_jump
+
+	.section .note.GNU-stack, "", %progbits

@@ -1,0 +1,187 @@
+// Package loader holds droidroot's program loader: a tiny freestanding static ELF
+// (one per architecture, built from the C and assembly sources in this directory
+// and embedded here) that the tracer runs in place of every guest program, and the
+// load script the tracer hands it.
+//
+// Why a loader: on Android an app may not execve files in its data directory, but
+// may mmap them executable. So the tracer execs the loader (which lives with the
+// app's native libraries) and the loader maps the guest program and the guest's
+// own PT_INTERP (from the rootfs, never the host's) the way the kernel would.
+//
+// Protocol:
+//
+//  1. The tracer rewrites the guest's execve(path, argv, envp) into
+//     execve(loader, argv, envp), argv and envp unchanged.
+//  2. At the PTRACE_EVENT_EXEC stop (pc at the loader's entry, sp at argc as the
+//     kernel set it) the tracer writes Script.Encode(sp) at Address(sp, n) in the
+//     tracee's memory and sets the first argument register (rdi on amd64, x0 on
+//     arm64) to that address.
+//  3. The loader maps the program and its interpreter, fixes AT_PHDR, AT_PHENT,
+//     AT_PHNUM, AT_ENTRY, AT_BASE and AT_EXECFN in the auxiliary vector and jumps
+//     to the interpreter's (or, for a static program, the program's) entry with
+//     the original sp. On failure it prints "droidroot loader: ..." to fd 2 and
+//     exits with status 127.
+//
+// The loader's own syscalls (openat, pread64, mmap, munmap, mprotect, close,
+// writev, exit_group) take host paths and run from its text, which is mapped at
+// LoadAddress; the tracer must let them through untranslated.
+//
+// The binaries in bin/ are committed so that building droidroot needs no C
+// toolchain; after changing the C sources run "make loader" at the repository root.
+package loader
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed" // for the prebuilt loaders
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Magic is the first field of a load script: the bytes "DIDROOT1" read as a
+// little-endian uint64.
+const Magic uint64 = 0x31544f4f52444944
+
+// HeaderSize is the size in bytes of the fixed part of a load script (struct
+// dr_load_script in script.h): seven little-endian uint64 fields, followed by the
+// NUL-terminated strings the offsets point at.
+const HeaderSize = 56
+
+// MaxScriptSize is the largest load script the loader accepts.
+const MaxScriptSize = 64 * 1024
+
+// ScriptGap is the minimum distance in bytes between the end of the load script
+// and the stack pointer the kernel gave the loader.
+const ScriptGap = 4096
+
+// LoadAddress is where the loader's single PT_LOAD (its code and read-only data)
+// is linked on both architectures: 128 GiB, clear of non-PIE programs at 0x400000,
+// of the kernel's PIE and mmap bases, and inside a 39-bit arm64 address space. The
+// kernel puts the brk heap right after it.
+const LoadAddress uint64 = 0x2000000000
+
+// Script is what the tracer tells the loader to run. The paths must not contain
+// NUL bytes (a path with one is cut short at it).
+type Script struct {
+	// Program is the host path of the program to map.
+	Program string
+	// Interp is the host path of the program's PT_INTERP inside the rootfs, or ""
+	// for a static or static-pie program.
+	Interp string
+	// ExecFn is the guest path the program is published under as AT_EXECFN.
+	ExecFn string
+}
+
+// Encode returns the load script for s in the loader's layout: the header (magic,
+// size, originalSP, offsets of Program, Interp and ExecFn, flags 0) followed by the
+// NUL-terminated strings, padded to a multiple of 16 bytes. originalSP is the stack
+// pointer the kernel gave the loader, which points at argc.
+func (s Script) Encode(originalSP uint64) []byte {
+	buf := make([]byte, HeaderSize, HeaderSize+len(s.Program)+len(s.Interp)+len(s.ExecFn)+3+15)
+	put := func(str string) uint64 {
+		off := uint64(len(buf))
+		buf = append(buf, str...)
+		buf = append(buf, 0)
+		return off
+	}
+	program := put(s.Program)
+	var interp uint64
+	if s.Interp != "" {
+		interp = put(s.Interp)
+	}
+	execfn := put(s.ExecFn)
+	for len(buf)%16 != 0 {
+		buf = append(buf, 0)
+	}
+	le := binary.LittleEndian
+	le.PutUint64(buf[0:], Magic)
+	le.PutUint64(buf[8:], uint64(len(buf)))
+	le.PutUint64(buf[16:], originalSP)
+	le.PutUint64(buf[24:], program)
+	le.PutUint64(buf[32:], interp)
+	le.PutUint64(buf[40:], execfn)
+	le.PutUint64(buf[48:], 0)
+	return buf
+}
+
+// Address returns where to write a load script of size bytes for a loader whose
+// kernel-given stack pointer is originalSP: 16-byte aligned, at least ScriptGap
+// bytes below originalSP. The kernel maps 128 KiB of stack below the initial sp,
+// and the loader runs its own code on the stack below the script.
+func Address(originalSP uint64, size int) uint64 {
+	return (originalSP - ScriptGap - uint64(size)) &^ 15
+}
+
+var (
+	//go:embed bin/loader-amd64
+	loaderAMD64 []byte
+	//go:embed bin/loader-arm64
+	loaderARM64 []byte
+)
+
+// Binary returns the embedded loader for goarch ("amd64" or "arm64"). The caller
+// must not modify the returned slice.
+func Binary(goarch string) ([]byte, error) {
+	switch goarch {
+	case "amd64":
+		return loaderAMD64, nil
+	case "arm64":
+		return loaderARM64, nil
+	}
+	return nil, fmt.Errorf("loader: no loader for GOARCH %q (have amd64, arm64)", goarch)
+}
+
+// Extract writes the loader for goarch into dir and returns its path, which is what
+// the tracer execs. An empty dir means $PROOT_TMP_DIR, else os.TempDir(). The file
+// is named after its content (droidroot-loader-<goarch>-<sha256 prefix>), has mode
+// 0755 and appears atomically (written under a temporary name, then renamed); an
+// existing file with the same content and mode is reused.
+//
+// On Android the app's data directory is not executable; there the loader must
+// instead come from the app's native library directory (PROOT_LOADER).
+func Extract(dir, goarch string) (string, error) {
+	bin, err := Binary(goarch)
+	if err != nil {
+		return "", err
+	}
+	if dir == "" {
+		dir = os.Getenv("PROOT_TMP_DIR")
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	sum := sha256.Sum256(bin)
+	path := filepath.Join(dir, "droidroot-loader-"+goarch+"-"+hex.EncodeToString(sum[:8]))
+
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == 0o755 {
+		if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, bin) {
+			return path, nil
+		}
+	}
+
+	tmp, err := os.CreateTemp(dir, ".droidroot-loader-*")
+	if err != nil {
+		return "", fmt.Errorf("loader: extract: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	_, err = tmp.Write(bin)
+	if err == nil {
+		err = tmp.Chmod(0o755)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("loader: extract: %w", err)
+	}
+	return path, nil
+}

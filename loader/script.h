@@ -1,0 +1,46 @@
+/*
+ * The load script: what the droidroot tracer hands the loader.
+ *
+ * Protocol (the Go side is loader.Script.Encode in loader.go; keep both in step):
+ *
+ *   1. The tracer turns the guest's execve(path, argv, envp) into
+ *      execve(LOADER, argv, envp), with argv and envp unchanged.
+ *   2. At the PTRACE_EVENT_EXEC stop (pc at the loader's entry, sp at argc as the
+ *      kernel set it) the tracer writes this script into the tracee's stack, below
+ *      sp: 16-byte aligned and at least DR_SCRIPT_GAP bytes below sp. It puts the
+ *      script's address in the first argument register (rdi on x86_64, x0 on arm64).
+ *   3. The loader maps the program (and its interpreter), fixes the auxiliary vector
+ *      in place and jumps to the entry point with sp = original_sp.
+ *
+ * All fields are little-endian 64-bit values. String fields are byte offsets from
+ * the start of the script to NUL-terminated strings that lie inside the script.
+ */
+#ifndef DROIDROOT_LOADER_SCRIPT_H
+#define DROIDROOT_LOADER_SCRIPT_H
+
+#include <stdint.h>
+
+/* "DIDROOT1": the bytes 'D','I','D','R','O','O','T','1' read as a little-endian uint64. */
+#define DR_SCRIPT_MAGIC 0x31544f4f52444944ULL
+
+/* Minimum distance between the script's end and the kernel-given sp. */
+#define DR_SCRIPT_GAP 4096
+
+/* Largest script the loader accepts (the header plus three paths of at most PATH_MAX). */
+#define DR_SCRIPT_MAX (64 * 1024)
+
+struct dr_load_script {
+	uint64_t magic;       /* DR_SCRIPT_MAGIC */
+	uint64_t size;        /* total bytes of the script, strings included */
+	uint64_t original_sp; /* the sp the kernel gave the loader (points at argc) */
+	uint64_t program;     /* offset of the HOST path of the program */
+	uint64_t interp;      /* offset of the HOST path of its PT_INTERP, 0 if none
+	                         (required if the program has a PT_INTERP, ignored if not) */
+	uint64_t execfn;      /* offset of the GUEST path to publish as AT_EXECFN */
+	uint64_t flags;       /* reserved, must be 0 */
+};
+
+/* The header is 56 bytes; the Go mirror (loader.HeaderSize) relies on it. */
+typedef char dr_load_script_size_check[sizeof(struct dr_load_script) == 56 ? 1 : -1];
+
+#endif
