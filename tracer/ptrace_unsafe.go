@@ -92,3 +92,24 @@ func writeMem(pid int, addr uint64, buf []byte) error {
 	}
 	return nil
 }
+
+// ptraceGetSyscallInfo is PTRACE_GET_SYSCALL_INFO (Linux 5.3).
+const ptraceGetSyscallInfo = 0x420e
+
+// Values of ptrace_syscall_info.op.
+const (
+	syscallInfoNone    = 0
+	syscallInfoEntry   = 1
+	syscallInfoExit    = 2
+	syscallInfoSeccomp = 3
+)
+
+// syscallInfoOp tells whether tid's syscall stop is an entry or an exit
+// stop, or returns syscallInfoNone if the kernel cannot say.
+func syscallInfoOp(tid int) int {
+	var info [88]byte
+	if err := ptrace(ptraceGetSyscallInfo, tid, uintptr(len(info)), uintptr(unsafe.Pointer(&info[0]))); err != nil {
+		return syscallInfoNone
+	}
+	return int(info[0])
+}

@@ -229,6 +229,14 @@ func (t *Tracer) Run() (int, error) {
 		return 1, fmt.Errorf("%w: ptrace(PTRACE_SEIZE) failed: %v (%s)", ErrPtrace, err, ptraceHint(err))
 	}
 	t.first = pid
+	if t.cfg.NoSeccomp {
+		// Stop stage 2 now so that PTRACE_SYSCALL applies from its exec on.
+		if err := ptrace(unix.PTRACE_INTERRUPT, pid, 0, 0); err != nil {
+			pw.Close()
+			unix.Kill(pid, unix.SIGKILL)
+			return 1, fmt.Errorf("%w: PTRACE_INTERRUPT: %v", ErrPtrace, err)
+		}
+	}
 	proc := &Process{Pid: pid}
 	th := &Thread{Tid: pid, Proc: proc, FS: &FS{Cwd: t.cfg.Cwd}, ready: true}
 	t.threads[pid] = th
@@ -460,6 +468,14 @@ func (t *Tracer) enter(th *Thread) {
 // syscallStop handles a syscall-entry or -exit stop.
 func (t *Tracer) syscallStop(th *Thread) {
 	c := &th.call
+	if t.cfg.NoSeccomp {
+		switch syscallInfoOp(th.Tid) {
+		case syscallInfoEntry:
+			th.inSyscall = false
+		case syscallInfoExit:
+			th.inSyscall = true
+		}
+	}
 	if t.cfg.NoSeccomp && !th.inSyscall {
 		th.inSyscall = true
 		if err := getRegs(th.Tid, &c.Regs); err != nil {
@@ -516,7 +532,7 @@ func (t *Tracer) execEvent(th *Thread) {
 	}
 	sp := r.SP()
 	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn}.Encode(sp)
-	addr := (sp - 4096 - uint64(len(script))) &^ 15
+	addr := loader.Address(sp, len(script))
 	if err := writeMem(th.Tid, addr, script); err != nil {
 		t.warnOnce("script", "cannot hand the load script to process %d: %v", th.Tid, err)
 		unix.Kill(th.Tid, unix.SIGKILL)

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestParseProot(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    *Options
+		wantErr bool
+	}{
+		{"defaults", nil, &Options{Rootfs: "/", Cwd: "."}, false},
+		{"short options take the next argument", []string{"-r", "/rfs", "-b", "/dev", "-w", "/root", "ls", "-l"},
+			&Options{Rootfs: "/rfs", Cwd: "/root", CwdSet: true, Binds: []Bind{{Host: "/dev", Guest: "/dev"}}, Command: []string{"ls", "-l"}}, false},
+		{"long options need =", []string{"--rootfs=/rfs", "--bind=/a:/b", "--cwd=/x", "sh"},
+			&Options{Rootfs: "/rfs", Cwd: "/x", CwdSet: true, Binds: []Bind{{Host: "/a", Guest: "/b"}}, Command: []string{"sh"}}, false},
+		{"long option prefixes match in table order", []string{"--root=/r", "--b=/h:/g", "--kill", "true"},
+			&Options{Rootfs: "/r", Cwd: ".", KillOnExit: true, Binds: []Bind{{Host: "/h", Guest: "/g"}}, Command: []string{"true"}}, false},
+		{"last rootfs wins", []string{"-r", "/a", "-r", "/b"}, &Options{Rootfs: "/b", Cwd: "."}, false},
+		{"bind splits on the first colon, ! means no deref", []string{"-b", "/proc/self/fd:/dev/fd", "-m", "/a:/b:c!"},
+			&Options{Rootfs: "/", Cwd: ".", Binds: []Bind{{Host: "/proc/self/fd", Guest: "/dev/fd"}, {Host: "/a", Guest: "/b:c", NoDeref: true}}}, false},
+		{"options stop at the first non-option", []string{"-r", "/r", "sh", "-r", "x"},
+			&Options{Rootfs: "/r", Cwd: ".", Command: []string{"sh", "-r", "x"}}, false},
+		{"-- ends options", []string{"--", "-weird"}, &Options{Rootfs: "/", Cwd: ".", Command: []string{"-weird"}}, false},
+		{"verbose level", []string{"-v", "2"}, &Options{Rootfs: "/", Cwd: ".", Verbose: 2}, false},
+		{"unbuilt features are recorded", []string{"-0", "--link2symlink", "--sysvipc"},
+			&Options{Rootfs: "/", Cwd: ".", RootID: true, Link2Symlink: true, SysVIPC: true,
+				Unbuilt: []string{"-0/--root-id", "-l/--link2symlink", "--sysvipc"}}, false},
+		{"kernel release backslash form", []string{`--kernel-release=\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`},
+			&Options{Rootfs: "/", Cwd: ".", KernelRelease: `\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`, Unbuilt: []string{"-k/--kernel-release"}}, false},
+		{"unknown option", []string{"--frobnicate"}, nil, true},
+		{"missing value", []string{"-r"}, nil, true},
+		{"long value option without =", []string{"--rootfs", "/r"}, nil, true},
+		{"bad verbose", []string{"-v", "x"}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseProot(tt.args)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseProot(%q) error = %v, wantErr %v", tt.args, err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("ParseProot(%q) mismatch (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestIsProotOption(t *testing.T) {
+	for arg, want := range map[string]bool{
+		"-r": true, "--rootfs=/x": true, "-0": true, "--kill-on-exit": true, "-b": true,
+		"ls": false, "-": false, "--": false, "--nope": false, "-Z": false, "run": false,
+	} {
+		if got := IsProotOption(arg); got != want {
+			t.Errorf("IsProotOption(%q) = %v, want %v", arg, got, want)
+		}
+	}
+}
