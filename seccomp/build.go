@@ -1,0 +1,249 @@
+package seccomp
+
+import (
+	"sort"
+
+	"golang.org/x/net/bpf"
+)
+
+// Offsets in struct seccomp_data (little-endian hosts).
+const (
+	offNr     = 0  // int nr
+	offArch   = 4  // __u32 arch
+	offIPLow  = 8  // __u64 instruction_pointer, low word
+	offIPHigh = 12 // instruction_pointer, high word
+	offArgs   = 16 // __u64 args[6]
+	sizeData  = 64 // sizeof(struct seccomp_data)
+)
+
+// interval is a run [lo, next interval's lo) of syscall numbers (as seen in
+// seccomp_data.nr, NrBit included) that share an action.
+type interval struct {
+	lo  uint32
+	act Action
+}
+
+// intervals returns the runs of equal action that partition [bit, 2^32)
+// for the rules of an ABI whose numbers carry bit. Neighbouring runs have
+// different actions.
+func intervals(rules map[int]Action, bit uint32) []interval {
+	nrs := make([]int, 0, len(rules))
+	for nr, act := range rules {
+		if act != Allow {
+			nrs = append(nrs, nr)
+		}
+	}
+	sort.Ints(nrs)
+	var out []interval
+	next := uint64(bit) // first number not covered by out
+	for _, nr := range nrs {
+		v, act := uint64(nr)|uint64(bit), rules[nr]
+		if v > next { // untraced numbers before v
+			out = append(out, interval{lo: uint32(next), act: Allow})
+		}
+		if len(out) == 0 || out[len(out)-1].act != act {
+			out = append(out, interval{lo: uint32(v), act: act})
+		}
+		next = v + 1
+	}
+	if next <= 0xffffffff || len(out) == 0 {
+		out = append(out, interval{lo: uint32(next), act: Allow})
+	}
+	return out
+}
+
+// builder emits one filter program.
+type builder struct {
+	asm        assembler
+	trampoline uint64
+	// Shared targets, emitted at the end of the program if used.
+	allow, entry, exit, unsupported *label
+	used                            map[*label]bool
+}
+
+// Build returns the seccomp filter program for a host of the given GOARCH
+// ("amd64" or "arm64") enforcing p. See the package documentation for the
+// layout. It fails if p names an ABI that is not one of HostABIs(goarch),
+// an out-of-range number or action, a trampoline that is not 4 KiB-aligned,
+// or if the program would exceed BPF_MAXINSNS.
+func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
+	abis := HostABIs(goarch)
+	if err := p.validate(goarch, abis); err != nil {
+		return nil, err
+	}
+	b := &builder{trampoline: p.Trampoline, used: map[*label]bool{}}
+	a := &b.asm
+	b.allow, b.entry, b.exit, b.unsupported = a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+
+	// Group the ABIs by audit arch, in HostABIs order (native first), and
+	// plan one search tree per ABI.
+	type group struct {
+		arch  uint32
+		abis  []*ABI
+		trees []*tree
+		start *label
+	}
+	var groups []*group
+	for _, abi := range abis {
+		var g *group
+		for _, h := range groups {
+			if h.arch == abi.AuditArch {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{arch: abi.AuditArch}
+			groups = append(groups, g)
+		}
+		var t *tree
+		if rules, supported := p.Rules[abi]; supported {
+			t = b.plan(intervals(rules, abi.NrBit))
+		} else {
+			t = &tree{target: b.unsupported}
+			b.used[b.unsupported] = true
+		}
+		g.abis = append(g.abis, abi)
+		g.trees = append(g.trees, t)
+	}
+	for _, g := range groups {
+		switch {
+		case len(g.abis) == 1 && g.trees[0].leaf():
+			g.start = g.trees[0].target // one action for the whole ABI
+		case len(g.abis) == 1, len(g.abis) == 2 && g.abis[0].NrBit == 0 && g.abis[1].NrBit != 0:
+			g.start = a.newLabel()
+		default:
+			panic("seccomp: internal error: unexpected ABI group")
+		}
+	}
+
+	// Arch dispatch.
+	a.load(offArch)
+	for _, g := range groups {
+		a.jump(bpf.JumpEqual, g.arch, g.start, nil)
+	}
+	a.ret(retTrace | DataUnknownArch)
+
+	// One section per arch: load nr, split by NrBit if the arch has two
+	// ABIs, then the search trees.
+	for _, g := range groups {
+		if len(g.abis) == 1 && g.trees[0].leaf() {
+			continue
+		}
+		a.bind(g.start)
+		a.load(offNr)
+		if len(g.abis) == 2 {
+			a.jump(bpf.JumpBitsSet, g.abis[1].NrBit, g.trees[1].entry(), g.trees[0].entry())
+		}
+		for _, t := range g.trees {
+			b.emitTree(t)
+		}
+	}
+
+	// Shared targets.
+	if b.used[b.allow] {
+		a.bind(b.allow)
+		a.ret(retAllow)
+	}
+	if b.used[b.unsupported] {
+		a.bind(b.unsupported)
+		a.ret(retTrace | DataUnsupportedABI)
+	}
+	if b.used[b.entry] {
+		b.emitTraced(b.entry, DataEntry)
+	}
+	if b.used[b.exit] {
+		b.emitTraced(b.exit, DataExit)
+	}
+
+	return a.resolve()
+}
+
+// tree is a binary search tree over intervals: a leaf jumps to target; an
+// inner node tests nr >= split and goes right if so, left otherwise.
+type tree struct {
+	target      *label // leaf: shared action target
+	split       uint32
+	left, right *tree
+	start       *label // inner node: bound to its first instruction
+}
+
+func (t *tree) leaf() bool { return t.left == nil }
+
+// entry returns the label where evaluation of t starts.
+func (t *tree) entry() *label {
+	if t.leaf() {
+		return t.target
+	}
+	return t.start
+}
+
+// plan builds a balanced tree over iv: depth ceil(log2(len(iv))).
+func (b *builder) plan(iv []interval) *tree {
+	if len(iv) == 1 {
+		return &tree{target: b.actionTarget(iv[0].act)}
+	}
+	mid := len(iv) / 2
+	return &tree{
+		split: iv[mid].lo,
+		left:  b.plan(iv[:mid]),
+		right: b.plan(iv[mid:]),
+		start: b.asm.newLabel(),
+	}
+}
+
+func (b *builder) actionTarget(act Action) *label {
+	l := b.allow
+	switch act {
+	case TraceEntry:
+		l = b.entry
+	case TraceExit:
+		l = b.exit
+	}
+	b.used[l] = true
+	return l
+}
+
+// emitTree emits t in pre-order: the test, the left subtree (reached by
+// falling through), then the right subtree. Leaves emit nothing: the
+// parent jumps straight to the shared target (resolve brings a copy of a
+// "ret" within reach where needed).
+func (b *builder) emitTree(t *tree) {
+	if t.leaf() {
+		return
+	}
+	b.asm.bind(t.start)
+	b.asm.jump(bpf.JumpGreaterOrEqual, t.split, t.right.entry(), t.left.entry())
+	b.emitTree(t.left)
+	b.emitTree(t.right)
+}
+
+// emitTraced emits the target l of a traced syscall: "ret TRACE|data", or,
+// with a trampoline page T, an instruction-pointer check that allows the
+// call if T <= ip < T+4096. Only this block reads instruction_pointer, so
+// untraced syscalls stay constant ALLOW for the kernel's action cache.
+func (b *builder) emitTraced(l *label, data uint32) {
+	a := &b.asm
+	a.bind(l)
+	if b.trampoline == 0 {
+		a.ret(retTrace | data)
+		return
+	}
+	trace, allow := a.newLabel(), a.newLabel()
+	lo := uint32(b.trampoline)
+	a.load(offIPHigh)
+	a.jump(bpf.JumpEqual, uint32(b.trampoline>>32), nil, trace)
+	a.load(offIPLow)
+	switch {
+	case lo == 0: // no lower test
+		a.jump(bpf.JumpGreaterOrEqual, lo+TrampolineSize, trace, allow)
+	case lo <= 0xffffffff-TrampolineSize:
+		a.jump(bpf.JumpGreaterOrEqual, lo, nil, trace)
+		a.jump(bpf.JumpGreaterOrEqual, lo+TrampolineSize, trace, allow)
+	default: // the page ends at a 4 GiB boundary: no upper test
+		a.jump(bpf.JumpGreaterOrEqual, lo, allow, trace)
+	}
+	a.bind(allow)
+	a.ret(retAllow)
+	a.bind(trace)
+	a.ret(retTrace | data)
+}

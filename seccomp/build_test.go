@@ -1,0 +1,268 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/bpf"
+)
+
+// TestVM runs the programs in x/net/bpf's VM for every host ABI of both
+// GOARCHes, every number from 0 (NrBit set for x32) to the table's highest
+// + 64, several policies and instruction pointers around the trampoline.
+// With -short it skips ARM's million-number hole between its regular and
+// private (0xf0000+) numbers.
+func TestVM(t *testing.T) {
+	type trampCase struct {
+		t   uint64
+		ips []uint64
+	}
+	around := func(T uint64) []uint64 { return []uint64{T - 1, T, T + TrampolineSize - 1, T + TrampolineSize} }
+	for _, goarch := range goarches {
+		for _, np := range policies {
+			tramps := []trampCase{
+				{0, append(around(0), around(trampolineT)...)},
+				{trampolineT, around(trampolineT)},
+			}
+			if np.name == "realistic" {
+				tramps = append(tramps,
+					trampCase{0xfffff000, around(0xfffff000)},                       // ends at 4 GiB
+					trampCase{0xffff_ffff_ffff_f000, around(0xffff_ffff_ffff_f000)}, // last page
+					trampCase{0x1000, around(0x1000)},                               // high word 0
+					trampCase{0x1_0000_0000, around(0x1_0000_0000)},                 // low word 0
+				)
+			}
+			for _, tc := range tramps {
+				name := fmt.Sprintf("%s/%s/T=%#x", goarch, np.name, tc.t)
+				t.Run(name, func(t *testing.T) {
+					p := np.policy(goarch)
+					p.Trampoline = tc.t
+					prog := mustBuild(t, goarch, p)
+					vm, err := bpf.NewVM(prog)
+					if err != nil {
+						t.Fatalf("NewVM: %v", err)
+					}
+					probe := func(arch, nr uint32, ip uint64) verdict {
+						ret, err := vm.Run(seccompData(nr, arch, ip, junkArgs))
+						if err != nil {
+							t.Fatalf("Run(arch %#x nr %#x ip %#x): %v", arch, nr, ip, err)
+						}
+						return toVerdict(uint32(ret))
+					}
+					type result struct {
+						ABI  string
+						Nr   uint32
+						IP   uint64
+						Want verdict
+						Got  verdict
+					}
+					var bad []result
+					for _, abi := range HostABIs(goarch) {
+						lo, hi := nrRange(abi)
+						for nr := lo; nr <= hi; nr++ {
+							ips := tc.ips
+							if !nearTable(abi, nr) {
+								if testing.Short() {
+									continue
+								}
+								// ARM's hole between its regular and private numbers:
+								// one instruction pointer per number, in turn.
+								ips = ips[int(nr)%len(ips):][:1]
+							}
+							for _, ip := range ips {
+								want := expectABI(abi, p, nr, ip)
+								if got := probe(abi.AuditArch, nr, ip); got != want {
+									bad = append(bad, result{abi.Name, nr, ip, want, got})
+								}
+							}
+						}
+					}
+					if len(bad) > 0 {
+						if len(bad) > 40 {
+							t.Errorf("%d wrong verdicts, the first 40 follow", len(bad))
+							bad = bad[:40]
+						}
+						want := make([]result, len(bad))
+						for i, r := range bad {
+							want[i], want[i].Got = r, r.Want
+						}
+						t.Errorf("verdicts (-want +got):\n%s", cmp.Diff(want, bad))
+					}
+					// Numbers outside the tables, and arches of no host ABI.
+					odd := []uint32{0x3fffffff, 0x40000000, 0x7fffffff, 0x80000000, 0xbfffffff, 0xc0000000, 0xfffffffe, 0xffffffff}
+					for _, arch := range archesToProbe() {
+						for _, nr := range append(odd, 0, 1, 2, 59, 221) {
+							for _, ip := range tc.ips {
+								want := expect(goarch, p, arch, nr, ip)
+								if got := probe(arch, nr, ip); got != want {
+									t.Errorf("arch %#x nr %#x ip %#x: got %v, want %v", arch, nr, ip, got, want)
+								}
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// nearTable reports whether nr (NrBit included) is within 64 of a number
+// of abi's table.
+func nearTable(abi *ABI, nr uint32) bool {
+	nrs := sortedTables[abi]
+	n := int(nr - abi.NrBit)
+	i := sort.SearchInts(nrs, n-64) // first number >= n-64
+	return i < len(nrs) && nrs[i] <= n+64
+}
+
+var sortedTables = func() map[*ABI][]int {
+	m := map[*ABI][]int{}
+	for _, a := range allABIs {
+		m[a] = a.sortedNumbers()
+	}
+	return m
+}()
+
+func TestIntervals(t *testing.T) {
+	tests := []struct {
+		name  string
+		rules map[int]Action
+		bit   uint32
+		want  []interval
+	}{
+		{"empty", nil, 0, []interval{{0, Allow}}},
+		{"only allow", map[int]Action{3: Allow}, 0, []interval{{0, Allow}}},
+		{"one", map[int]Action{3: TraceEntry}, 0, []interval{{0, Allow}, {3, TraceEntry}, {4, Allow}}},
+		{"zero", map[int]Action{0: TraceExit}, 0, []interval{{0, TraceExit}, {1, Allow}}},
+		{"run merges", map[int]Action{3: TraceEntry, 4: TraceEntry, 5: TraceExit, 7: TraceExit},
+			0, []interval{{0, Allow}, {3, TraceEntry}, {5, TraceExit}, {6, Allow}, {7, TraceExit}, {8, Allow}}},
+		{"top", map[int]Action{0xffffffff: TraceEntry}, 0, []interval{{0, Allow}, {0xffffffff, TraceEntry}}},
+		{"x32", map[int]Action{0: TraceEntry, 2: TraceEntry}, x32SyscallBit,
+			[]interval{{0x40000000, TraceEntry}, {0x40000001, Allow}, {0x40000002, TraceEntry}, {0x40000003, Allow}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, intervals(tt.rules, tt.bit), cmp.AllowUnexported(interval{})); diff != "" {
+				t.Errorf("intervals (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		goarch string
+		p      Policy
+		want   string
+	}{
+		{"goarch", "riscv64", Policy{}, "unsupported GOARCH"},
+		{"foreign ABI", "amd64", Policy{Rules: map[*ABI]map[int]Action{AArch64: {}}}, "not an ABI of amd64"},
+		{"foreign ABI arm64", "arm64", Policy{Rules: map[*ABI]map[int]Action{X32: {}}}, "not an ABI of arm64"},
+		{"negative", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {-1: TraceEntry}}}, "out of range"},
+		{"x32 bit", "amd64", Policy{Rules: map[*ABI]map[int]Action{X32: {0x40000000: TraceEntry}}}, "out of range"},
+		{"action", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {1: 7}}}, "invalid action"},
+		{"alignment", "arm64", Policy{Trampoline: 0x1234}, "not 4 KiB-aligned"},
+		{"too long", "arm64", Policy{Rules: map[*ABI]map[int]Action{AArch64: denseRules(6000)}}, "BPF_MAXINSNS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Build(tt.goarch, tt.p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Build error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Build("amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: denseRules(5000)}}); !errors.Is(err, errTooLong) {
+		t.Errorf("huge policy: error %v, want errTooLong", err)
+	}
+}
+
+// TestJumpReach checks the assembled form of the largest policies: every
+// conditional offset fits in 8 bits (Assemble would fail otherwise) and
+// the program is within BPF_MAXINSNS.
+func TestJumpReach(t *testing.T) {
+	for _, goarch := range goarches {
+		for _, np := range policies {
+			for _, T := range []uint64{0, trampolineT} {
+				p := np.policy(goarch)
+				p.Trampoline = T
+				prog := mustBuild(t, goarch, p)
+				raw := mustAssemble(t, prog)
+				far := 0
+				for pc, ins := range raw {
+					if ins.Code == opJa {
+						far++
+					}
+					if ins.Code&0x07 == 0x05 && ins.Code != opJa && (pc+1+int(ins.Jt) >= len(raw) || pc+1+int(ins.Jf) >= len(raw)) {
+						t.Errorf("%s/%s: jump at %d leaves the program", goarch, np.name, pc)
+					}
+				}
+				t.Logf("%s %-28s T=%#-14x %4d instructions, %3d ja", goarch, np.name, T, len(raw), far)
+			}
+		}
+	}
+}
+
+func TestDisassembleDescribe(t *testing.T) {
+	p := Policy{Rules: map[*ABI]map[int]Action{
+		X86_64: {110: TraceEntry, 121: TraceExit},
+		X32:    {39: TraceEntry},
+	}, Trampoline: trampolineT}
+	prog := mustBuild(t, "amd64", p)
+	dis := Disassemble(prog)
+	for _, want := range []string{
+		"; arch", "AUDIT_ARCH x86_64", "AUDIT_ARCH i386", "x32 (X32_SYSCALL_BIT)",
+		"x86_64 getppid (110)", "x32 getpid (39)", "instruction_pointer (high)",
+		"TRACE entry", "TRACE exit", "TRACE unsupported ABI", "TRACE unknown arch", "ALLOW",
+	} {
+		if !strings.Contains(dis, want) {
+			t.Errorf("Disassemble lacks %q:\n%s", want, dis)
+		}
+	}
+	if n := strings.Count(dis, "\n"); n != len(prog) {
+		t.Errorf("Disassemble: %d lines for %d instructions", n, len(prog))
+	}
+	desc := Describe("amd64", p)
+	for _, want := range []string{"getppid", "110  entry", "getpgid", "121  exit", "i386 (arch 0x40000003): unsupported", "x32 (arch 0xc000003e, nr | 0x40000000): 1 traced", "trampoline"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("Describe lacks %q:\n%s", want, desc)
+		}
+	}
+	t.Logf("\n%s\n%s", desc, dis)
+}
+
+func TestABIs(t *testing.T) {
+	got := map[string][]string{}
+	for _, g := range append(goarches, "386") {
+		for _, a := range HostABIs(g) {
+			got[g] = append(got[g], a.Name)
+		}
+		if n := NativeABI(g); n != nil {
+			got[g+" native"] = []string{n.Name}
+		}
+	}
+	want := map[string][]string{
+		"amd64": {"x86_64", "i386", "x32"}, "amd64 native": {"x86_64"},
+		"arm64": {"aarch64", "arm"}, "arm64 native": {"aarch64"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("HostABIs/NativeABI (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		abi  *ABI
+		name string
+		nr   int
+	}{{X86_64, "getppid", 110}, {I386, "getppid", 64}, {X32, "getppid", 110}, {AArch64, "getppid", 173}, {ARM, "getppid", 64}, {ARM, "set_tls", 0xf0005}} {
+		if nr, ok := c.abi.Nr(c.name); !ok || nr != c.nr {
+			t.Errorf("%s.Nr(%q) = %d, %v; want %d", c.abi.Name, c.name, nr, ok, c.nr)
+		}
+	}
+	if _, ok := AArch64.Nr("open"); ok {
+		t.Errorf("aarch64 has no open")
+	}
+}

@@ -1,0 +1,152 @@
+package seccomp
+
+import (
+	"fmt"
+	"math/bits"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// constWord is the data of the kernel's cache emulation: only nr and arch
+// are known; run stops before asking for anything else.
+func constWord(nr, arch uint32) func(uint32) uint32 {
+	return func(off uint32) uint32 {
+		switch off {
+		case offNr:
+			return nr
+		case offArch:
+			return arch
+		}
+		panic(fmt.Sprintf("constant evaluation loaded offset %d", off))
+	}
+}
+
+// TestKernelCache runs the emulation of seccomp_is_const_allow
+// (kernel/seccomp.c) on every (arch, nr): every Allow syscall of every ABI
+// must be a constant ALLOW, and no traced one may be.
+func TestKernelCache(t *testing.T) {
+	for _, goarch := range goarches {
+		for _, np := range policies {
+			for _, T := range []uint64{0, trampolineT} {
+				t.Run(fmt.Sprintf("%s/%s/T=%#x", goarch, np.name, T), func(t *testing.T) {
+					p := np.policy(goarch)
+					p.Trampoline = T
+					raw := mustAssemble(t, mustBuild(t, goarch, p))
+					check := func(arch, nr uint32) {
+						ret, _, ok := run(raw, constWord(nr, arch), true)
+						constAllow := ok && ret == retAllow
+						// ip 0 is outside every trampoline used here.
+						wantAllow := expect(goarch, p, arch, nr, 0).Action == "ALLOW"
+						if constAllow != wantAllow {
+							t.Errorf("arch %#x nr %#x: constant ALLOW = %v, want %v", arch, nr, constAllow, wantAllow)
+						}
+					}
+					for _, abi := range HostABIs(goarch) {
+						lo, hi := nrRange(abi)
+						for nr := lo; nr <= hi; nr++ {
+							if testing.Short() && !nearTable(abi, nr) {
+								continue // ARM's hole below 0xf0000
+							}
+							check(abi.AuditArch, nr)
+						}
+					}
+					for _, arch := range archesToProbe() {
+						for _, nr := range []uint32{0, 1, 59, 0x40000000, 0x7fffffff, 0xffffffff} {
+							check(arch, nr)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDepth bounds the instructions executed for any syscall. With m the
+// number of runs of equal action in an ABI (m <= 2N+1 for N traced
+// numbers; 1 for an unsupported ABI):
+//
+//	steps <= 2*ceil(log2 m) + 13
+//
+// 4 for the arch dispatch (ld, two jeq, one ja), 2 for "ld nr" and the x32
+// jset, at most ceil(log2 m) jge each possibly through one ja, and 6 for
+// the instruction-pointer check and its ret. The number of jge on nr alone
+// is at most ceil(log2 m).
+func TestDepth(t *testing.T) {
+	for _, goarch := range goarches {
+		for _, np := range policies {
+			for _, T := range []uint64{0, trampolineT} {
+				p := np.policy(goarch)
+				p.Trampoline = T
+				raw := mustAssemble(t, mustBuild(t, goarch, p))
+				for _, abi := range HostABIs(goarch) {
+					m := 1
+					if rules, ok := p.Rules[abi]; ok {
+						m = len(intervals(rules, abi.NrBit))
+					}
+					depth := bits.Len(uint(m - 1)) // ceil(log2 m)
+					bound := 2*depth + 13
+					lo, hi := nrRange(abi)
+					maxSteps, maxTests := 0, 0
+					for nr := lo; nr <= hi; nr++ {
+						if testing.Short() && !nearTable(abi, nr) {
+							continue // ARM's hole below 0xf0000
+						}
+						for _, ip := range []uint64{0, T + 8} {
+							_, steps, ok := run(raw, dataWords(nr, abi.AuditArch, ip, junkArgs), false)
+							if !ok {
+								t.Fatalf("%s %s nr %#x: program failed", goarch, abi.Name, nr)
+							}
+							maxSteps = max(maxSteps, steps)
+						}
+						maxTests = max(maxTests, nrTests(raw, nr, abi.AuditArch))
+					}
+					if maxSteps > bound || maxTests > depth {
+						t.Errorf("%s %s %s T=%#x: %d runs: max %d steps (bound %d), %d jge (bound %d)",
+							goarch, np.name, abi.Name, T, m, maxSteps, bound, maxTests, depth)
+					}
+					if testing.Verbose() && T != 0 {
+						t.Logf("%s %-28s %-7s runs %4d: max %2d steps (bound %2d), max %2d jge (ceil log2 = %d)",
+							goarch, np.name, abi.Name, m, maxSteps, bound, maxTests, depth)
+					}
+				}
+			}
+		}
+	}
+}
+
+// nrTests counts the jge instructions executed for (arch, nr).
+func nrTests(raw []unix.SockFilter, nr, arch uint32) int {
+	n := 0
+	a := uint32(0)
+	for pc := 0; pc < len(raw); pc++ {
+		ins := raw[pc]
+		switch ins.Code {
+		case opLdWAbs:
+			a = dataWords(nr, arch, 0, junkArgs)(ins.K)
+		case opRetK:
+			return n
+		case opJa:
+			pc += int(ins.K)
+		default:
+			var taken bool
+			switch ins.Code {
+			case opJeqK:
+				taken = a == ins.K
+			case opJgtK:
+				taken = a > ins.K
+			case opJgeK:
+				taken = a >= ins.K
+				n++
+			case opJsetK:
+				taken = a&ins.K != 0
+			}
+			if taken {
+				pc += int(ins.Jt)
+			} else {
+				pc += int(ins.Jf)
+			}
+		}
+	}
+	return n
+}

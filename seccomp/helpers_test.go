@@ -1,0 +1,332 @@
+package seccomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"testing"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+var goarches = []string{"amd64", "arm64"}
+
+// trampolineT is the trampoline page most tests use: high word non-zero.
+const trampolineT = 0x7f12_3456_7000
+
+// seccompData returns struct seccomp_data laid out for x/net/bpf's VM,
+// which loads 32-bit words big-endian: each word of the little-endian
+// kernel struct is written big-endian at its offset, so that the VM's
+// "ld [off]" yields the value the kernel's would.
+func seccompData(nr, arch uint32, ip uint64, args [6]uint64) []byte {
+	b := make([]byte, sizeData)
+	put := func(off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }
+	put64 := func(off int, v uint64) { put(off, uint32(v)); put(off+4, uint32(v>>32)) }
+	put(offNr, nr)
+	put(offArch, arch)
+	put64(offIPLow, ip)
+	for i, a := range args {
+		put64(offArgs+8*i, a)
+	}
+	return b
+}
+
+// junkArgs are argument values no decision may depend on.
+var junkArgs = [6]uint64{0xdeadbeef_cafebabe, 0, 1, 0xffffffff_ffffffff, 0x40000000, trampolineT}
+
+// verdict is a filter result split for readable diffs.
+type verdict struct {
+	Action string // "ALLOW", "TRACE" or "other:0x..."
+	Data   uint32
+}
+
+func (v verdict) String() string { return fmt.Sprintf("%s|%#x", v.Action, v.Data) }
+
+func toVerdict(ret uint32) verdict {
+	switch ret &^ retData {
+	case retAllow:
+		return verdict{"ALLOW", ret & retData}
+	case retTrace:
+		return verdict{"TRACE", ret & retData}
+	}
+	return verdict{fmt.Sprintf("other:%#x", ret&^retData), ret & retData}
+}
+
+// expect is the specification of the filter, written independently of
+// Build: the verdict for one syscall on a host of goarch under p.
+func expect(goarch string, p Policy, arch, nr uint32, ip uint64) verdict {
+	var abi *ABI
+	for _, a := range HostABIs(goarch) {
+		switch {
+		case a.AuditArch != arch:
+		case !hasX32(goarch, arch): // the only ABI of its arch: every number
+			abi = a
+		case nr&x32SyscallBit == a.NrBit: // x86_64 or x32
+			abi = a
+		}
+	}
+	if abi == nil {
+		return verdict{"TRACE", DataUnknownArch}
+	}
+	return expectABI(abi, p, nr, ip)
+}
+
+// expectABI is expect for a syscall known to be of abi.
+func expectABI(abi *ABI, p Policy, nr uint32, ip uint64) verdict {
+	rules, ok := p.Rules[abi]
+	if !ok {
+		return verdict{"TRACE", DataUnsupportedABI}
+	}
+	act := rules[int(nr&^abi.NrBit)]
+	if act == Allow {
+		return verdict{"ALLOW", 0}
+	}
+	if p.Trampoline != 0 && ip >= p.Trampoline && ip-p.Trampoline < TrampolineSize {
+		return verdict{"ALLOW", 0}
+	}
+	if act == TraceExit {
+		return verdict{"TRACE", DataExit}
+	}
+	return verdict{"TRACE", DataEntry}
+}
+
+func hasX32(goarch string, arch uint32) bool {
+	for _, a := range HostABIs(goarch) {
+		if a.AuditArch == arch && a.NrBit != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// --- policies ---
+
+// realisticNames are the calls a path-translating tracer stops at; those
+// in exitNames also need their exit.
+var realisticNames = []string{
+	"open", "openat", "openat2", "creat", "stat", "lstat", "newfstatat", "fstatat64", "stat64",
+	"lstat64", "statx", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "execve",
+	"execveat", "chdir", "getcwd", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename",
+	"renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "chmod", "fchmodat",
+	"fchmodat2", "chown", "chown32", "lchown", "lchown32", "fchownat", "truncate", "truncate64",
+	"utimensat", "utimes", "mknod", "mknodat", "statfs", "statfs64", "inotify_add_watch",
+	"bind", "connect", "getsockname", "getpeername", "socketcall", "uname", "accept",
+	"setxattr", "getxattr", "listxattr", "removexattr", "chroot", "mount", "umount2",
+}
+
+var exitNames = map[string]bool{
+	"getcwd": true, "readlink": true, "readlinkat": true, "getsockname": true,
+	"getpeername": true, "uname": true, "socketcall": true, "execve": true, "execveat": true,
+}
+
+func realisticRules(a *ABI) map[int]Action {
+	m := map[int]Action{}
+	for _, name := range realisticNames {
+		if nr, ok := a.Nr(name); ok {
+			m[nr] = TraceEntry
+			if exitNames[name] {
+				m[nr] = TraceExit
+			}
+		}
+	}
+	return m
+}
+
+// alternatingRules traces every syscall of a's table, alternating entry
+// and exit in number order.
+func alternatingRules(a *ABI) map[int]Action {
+	m := map[int]Action{}
+	for i, nr := range a.sortedNumbers() {
+		m[nr] = TraceEntry + Action(i%2)
+	}
+	return m
+}
+
+// denseRules traces every number from 0 to limit (holes of the table
+// included), alternating entry and exit: the most runs a policy can have.
+func denseRules(limit int) map[int]Action {
+	m := map[int]Action{}
+	for nr := 0; nr <= limit; nr++ {
+		m[nr] = TraceEntry + Action(nr%2)
+	}
+	return m
+}
+
+// maxRegularNr is the highest table number below ARM's private range.
+func maxRegularNr(a *ABI) int {
+	m := 0
+	for nr := range a.Numbers {
+		if nr < 0xf0000 {
+			m = max(m, nr)
+		}
+	}
+	return m
+}
+
+type namedPolicy struct {
+	name   string
+	policy func(goarch string) Policy
+}
+
+func rulesFor(goarch string, f func(*ABI) map[int]Action, skip ...*ABI) map[*ABI]map[int]Action {
+	r := map[*ABI]map[int]Action{}
+	for _, a := range HostABIs(goarch) {
+		if !containsABI(skip, a) {
+			r[a] = f(a)
+		}
+	}
+	return r
+}
+
+// policies are the policies most tests run, without trampoline.
+var policies = []namedPolicy{
+	{"no-rules", func(string) Policy { return Policy{} }},
+	{"empty", func(g string) Policy {
+		return Policy{Rules: rulesFor(g, func(*ABI) map[int]Action { return map[int]Action{} })}
+	}},
+	{"realistic", func(g string) Policy { return Policy{Rules: rulesFor(g, realisticRules, X32)} }},
+	{"realistic-compat-unsupported", func(g string) Policy {
+		return Policy{Rules: rulesFor(g, realisticRules, I386, X32, ARM)}
+	}},
+	{"native-unsupported", func(g string) Policy {
+		return Policy{Rules: rulesFor(g, realisticRules, NativeABI(g))}
+	}},
+	{"all-alternating", func(g string) Policy { return Policy{Rules: rulesFor(g, alternatingRules)} }},
+	{"all-entry", func(g string) Policy {
+		return Policy{Rules: rulesFor(g, func(a *ABI) map[int]Action {
+			m := map[int]Action{}
+			for nr := range a.Numbers {
+				m[nr] = TraceEntry
+			}
+			return m
+		})}
+	}},
+	{"dense-alternating", func(g string) Policy {
+		return Policy{Rules: rulesFor(g, func(a *ABI) map[int]Action { return denseRules(maxRegularNr(a) + 1) })}
+	}},
+}
+
+func mustBuild(t testing.TB, goarch string, p Policy) []bpf.Instruction {
+	t.Helper()
+	prog, err := Build(goarch, p)
+	if err != nil {
+		t.Fatalf("Build(%s): %v", goarch, err)
+	}
+	return prog
+}
+
+func mustAssemble(t testing.TB, prog []bpf.Instruction) []unix.SockFilter {
+	t.Helper()
+	raw, err := Assemble(prog)
+	if err != nil {
+		t.Fatalf("Assemble: %v", err)
+	}
+	return raw
+}
+
+// nrRange returns the numbers to probe for a: 0 .. max+64 (NrBit set).
+func nrRange(a *ABI) (lo, hi uint32) {
+	return a.NrBit, a.NrBit + uint32(a.maxNr()) + 64
+}
+
+// --- a kernel-like interpreter of the assembled program ---
+
+// Classic BPF opcodes (include/uapi/linux/filter.h).
+const (
+	opLdWAbs = 0x20 // BPF_LD | BPF_W | BPF_ABS
+	opRetK   = 0x06 // BPF_RET | BPF_K
+	opJa     = 0x05 // BPF_JMP | BPF_JA
+	opJeqK   = 0x15
+	opJgtK   = 0x25
+	opJgeK   = 0x35
+	opJsetK  = 0x45
+	opAndK   = 0x54 // BPF_ALU | BPF_AND | BPF_K
+)
+
+// run interprets prog like the kernel, on the little-endian seccomp_data
+// given by word(off). If constOnly, a load of anything but nr and arch, or
+// any opcode seccomp_is_const_allow does not know, stops with ok=false:
+// that is the kernel's action-cache emulation. It returns the return
+// value and the number of instructions executed.
+func run(prog []unix.SockFilter, word func(off uint32) uint32, constOnly bool) (ret uint32, steps int, ok bool) {
+	var a uint32
+	for pc := 0; pc < len(prog); pc++ {
+		steps++
+		ins := prog[pc]
+		switch ins.Code {
+		case opLdWAbs:
+			if constOnly && ins.K != offNr && ins.K != offArch {
+				return 0, steps, false
+			}
+			a = word(ins.K)
+		case opRetK:
+			return ins.K, steps, true
+		case opJa:
+			pc += int(ins.K)
+		case opJeqK, opJgtK, opJgeK, opJsetK:
+			var taken bool
+			switch ins.Code {
+			case opJeqK:
+				taken = a == ins.K
+			case opJgtK:
+				taken = a > ins.K
+			case opJgeK:
+				taken = a >= ins.K
+			case opJsetK:
+				taken = a&ins.K != 0
+			}
+			if taken {
+				pc += int(ins.Jt)
+			} else {
+				pc += int(ins.Jf)
+			}
+		case opAndK:
+			a &= ins.K
+		default:
+			return 0, steps, false
+		}
+	}
+	return 0, steps, false // ran off the end
+}
+
+// dataWords returns word(off) for seccomp_data {nr, arch, ip, args}.
+func dataWords(nr, arch uint32, ip uint64, args [6]uint64) func(uint32) uint32 {
+	return func(off uint32) uint32 {
+		switch {
+		case off == offNr:
+			return nr
+		case off == offArch:
+			return arch
+		case off == offIPLow:
+			return uint32(ip)
+		case off == offIPHigh:
+			return uint32(ip >> 32)
+		case off >= offArgs && off < sizeData:
+			v := args[(off-offArgs)/8]
+			if (off-offArgs)%8 == 4 {
+				v >>= 32
+			}
+			return uint32(v)
+		}
+		panic(fmt.Sprintf("load of offset %d", off))
+	}
+}
+
+// unknownArches are arch values that match no host ABI of either GOARCH.
+var unknownArches = []uint32{0, 0xffffffff, 0x3e, 0x40000000 | 0x3e, 0x80000000 | auditArchI386, 0xc0000015 /* ppc64le */}
+
+// archesToProbe returns the arch values tests feed a filter for goarch:
+// those of both GOARCHes (the other's are unknown to it) and junk.
+func archesToProbe() []uint32 {
+	seen := map[uint32]bool{}
+	var out []uint32
+	for _, a := range append(append([]uint32{}, unknownArches...), auditArchX86_64, auditArchI386, auditArchAArch64, auditArchARM) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,140 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Action says what the filter does with one system call of one ABI.
+type Action uint8
+
+const (
+	// Allow lets the system call run untraced (SECCOMP_RET_ALLOW). The
+	// filter reaches it by looking only at the ABI and the number, so the
+	// kernel caches it as a constant decision (Linux >= 5.11).
+	Allow Action = iota
+	// TraceEntry stops the tracee with PTRACE_EVENT_SECCOMP and event
+	// message DataEntry (SECCOMP_RET_TRACE | DataEntry).
+	TraceEntry
+	// TraceExit is TraceEntry with event message DataExit: the tracer also
+	// wants the syscall-exit stop.
+	TraceExit
+)
+
+// String returns "allow", "entry" or "exit".
+func (a Action) String() string {
+	switch a {
+	case Allow:
+		return "allow"
+	case TraceEntry:
+		return "entry"
+	case TraceExit:
+		return "exit"
+	}
+	return fmt.Sprintf("Action(%d)", uint8(a))
+}
+
+// RET_DATA values of the filter's SECCOMP_RET_TRACE results, which the
+// tracer reads with PTRACE_GETEVENTMSG at a PTRACE_EVENT_SECCOMP stop.
+const (
+	// DataEntry marks a syscall traced with TraceEntry.
+	DataEntry = 1
+	// DataExit marks a syscall traced with TraceExit.
+	DataExit = 2
+	// DataUnsupportedABI marks any syscall of an ABI the policy has no
+	// rules for (a host ABI without an entry in Policy.Rules).
+	DataUnsupportedABI = 0xffff
+	// DataUnknownArch marks a syscall whose seccomp_data.arch matches no
+	// ABI of the host.
+	DataUnknownArch = 0xfffe
+)
+
+// Kernel return values (include/uapi/linux/seccomp.h).
+const (
+	retAllow = 0x7fff0000 // SECCOMP_RET_ALLOW
+	retTrace = 0x7ff00000 // SECCOMP_RET_TRACE
+	retData  = 0x0000ffff // SECCOMP_RET_DATA
+)
+
+// ret returns the filter's return value for a (with data for the traced
+// actions).
+func (a Action) ret() uint32 {
+	switch a {
+	case TraceEntry:
+		return retTrace | DataEntry
+	case TraceExit:
+		return retTrace | DataExit
+	}
+	return retAllow
+}
+
+// TrampolineSize is the size of the trampoline page: syscalls whose
+// instruction pointer is in [Trampoline, Trampoline+TrampolineSize) are
+// allowed even when traced.
+const TrampolineSize = 4096
+
+// Policy is the traced set: per ABI, syscall number -> action; a number
+// absent from an ABI's map is Allow.
+//
+// An ABI of HostABIs(goarch) without an entry in Rules (a nil map counts as
+// an entry) is unsupported: every one of its syscalls traces with
+// DataUnsupportedABI, whatever the instruction pointer.
+type Policy struct {
+	// Rules maps an ABI of the host to its syscall numbers (without
+	// NrBit) and their actions.
+	Rules map[*ABI]map[int]Action
+	// Trampoline is the address of a 4 KiB-aligned page T: a traced
+	// syscall of a supported ABI whose seccomp_data.instruction_pointer is
+	// in [T, T+4096) is allowed. The instruction pointer is the address
+	// after the syscall instruction. 0 disables the check.
+	Trampoline uint64
+}
+
+// Errors of Build.
+var (
+	errUnknownGOARCH = errors.New("seccomp: unsupported GOARCH")
+	errTooLong       = errors.New("seccomp: filter longer than BPF_MAXINSNS (4096)")
+)
+
+// ErrUnavailable is returned (wrapped) by Install when the kernel cannot
+// install a seccomp filter. droidroot then falls back to stopping at every
+// system call with ptrace alone, like proot with PROOT_NO_SECCOMP=1.
+var ErrUnavailable = errors.New("seccomp filters are unavailable on this kernel; " +
+	"droidroot falls back to tracing every system call with ptrace only (like PROOT_NO_SECCOMP=1), which is slower")
+
+// validate checks p against the host ABIs of goarch.
+func (p Policy) validate(goarch string, abis []*ABI) error {
+	if abis == nil {
+		return fmt.Errorf("%w %q (want amd64 or arm64)", errUnknownGOARCH, goarch)
+	}
+	if p.Trampoline%TrampolineSize != 0 {
+		return fmt.Errorf("seccomp: trampoline %#x is not 4 KiB-aligned", p.Trampoline)
+	}
+	for abi, rules := range p.Rules {
+		if !containsABI(abis, abi) {
+			return fmt.Errorf("seccomp: policy has rules for ABI %v, which is not an ABI of %s", abi, goarch)
+		}
+		for nr, act := range rules {
+			if act > TraceExit {
+				return fmt.Errorf("seccomp: %s syscall %d: invalid action %v", abi.Name, nr, act)
+			}
+			limit := int64(1) << 32
+			if abi.NrBit != 0 {
+				limit = int64(abi.NrBit)
+			}
+			if nr < 0 || int64(nr) >= limit {
+				return fmt.Errorf("seccomp: %s syscall number %d out of range [0, %#x)", abi.Name, nr, limit)
+			}
+		}
+	}
+	return nil
+}
+
+func containsABI(abis []*ABI, a *ABI) bool {
+	for _, b := range abis {
+		if a == b {
+			return true
+		}
+	}
+	return false
+}
