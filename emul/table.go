@@ -32,6 +32,7 @@ const (
 // name. Names that do not exist on an architecture (open on arm64) are
 // ignored there.
 func Table() tracer.Table {
+	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
 	return tracer.Table{
 		// open and friends
 		"open":     pathHandler(p(0, openFollow(1))),
@@ -42,7 +43,8 @@ func Table() tracer.Table {
 		// stat family
 		"stat":       pathHandler(p(0, always)),
 		"lstat":      pathHandler(p(0, never)),
-		"newfstatat": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
+		"newfstatat": newfstatat,
+		"fstatat":    newfstatat, // arm64's name for the same call
 		"statx":      pathHandler(at(0, 1, unlessFlag(2, atSymlinkNofollow)).empty(2, atEmptyPath)),
 		"statfs":     pathHandler(p(0, always)),
 		// access
