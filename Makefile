@@ -1,7 +1,53 @@
 # droidroot top-level Makefile.
+#
+#   make              build bin/droidroot for this machine
+#   make cross        bin/droidroot-linux-amd64, -linux-arm64 and -android-arm64
+#   make test         unit tests, then the end-to-end suite on x86_64 (needs root
+#                     and the test rootfses: make rootfs)
+#   make test-arm64   the arm64 suite in a qemu-system-aarch64 VM
+#   make rootfs       build (or reuse) the cached test rootfses
+#   make loader       rebuild the embedded C loaders
 
-.PHONY: all
-all: loader
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+DROIDROOT_CACHE ?= /var/cache/droidroot
+export DROIDROOT_CACHE
+
+.PHONY: all build cross test test-unit test-e2e test-arm64 rootfs vet clean
+all: build
+
+build:
+	$(GO) build $(GOFLAGS_BUILD) -o bin/droidroot ./cmd/droidroot
+
+cross:
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o bin/droidroot-linux-amd64 ./cmd/droidroot
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o bin/droidroot-linux-arm64 ./cmd/droidroot
+	GOOS=android GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o bin/droidroot-android-arm64 ./cmd/droidroot
+
+vet:
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
+
+rootfs:
+	test/mkrootfs.sh busybox
+	test/mkrootfs.sh debian
+
+test: vet build test-unit test-e2e
+
+test-unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+test-e2e: build
+	DROIDROOT_BIN=$(CURDIR)/bin/droidroot $(GO) test -count=1 -timeout 30m ./e2e/
+
+test-arm64:
+	test/arm64/run.sh
+
+clean:
+	rm -rf bin
 
 # ---------------------------------------------------------------------------
 # BEGIN loader section (owner: loader/; see loader/loader.go for the protocol)

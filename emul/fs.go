@@ -1,12 +1,12 @@
 package emul
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -16,7 +16,7 @@ import (
 func readlinkHandler(a pathArg, bufArg, sizeArg int) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		size := int64(int32(c.Arg(sizeArg)))
-		t, errno := translate(c, a)
+		t, errno := translate(c, a, 0)
 		if errno != 0 {
 			c.Fail(errno)
 			return
@@ -96,13 +96,12 @@ func getcwd(c *tracer.Call) {
 // chdirHandler translates chdir's path; at exit the guest cwd follows.
 var chdirHandler = tracer.Handler{
 	Enter: func(c *tracer.Call) {
-		a := p(0, always)
-		t, errno := translate(c, a)
+		t, errno := translate(c, p(0, always), pathmap.WantGuest)
 		if errno != 0 {
 			c.Fail(errno)
 			return
 		}
-		c.Data = t.host
+		c.Data = t.res.Guest
 		if errno := rewrite(c, 0, t); errno != 0 {
 			c.Fail(errno)
 		}
@@ -111,7 +110,7 @@ var chdirHandler = tracer.Handler{
 		if c.Ret() != 0 {
 			return
 		}
-		if g, ok := c.Mapper().ToGuest(filepath.Clean(c.Data.(string))); ok {
+		if g := c.Data.(string); g != "" {
 			c.FS().Cwd = g
 		} else {
 			updateCwdFromKernel(c)

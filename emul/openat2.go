@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -21,8 +22,7 @@ var openat2Handler = tracer.Handler{Enter: func(c *tracer.Call) {
 		return
 	}
 	flags := binary.LittleEndian.Uint64(how[0:])
-	fol := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
-	t, errno := translate(c, at(0, 1, func(*tracer.Call) bool { return fol }))
+	t, errno := translate(c, at(0, 1, func(*tracer.Call) pathmap.Flags { return openFlags(flags) }), 0)
 	if errno != 0 {
 		c.Fail(errno)
 		return

@@ -6,38 +6,56 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
 
 // atFDCWD is AT_FDCWD as it arrives in a 64-bit register.
 const atFDCWD = -100
 
-// follow says whether a path argument's final symlink is followed.
-type follow func(c *tracer.Call) bool
+// follow gives the pathmap lookup flags for a path argument's final
+// component: Follow, nothing (act on a symlink itself) or Entry (act on the
+// directory entry: never followed, mount points reported).
+type follow func(c *tracer.Call) pathmap.Flags
 
-func always(*tracer.Call) bool { return true }
-func never(*tracer.Call) bool  { return false }
+func always(*tracer.Call) pathmap.Flags { return pathmap.Follow }
+func never(*tracer.Call) pathmap.Flags  { return 0 }
+func entry(*tracer.Call) pathmap.Flags  { return pathmap.Entry }
 
 // unlessFlag follows unless flag is set in argument i (AT_SYMLINK_NOFOLLOW).
 func unlessFlag(i int, flag uint64) follow {
-	return func(c *tracer.Call) bool { return c.Arg(i)&flag == 0 }
+	return func(c *tracer.Call) pathmap.Flags {
+		if c.Arg(i)&flag == 0 {
+			return pathmap.Follow
+		}
+		return 0
+	}
 }
 
 // ifFlag follows only when flag is set in argument i (AT_SYMLINK_FOLLOW).
 func ifFlag(i int, flag uint64) follow {
-	return func(c *tracer.Call) bool { return c.Arg(i)&flag != 0 }
+	return func(c *tracer.Call) pathmap.Flags {
+		if c.Arg(i)&flag != 0 {
+			return pathmap.Follow
+		}
+		return 0
+	}
 }
 
-// openFollow is open(2)'s rule: O_NOFOLLOW, or O_CREAT|O_EXCL, stop at a
-// final symlink.
-func openFollow(i int) follow {
-	return func(c *tracer.Call) bool {
-		fl := c.Arg(i)
-		if fl&unix.O_NOFOLLOW != 0 {
-			return false
-		}
-		return fl&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
+// openFlags is open(2)'s rule for the final component.
+func openFlags(fl uint64) pathmap.Flags {
+	switch {
+	case fl&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL:
+		return pathmap.Entry
+	case fl&unix.O_NOFOLLOW != 0:
+		return 0
 	}
+	return pathmap.Follow
+}
+
+// openFollow applies openFlags to the flags in argument i.
+func openFollow(i int) follow {
+	return func(c *tracer.Call) pathmap.Flags { return openFlags(c.Arg(i)) }
 }
 
 // pathArg describes one path argument of a syscall.
@@ -69,11 +87,12 @@ type translated struct {
 	guest string // the path as the guest gave it
 	host  string // the host path handed to the kernel
 	skip  bool   // left untouched (empty path with AT_EMPTY_PATH, NULL)
+	res   pathmap.Result
 }
 
 // translate reads and translates path argument a. It returns an errno the
 // call must fail with, or 0.
-func translate(c *tracer.Call, a pathArg) (translated, unix.Errno) {
+func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix.Errno) {
 	addr := c.Arg(a.path)
 	if addr == 0 && a.nullOK {
 		return translated{skip: true}, 0
@@ -88,38 +107,48 @@ func translate(c *tracer.Call, a pathArg) (translated, unix.Errno) {
 		}
 		return translated{}, unix.ENOENT
 	}
-	host, errno := resolveAt(c, a.dirfd, guest, a.follow(c))
+	res, errno := lookupAt(c, a.dirfd, guest, a.follow(c)|extra)
 	if errno != 0 {
 		return translated{}, errno
 	}
-	return translated{guest: guest, host: host}, 0
+	return translated{guest: guest, host: res.Host, res: res}, 0
 }
 
 // resolveAt translates guest path relative to dirfd argument index (-1:
 // the cwd) for the calling thread.
 func resolveAt(c *tracer.Call, dirfdArg int, guest string, fol bool) (string, unix.Errno) {
+	var f pathmap.Flags
+	if fol {
+		f = pathmap.Follow
+	}
+	r, errno := lookupAt(c, dirfdArg, guest, f)
+	return r.Host, errno
+}
+
+// lookupAt is resolveAt with pathmap flags and the full result.
+func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (pathmap.Result, unix.Errno) {
 	cwd := c.FS().Cwd
 	if !strings.HasPrefix(guest, "/") && dirfdArg >= 0 {
 		fd := int32(c.Arg(dirfdArg))
 		if fd != atFDCWD {
 			dir, errno := fdGuestPath(c, int(fd))
 			if errno != 0 {
-				return "", errno
+				return pathmap.Result{}, errno
 			}
 			cwd = dir
 		}
 	}
-	host, err := c.Mapper().Resolve(c.PathProc(), cwd, guest, fol)
+	r, err := c.Mapper().Lookup(c.PathProc(), cwd, guest, flags)
 	if err != nil {
 		if e, ok := err.(unix.Errno); ok {
-			return "", e
+			return r, e
 		}
-		return "", unix.EINVAL
+		return r, unix.EINVAL
 	}
-	if fol {
-		host = procExe(c, host)
+	if flags&pathmap.Follow != 0 {
+		r.Host = procExe(c, r.Host)
 	}
-	return host, 0
+	return r, 0
 }
 
 // fdGuestPath returns the guest path of the directory open as fd in the
@@ -209,18 +238,65 @@ func pathHandler(args ...pathArg) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var ts [2]translated
 		for k, a := range args {
-			t, errno := translate(c, a)
+			t, errno := translate(c, a, 0)
 			if errno != 0 {
 				c.Fail(errno)
 				return
 			}
 			ts[k] = t
 		}
+		writeArgs(c, args, ts[:len(args)])
+	}}
+}
+
+// entryHandler is pathHandler for calls that remove or rename directory
+// entries: a bind mount point is busy (EBUSY), and when two paths are given
+// they must be on the same mount (EXDEV), as the kernel says for real binds.
+func entryHandler(args ...pathArg) tracer.Handler {
+	return tracer.Handler{Enter: func(c *tracer.Call) {
+		var ts [2]translated
+		for k, a := range args {
+			t, errno := translate(c, a, pathmap.WantGuest)
+			if errno != 0 {
+				c.Fail(errno)
+				return
+			}
+			if t.res.MountPoint && a.follow(c)&pathmap.Entry != 0 {
+				c.Fail(unix.EBUSY)
+				return
+			}
+			ts[k] = t
+		}
+		if len(args) == 2 && !ts[0].skip && !ts[1].skip {
+			if mountOf(c.Mapper(), ts[0].res.Guest) != mountOf(c.Mapper(), ts[1].res.Guest) {
+				c.Fail(unix.EXDEV)
+				return
+			}
+		}
+		writeArgs(c, args, ts[:len(args)])
+	}}
+}
+
+// mountOf names the mount a canonical guest path lies on: the deepest
+// binding whose guest path contains it, or "" for the rootfs.
+func mountOf(m *pathmap.Mapper, guest string) string {
+	best := ""
+	for _, b := range m.Bindings() {
+		if len(b.Guest) > len(best) && (guest == b.Guest || strings.HasPrefix(guest, b.Guest+"/") || b.Guest == "/") {
+			best = b.Guest
+		}
+	}
+	return best
+}
+
+// writeArgs points each path argument at its translated host path.
+func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
+	{
 		for k, a := range args {
 			if errno := rewrite(c, a.path, ts[k]); errno != 0 {
 				c.Fail(errno)
 				return
 			}
 		}
-	}}
+	}
 }

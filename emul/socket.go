@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -14,7 +15,7 @@ const sunPathMax = 108
 
 // unixAddrHandler translates the AF_UNIX path in the sockaddr at argument
 // addrArg (length in lenArg) for bind, connect and sendto.
-func unixAddrHandler(addrArg, lenArg int, fol bool) tracer.Handler {
+func unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		addr, n := c.Arg(addrArg), int(int32(c.Arg(lenArg)))
 		if addr == 0 || n <= 2 || n > 2+sunPathMax {
@@ -31,7 +32,8 @@ func unixAddrHandler(addrArg, lenArg int, fol bool) tracer.Handler {
 		if i := bytes.IndexByte(path, 0); i >= 0 {
 			path = path[:i]
 		}
-		host, errno := resolveAt(c, -1, string(path), fol)
+		res, errno := lookupAt(c, -1, string(path), flags)
+		host := res.Host
 		if errno != 0 {
 			c.Fail(errno)
 			return

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
 	"github.com/droidroot/droidroot/tracer"
 )
@@ -54,21 +55,21 @@ func Table() tracer.Table {
 		// links
 		"readlink":   readlinkHandler(p(0, never), 1, 2),
 		"readlinkat": readlinkHandler(at(0, 1, never).empty(emptyAlways, 0), 2, 3),
-		"symlink":    pathHandler(p(1, never)),
-		"symlinkat":  pathHandler(at(1, 2, never)),
-		"link":       pathHandler(p(0, never), p(1, never)),
-		"linkat":     pathHandler(at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath), at(2, 3, never)),
-		"unlink":     pathHandler(p(0, never)),
-		"unlinkat":   pathHandler(at(0, 1, never)),
-		"rename":     pathHandler(p(0, never), p(1, never)),
-		"renameat":   pathHandler(at(0, 1, never), at(2, 3, never)),
-		"renameat2":  pathHandler(at(0, 1, never), at(2, 3, never)),
+		"symlink":    pathHandler(p(1, entry)),
+		"symlinkat":  pathHandler(at(1, 2, entry)),
+		"link":       entryHandler(p(0, never), p(1, entry)),
+		"linkat":     entryHandler(at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath), at(2, 3, entry)),
+		"unlink":     entryHandler(p(0, entry)),
+		"unlinkat":   entryHandler(at(0, 1, entry)),
+		"rename":     entryHandler(p(0, entry), p(1, entry)),
+		"renameat":   entryHandler(at(0, 1, entry), at(2, 3, entry)),
+		"renameat2":  entryHandler(at(0, 1, entry), at(2, 3, entry)),
 		// directories
-		"mkdir":   pathHandler(p(0, never)),
-		"mkdirat": pathHandler(at(0, 1, never)),
-		"rmdir":   pathHandler(p(0, never)),
-		"mknod":   pathHandler(p(0, never)),
-		"mknodat": pathHandler(at(0, 1, never)),
+		"mkdir":   pathHandler(p(0, entry)),
+		"mkdirat": pathHandler(at(0, 1, entry)),
+		"rmdir":   entryHandler(p(0, entry)),
+		"mknod":   pathHandler(p(0, entry)),
+		"mknodat": pathHandler(at(0, 1, entry)),
 		"chdir":   chdirHandler,
 		"fchdir":  fchdirHandler,
 		"getcwd":  {Enter: getcwd},
@@ -105,9 +106,9 @@ func Table() tracer.Table {
 		"execve":   execHandler(false),
 		"execveat": execHandler(true),
 		// AF_UNIX sockets
-		"bind":        unixAddrHandler(1, 2, false),
-		"connect":     unixAddrHandler(1, 2, true),
-		"sendto":      unixAddrHandler(4, 5, true),
+		"bind":        unixAddrHandler(1, 2, pathmap.Entry),
+		"connect":     unixAddrHandler(1, 2, pathmap.Follow),
+		"sendto":      unixAddrHandler(4, 5, pathmap.Follow),
 		"getsockname": sockNameHandler(1, 2),
 		"getpeername": sockNameHandler(1, 2),
 		"accept":      sockNameHandler(1, 2),

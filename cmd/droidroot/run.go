@@ -111,8 +111,23 @@ func configure(o *Options) (*tracer.Config, int) {
 		}
 		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest)})
 	}
-	m, err := pathmap.New(root, binds, nil)
-	if err != nil {
+	tmpDir := os.Getenv("PROOT_TMP_DIR")
+	if tmpDir == "" {
+		tmpDir = os.TempDir()
+	}
+	var opts []pathmap.Option
+	if vdir, err := virtualDir(tmpDir); err == nil {
+		opts = append(opts, pathmap.WithVirtualDir(vdir))
+	}
+	m, err := pathmap.New(root, binds, nil, opts...)
+	var bindErrs pathmap.BindErrors
+	if errors.As(err, &bindErrs) && m != nil {
+		if os.Getenv("PROOT_IGNORE_MISSING_BINDINGS") == "" {
+			for _, be := range bindErrs {
+				warnf("can't bind %s: %v (ignored)", be.Binding.Host, be.Err)
+			}
+		}
+	} else if err != nil {
 		return nil, errorf("%v", err)
 	}
 
@@ -160,13 +175,9 @@ func configure(o *Options) (*tracer.Config, int) {
 
 	loaderPath := os.Getenv("PROOT_LOADER")
 	if loaderPath == "" {
-		dir := os.Getenv("PROOT_TMP_DIR")
-		if dir == "" {
-			dir = os.TempDir()
-		}
-		loaderPath, err = loader.Extract(dir, runtime.GOARCH)
+		loaderPath, err = loader.Extract(tmpDir, runtime.GOARCH)
 		if err != nil {
-			return nil, errorf("cannot write the loader into %s: %v (set PROOT_TMP_DIR to a writable directory)", dir, err)
+			return nil, errorf("cannot write the loader into %s: %v (set PROOT_TMP_DIR to a writable directory)", tmpDir, err)
 		}
 	}
 
@@ -220,4 +231,17 @@ func lookPath(m *pathmap.Mapper, cwd, name string, env []string) string {
 		}
 	}
 	return ""
+}
+
+// virtualDir returns an empty, read-only directory that stands for guest
+// directories that exist only as parents of bind points.
+func virtualDir(tmpDir string) (string, error) {
+	dir := filepath.Join(tmpDir, fmt.Sprintf("droidroot-empty-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o555); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		return "", fmt.Errorf("%s is not an empty directory", dir)
+	}
+	return dir, nil
 }

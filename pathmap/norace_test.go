@@ -1,0 +1,5 @@
+//go:build !race
+
+package pathmap
+
+const raceEnabled = false

@@ -1,0 +1,370 @@
+package pathmap
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Limits of the Linux path walk that Resolve reproduces.
+const (
+	// PathMax is the kernel's PATH_MAX: a path (with its NUL) must be
+	// shorter, so a path of PathMax bytes or more gives ENAMETOOLONG.
+	PathMax = 4096
+	// NameMax is NAME_MAX, the longest component most filesystems accept.
+	NameMax = 255
+	// MaxSymlinks is the number of symlinks one walk may follow; the next
+	// one gives ELOOP.
+	MaxSymlinks = 40
+)
+
+// Binding makes host path Host visible at guest path Guest (both absolute,
+// cleaned), like a bind mount of Host on Guest inside the guest root.
+type Binding struct {
+	Host, Guest string
+}
+
+// BindError tells why one binding was left out by New. proot only warns
+// about these ("can't sanitize binding"), and so can the caller.
+type BindError struct {
+	Binding Binding
+	Err     error // a syscall.Errno from resolving Host, or EINVAL for a relative Guest
+}
+
+// Error implements error, in proot's words.
+func (e *BindError) Error() string {
+	return fmt.Sprintf("can't sanitize binding %q: %v", e.Binding.Host, e.Err)
+}
+
+// Unwrap returns the underlying errno.
+func (e *BindError) Unwrap() error { return e.Err }
+
+// BindErrors is the error New returns, together with a usable Mapper, when
+// some bindings were left out. Use errors.As to get it.
+type BindErrors []*BindError
+
+// Error implements error.
+func (es BindErrors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+// Unwrap returns the individual *BindError values.
+func (es BindErrors) Unwrap() []error {
+	r := make([]error, len(es))
+	for i, e := range es {
+		r[i] = e
+	}
+	return r
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	virtualDir string
+}
+
+// WithVirtualDir sets the host directory that stands for the virtual
+// directories: the guest parents of binding mount points that do not exist
+// in the rootfs (see the package documentation). It should be an empty
+// directory outside the rootfs that the tracee cannot write to. Without it,
+// the rootfs's top directory stands in.
+func WithVirtualDir(host string) Option {
+	return func(o *options) { o.virtualDir = host }
+}
+
+// bindInfo is one mount: the rootfs at "/" or a binding.
+type bindInfo struct {
+	host      string // canonical host path ("/proc/self/..." kept as is for symbolic ones)
+	guest     string // cleaned guest path
+	hostPfx   string // host, "" for "/"
+	guestPfx  string // guest, "" for "/"
+	mode      uint32 // S_IFMT of host, taken by New (unused when symbolic)
+	symbolic  int    // symNone, symSelf or symThreadSelf
+	symRest   string // for symbolic: what follows /proc/self or /proc/thread-self
+	effective bool   // not hidden by a later binding with the same Guest
+}
+
+const (
+	symNone = iota
+	symSelf
+	symThreadSelf
+)
+
+// node is a trie of the guest paths of the bindings: the walk follows it to
+// find mount points without comparing strings against every binding.
+type node struct {
+	name   string
+	parent *node
+	kids   []*node
+	bind   *bindInfo // non-nil at a mount point (always at the root)
+	mount  *node     // nearest ancestor-or-self with bind != nil
+}
+
+func (n *node) child(name []byte) *node {
+	for _, k := range n.kids {
+		if k.name == string(name) {
+			return k
+		}
+	}
+	return nil
+}
+
+func (n *node) childString(name string) *node {
+	for _, k := range n.kids {
+		if k.name == name {
+			return k
+		}
+	}
+	return nil
+}
+
+// Mapper translates paths between one guest view (rootfs plus bindings) and
+// the host. It is immutable after New and safe for concurrent use.
+type Mapper struct {
+	fs     FS
+	osfs   bool // fs is the host filesystem: use the allocation-free system calls
+	root   *node
+	binds  []Binding   // accepted bindings, canonical, in the order given
+	infos  []*bindInfo // same order as binds
+	toG    []*bindInfo // ToGuest candidates: rootfs and effective non-symbolic bindings
+	vdir   string      // stand-in host directory for virtual directories
+	rootBI *bindInfo   // the mount at "/"
+}
+
+// New canonicalises root (the host realpath of the rootfs directory) and the
+// bindings: each Host is realpath'd on the host, except that a Host naming
+// "/proc/self/..." or "/proc/thread-self/...", directly or through symlinks
+// (/dev/fd -> /proc/self/fd), stays symbolic and is resolved per tracee by
+// Resolve; each Guest is cleaned. A binding whose Host cannot be resolved (missing, ...) or
+// whose Guest is relative is left out and reported in a BindErrors error;
+// the returned Mapper is then still valid and usable (proot only warns). Any
+// other error (bad root or virtual directory) returns a nil Mapper.
+//
+// A binding with Guest "/" replaces the rootfs. Bindings with the same Guest:
+// the last one wins, as with mounts made in order. fs nil means the host
+// filesystem. Relative root and Host paths are taken relative to the
+// current directory of the process.
+func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	m := &Mapper{fs: fs}
+	if fs == nil {
+		m.fs = HostFS()
+	}
+	_, m.osfs = m.fs.(hostFS)
+
+	rootPath, mode, err := realpath(m.fs, root)
+	if err != nil {
+		return nil, fmt.Errorf("pathmap: rootfs %q: %w", root, err)
+	}
+	if mode != syscall.S_IFDIR {
+		return nil, fmt.Errorf("pathmap: rootfs %q: %w", root, syscall.ENOTDIR)
+	}
+	m.rootBI = newBindInfo(rootPath, "/", mode)
+	m.rootBI.effective = true
+	m.root = &node{bind: m.rootBI}
+
+	var berrs BindErrors
+	for _, b := range binds {
+		guest := b.Guest
+		if !strings.HasPrefix(guest, "/") {
+			berrs = append(berrs, &BindError{Binding: b, Err: syscall.EINVAL})
+			continue
+		}
+		guest = filepath.Clean(guest)
+		host := b.Host
+		var mode uint32
+		if _, _, ok := symbolicProc(host); ok {
+			host = filepath.Clean(host)
+		} else {
+			h, md, _, err := realpathProc(m.fs, host)
+			if err != nil {
+				berrs = append(berrs, &BindError{Binding: b, Err: err})
+				continue
+			}
+			host, mode = h, md
+		}
+		bi := newBindInfo(host, guest, mode)
+		bi.symbolic, bi.symRest, _ = symbolicProc(host)
+		m.binds = append(m.binds, Binding{Host: bi.host, Guest: bi.guest})
+		m.infos = append(m.infos, bi)
+		m.insert(bi)
+	}
+	m.setMounts(m.root, m.root)
+	m.rootBI = m.root.bind
+
+	m.vdir = m.rootBI.host
+	if o.virtualDir != "" {
+		v, mode, err := realpath(m.fs, o.virtualDir)
+		if err != nil {
+			return nil, fmt.Errorf("pathmap: virtual directory %q: %w", o.virtualDir, err)
+		}
+		if mode != syscall.S_IFDIR {
+			return nil, fmt.Errorf("pathmap: virtual directory %q: %w", o.virtualDir, syscall.ENOTDIR)
+		}
+		m.vdir = v
+	}
+
+	// ToGuest: longest host prefix first; on a tie the shortest guest path
+	// (so the rootfs wins over a binding of the rootfs itself).
+	m.toG = append(m.toG, m.rootBI)
+	for _, bi := range m.infos {
+		if bi.effective && bi.symbolic == symNone && bi != m.rootBI {
+			m.toG = append(m.toG, bi)
+		}
+	}
+	sort.SliceStable(m.toG, func(i, j int) bool {
+		a, b := m.toG[i], m.toG[j]
+		if len(a.hostPfx) != len(b.hostPfx) {
+			return len(a.hostPfx) > len(b.hostPfx)
+		}
+		return len(a.guest) < len(b.guest)
+	})
+
+	if len(berrs) > 0 {
+		return m, berrs
+	}
+	return m, nil
+}
+
+func newBindInfo(host, guest string, mode uint32) *bindInfo {
+	bi := &bindInfo{host: host, guest: guest, hostPfx: host, guestPfx: guest, mode: mode}
+	if host == "/" {
+		bi.hostPfx = ""
+	}
+	if guest == "/" {
+		bi.guestPfx = ""
+	}
+	return bi
+}
+
+// symbolicProc reports whether host names the calling process in procfs
+// (/proc/self, /proc/thread-self), which New must not resolve (it would
+// name the tracer).
+func symbolicProc(host string) (kind int, rest string, ok bool) {
+	h := filepath.Clean(host)
+	for _, c := range []struct {
+		p string
+		k int
+	}{{"/proc/self", symSelf}, {"/proc/thread-self", symThreadSelf}} {
+		if h == c.p {
+			return c.k, "", true
+		}
+		if strings.HasPrefix(h, c.p+"/") {
+			return c.k, h[len(c.p):], true
+		}
+	}
+	return symNone, "", false
+}
+
+func isSymbolicProc(host string) bool {
+	_, _, ok := symbolicProc(host)
+	return ok
+}
+
+// insert adds bi to the guest trie; a later binding at the same guest path
+// hides the earlier one.
+func (m *Mapper) insert(bi *bindInfo) {
+	n := m.root
+	for _, c := range strings.Split(bi.guest, "/") {
+		if c == "" {
+			continue
+		}
+		k := n.childString(c)
+		if k == nil {
+			k = &node{name: c, parent: n}
+			n.kids = append(n.kids, k)
+		}
+		n = k
+	}
+	if n.bind != nil {
+		n.bind.effective = false
+	}
+	bi.effective = true
+	n.bind = bi
+}
+
+func (m *Mapper) setMounts(n, mount *node) {
+	if n.bind != nil {
+		mount = n
+	}
+	n.mount = mount
+	for _, k := range n.kids {
+		m.setMounts(k, mount)
+	}
+}
+
+// Root returns the canonical host path of the guest root directory.
+func (m *Mapper) Root() string { return m.rootBI.host }
+
+// Bindings returns the accepted bindings, in the order given to New, with
+// canonical Host and cleaned Guest paths.
+func (m *Mapper) Bindings() []Binding {
+	return append([]Binding(nil), m.binds...)
+}
+
+// VirtualDir returns the host directory that stands for virtual
+// directories (see WithVirtualDir).
+func (m *Mapper) VirtualDir() string { return m.vdir }
+
+// ToGuest maps a host path (a readlink result, /proc/PID/cwd, an fd link,
+// getsockname, ...) back to the guest view: the binding with the longest
+// Host that is a prefix of host (component-wise) wins, the rootfs counting
+// as a binding of Root() at "/". ok is false when host is outside the rootfs
+// and every binding (callers then show it unchanged, as proot does), and for
+// anything that is not an absolute path ("pipe:[123]", ...). Symbolic
+// bindings (/proc/self/...) and bindings hidden by a later one at the same
+// guest path are not used. host is cleaned lexically first.
+func (m *Mapper) ToGuest(host string) (guest string, ok bool) {
+	if !strings.HasPrefix(host, "/") {
+		return "", false
+	}
+	host = filepath.Clean(host)
+	for _, bi := range m.toG {
+		var rest string
+		switch {
+		case bi.hostPfx == "":
+			rest = host
+		case host == bi.hostPfx:
+			rest = ""
+		case len(host) > len(bi.hostPfx) && host[len(bi.hostPfx)] == '/' && host[:len(bi.hostPfx)] == bi.hostPfx:
+			rest = host[len(bi.hostPfx):]
+		default:
+			continue
+		}
+		if rest == "/" {
+			rest = ""
+		}
+		g := bi.guestPfx + rest
+		if g == "" {
+			g = "/"
+		}
+		return g, true
+	}
+	return "", false
+}
+
+// toErrno extracts a syscall.Errno from an error returned by an FS.
+func toErrno(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := err.(syscall.Errno); ok {
+		return e
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return err
+}
