@@ -47,6 +47,12 @@ func readlinkHandler(a pathArg, bufArg, sizeArg int) tracer.Handler {
 
 // readlinkGuest reads host symlink host and returns what the guest must see.
 func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
+	switch host {
+	case "/proc/self":
+		return strconv.Itoa(c.Pid()), 0
+	case "/proc/thread-self":
+		return strconv.Itoa(c.Pid()) + "/task/" + strconv.Itoa(c.Tid()), 0
+	}
 	pid, rest, isProc := procPid(host)
 	if isProc {
 		if strings.HasPrefix(rest, "task/") {
@@ -56,6 +62,10 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 		case "exe":
 			if pr := c.Tracer().Process(pid); pr != nil && pr.Exe != "" {
 				return pr.Exe, 0
+			}
+		case "cwd":
+			if fs := c.Tracer().ThreadFS(pid); fs != nil {
+				return fs.Cwd, 0
 			}
 		case "root":
 			if c.Tracer().Process(pid) != nil {
@@ -71,7 +81,7 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 		return "", err.(unix.Errno)
 	}
 	if isProc && strings.HasPrefix(target, "/") {
-		if g, ok := c.Mapper().ToGuest(target); ok {
+		if g, ok := toGuest(c, target); ok {
 			return g, 0
 		}
 	}
@@ -81,6 +91,10 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 // getcwd answers getcwd(buf, size) with the guest's current directory.
 func getcwd(c *tracer.Call) {
 	cwd := c.FS().Cwd
+	if len(cwd)+1 > tracer.PathMax {
+		c.Fail(unix.ENAMETOOLONG)
+		return
+	}
 	size := c.Arg(1)
 	if size < uint64(len(cwd)+1) {
 		c.Fail(unix.ERANGE)
@@ -133,9 +147,24 @@ func updateCwdFromKernel(c *tracer.Call) {
 	if err != nil {
 		return
 	}
-	if g, ok := c.Mapper().ToGuest(host); ok {
+	if g, ok := toGuest(c, host); ok {
 		c.FS().Cwd = g
 	} else {
 		c.FS().Cwd = "/"
 	}
+}
+
+// toGuest maps a host path the kernel reported back to a guest path. When
+// the file is reachable both through the rootfs and through a binding of a
+// rootfs directory, the rootfs path is preferred if it leads back to the
+// same host path.
+func toGuest(c *tracer.Call, host string) (string, bool) {
+	root := c.Mapper().Root()
+	if rel, ok := strings.CutPrefix(host, root); ok && (root == "/" || rel == "" || rel[0] == '/') {
+		g := "/" + strings.TrimPrefix(rel, "/")
+		if h, err := c.Mapper().Resolve(c.PathProc(), "/", g, false); err == nil && h == host {
+			return g, true
+		}
+	}
+	return c.Mapper().ToGuest(host)
 }

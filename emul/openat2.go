@@ -22,7 +22,7 @@ var openat2Handler = tracer.Handler{Enter: func(c *tracer.Call) {
 		return
 	}
 	flags := binary.LittleEndian.Uint64(how[0:])
-	t, errno := translate(c, at(0, 1, func(*tracer.Call) pathmap.Flags { return openFlags(flags) }), 0)
+	t, errno := translate(c, at(0, 1, func(_ *tracer.Call, guest string) pathmap.Flags { return openFlags(flags, guest) }), 0)
 	if errno != 0 {
 		c.Fail(errno)
 		return

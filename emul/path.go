@@ -16,15 +16,15 @@ const atFDCWD = -100
 // follow gives the pathmap lookup flags for a path argument's final
 // component: Follow, nothing (act on a symlink itself) or Entry (act on the
 // directory entry: never followed, mount points reported).
-type follow func(c *tracer.Call) pathmap.Flags
+type follow func(c *tracer.Call, guest string) pathmap.Flags
 
-func always(*tracer.Call) pathmap.Flags { return pathmap.Follow }
-func never(*tracer.Call) pathmap.Flags  { return 0 }
-func entry(*tracer.Call) pathmap.Flags  { return pathmap.Entry }
+func always(*tracer.Call, string) pathmap.Flags { return pathmap.Follow }
+func never(*tracer.Call, string) pathmap.Flags  { return 0 }
+func entry(*tracer.Call, string) pathmap.Flags  { return pathmap.Entry }
 
 // unlessFlag follows unless flag is set in argument i (AT_SYMLINK_NOFOLLOW).
 func unlessFlag(i int, flag uint64) follow {
-	return func(c *tracer.Call) pathmap.Flags {
+	return func(c *tracer.Call, _ string) pathmap.Flags {
 		if c.Arg(i)&flag == 0 {
 			return pathmap.Follow
 		}
@@ -34,7 +34,7 @@ func unlessFlag(i int, flag uint64) follow {
 
 // ifFlag follows only when flag is set in argument i (AT_SYMLINK_FOLLOW).
 func ifFlag(i int, flag uint64) follow {
-	return func(c *tracer.Call) pathmap.Flags {
+	return func(c *tracer.Call, _ string) pathmap.Flags {
 		if c.Arg(i)&flag != 0 {
 			return pathmap.Follow
 		}
@@ -42,10 +42,11 @@ func ifFlag(i int, flag uint64) follow {
 	}
 }
 
-// openFlags is open(2)'s rule for the final component.
-func openFlags(fl uint64) pathmap.Flags {
+// openFlags is open(2)'s rule for the final component of guest.
+func openFlags(fl uint64, guest string) pathmap.Flags {
 	switch {
-	case fl&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL:
+	case fl&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL,
+		fl&unix.O_CREAT != 0 && strings.HasSuffix(guest, "/"):
 		return pathmap.Entry
 	case fl&unix.O_NOFOLLOW != 0:
 		return 0
@@ -55,7 +56,7 @@ func openFlags(fl uint64) pathmap.Flags {
 
 // openFollow applies openFlags to the flags in argument i.
 func openFollow(i int) follow {
-	return func(c *tracer.Call) pathmap.Flags { return openFlags(c.Arg(i)) }
+	return func(c *tracer.Call, guest string) pathmap.Flags { return openFlags(c.Arg(i), guest) }
 }
 
 // pathArg describes one path argument of a syscall.
@@ -107,7 +108,7 @@ func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix
 		}
 		return translated{}, unix.ENOENT
 	}
-	res, errno := lookupAt(c, a.dirfd, guest, a.follow(c)|extra)
+	res, errno := lookupAt(c, a.dirfd, guest, a.follow(c, guest)|extra)
 	if errno != 0 {
 		return translated{}, errno
 	}
@@ -145,10 +146,47 @@ func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (
 		}
 		return r, unix.EINVAL
 	}
+	if r.Magic {
+		if g, ok := procDirLink(c, r.Host); ok {
+			return lookupAt(c, -1, g, flags)
+		}
+	}
 	if flags&pathmap.Follow != 0 {
 		r.Host = procExe(c, r.Host)
 	}
 	return r, 0
+}
+
+// procDirLink turns a walk that stopped at the magic link
+// /proc/<pid>/cwd or /proc/<pid>/root of a traced process, with more path
+// after it, into the guest path the kernel would have reached: the
+// kernel's own jump would land on the host's view.
+func procDirLink(c *tracer.Call, host string) (string, bool) {
+	pid, rest, ok := procPid(host)
+	if !ok {
+		return "", false
+	}
+	if strings.HasPrefix(rest, "task/") {
+		_, rest, _ = strings.Cut(rest[len("task/"):], "/")
+	}
+	link, after, _ := strings.Cut(rest, "/")
+	var base string
+	switch link {
+	case "root":
+		if c.Tracer().Process(pid) == nil {
+			return "", false
+		}
+		base = "/"
+	case "cwd":
+		fs := c.Tracer().ThreadFS(pid)
+		if fs == nil {
+			return "", false
+		}
+		base = fs.Cwd
+	default:
+		return "", false
+	}
+	return strings.TrimSuffix(base, "/") + "/" + after, true
 }
 
 // fdGuestPath returns the guest path of the directory open as fd in the
@@ -168,7 +206,7 @@ func fdGuestPath(c *tracer.Call, fd int) (string, unix.Errno) {
 	if unix.Stat(host, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", unix.ENOTDIR
 	}
-	guest, ok := c.Mapper().ToGuest(host)
+	guest, ok := toGuest(c, host)
 	if !ok {
 		return host, 0
 	}
@@ -261,7 +299,7 @@ func entryHandler(args ...pathArg) tracer.Handler {
 				c.Fail(errno)
 				return
 			}
-			if t.res.MountPoint && a.follow(c)&pathmap.Entry != 0 {
+			if t.res.MountPoint && a.follow(c, t.guest)&pathmap.Entry != 0 {
 				c.Fail(unix.EBUSY)
 				return
 			}

@@ -3,6 +3,9 @@ package emul
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -13,9 +16,63 @@ import (
 // sunPathMax is the size of sockaddr_un.sun_path.
 const sunPathMax = 108
 
+// sockets remembers the names guests gave AF_UNIX sockets, so that
+// getsockname and getpeername answer the name as it was bound (relative or
+// not normalised, like the kernel), and the short aliases used for host
+// paths too long for sun_path.
+type sockets struct {
+	names   map[string]string // host sun_path bound -> guest sun_path given
+	aliases map[string]string // host directory -> short symlink to it
+	dir     string
+}
+
+func newSockets() *sockets {
+	return &sockets{names: map[string]string{}, aliases: map[string]string{}}
+}
+
+// shortPath returns a sun_path that reaches host: host itself when it fits,
+// else the path relative to the caller's current directory, else a path
+// through a short symlink to its directory (the kernel follows symlinks in
+// every component but the last, for bind as for connect).
+func (s *sockets) shortPath(c *tracer.Call, host string) (string, unix.Errno) {
+	if len(host) < sunPathMax {
+		return host, 0
+	}
+	if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", c.FS().Cwd, true); err == nil {
+		if rel, err := filepath.Rel(cwdHost, host); err == nil && len(rel) < sunPathMax {
+			return rel, 0
+		}
+	}
+	dir, base := filepath.Split(host)
+	alias, ok := s.aliases[dir]
+	if !ok {
+		if s.dir == "" {
+			tmp := os.Getenv("PROOT_TMP_DIR")
+			if tmp == "" {
+				tmp = os.TempDir()
+			}
+			d, err := os.MkdirTemp(tmp, "drs")
+			if err != nil {
+				return "", unix.ENAMETOOLONG
+			}
+			s.dir = d
+		}
+		alias = filepath.Join(s.dir, strconv.Itoa(len(s.aliases)))
+		if err := os.Symlink(dir, alias); err != nil {
+			return "", unix.ENAMETOOLONG
+		}
+		s.aliases[dir] = alias
+	}
+	short := alias + "/" + base
+	if len(short) >= sunPathMax {
+		return "", unix.ENAMETOOLONG
+	}
+	return short, 0
+}
+
 // unixAddrHandler translates the AF_UNIX path in the sockaddr at argument
 // addrArg (length in lenArg) for bind, connect and sendto.
-func unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) tracer.Handler {
+func (s *sockets) unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		addr, n := c.Arg(addrArg), int(int32(c.Arg(lenArg)))
 		if addr == 0 || n <= 2 || n > 2+sunPathMax {
@@ -33,16 +90,20 @@ func unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) tracer.Handler {
 			path = path[:i]
 		}
 		res, errno := lookupAt(c, -1, string(path), flags)
-		host := res.Host
 		if errno != 0 {
 			c.Fail(errno)
 			return
 		}
-		if host == string(path) {
+		host, errno := s.shortPath(c, res.Host)
+		if errno != 0 {
+			c.Fail(errno)
 			return
 		}
-		if len(host) >= sunPathMax {
-			c.Fail(unix.ENAMETOOLONG)
+		if flags&pathmap.Entry != 0 {
+			s.names[host] = string(path)
+			s.names[res.Host] = string(path)
+		}
+		if host == string(path) {
 			return
 		}
 		nsa := make([]byte, 2+len(host)+1)
@@ -60,7 +121,7 @@ func unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) tracer.Handler {
 
 // sockNameHandler maps an AF_UNIX address the kernel returns (getsockname,
 // getpeername, accept) back to the guest path.
-func sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
+func (s *sockets) sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
 	return tracer.Handler{
 		Enter: func(c *tracer.Call) {
 			var lb [4]byte
@@ -92,7 +153,16 @@ func sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
 			if i := bytes.IndexByte(path, 0); i >= 0 {
 				path = path[:i]
 			}
-			g, ok := c.Mapper().ToGuest(string(path))
+			g, ok := s.names[string(path)]
+			if !ok && !filepath.IsAbs(string(path)) {
+				// Bound through a relative alias: the kernel reports that.
+				if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", c.FS().Cwd, true); err == nil {
+					g, ok = s.names[filepath.Join(cwdHost, string(path))]
+				}
+			}
+			if !ok {
+				g, ok = toGuest(c, string(path))
+			}
 			if !ok || g == string(path) {
 				return
 			}

@@ -33,6 +33,7 @@ const (
 // name. Names that do not exist on an architecture (open on arm64) are
 // ignored there.
 func Table() tracer.Table {
+	socks := newSockets()
 	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
 	return tracer.Table{
 		// open and friends
@@ -106,12 +107,12 @@ func Table() tracer.Table {
 		"execve":   execHandler(false),
 		"execveat": execHandler(true),
 		// AF_UNIX sockets
-		"bind":        unixAddrHandler(1, 2, pathmap.Entry),
-		"connect":     unixAddrHandler(1, 2, pathmap.Follow),
-		"sendto":      unixAddrHandler(4, 5, pathmap.Follow),
-		"getsockname": sockNameHandler(1, 2),
-		"getpeername": sockNameHandler(1, 2),
-		"accept":      sockNameHandler(1, 2),
-		"accept4":     sockNameHandler(1, 2),
+		"bind":        socks.unixAddrHandler(1, 2, pathmap.Entry),
+		"connect":     socks.unixAddrHandler(1, 2, pathmap.Follow),
+		"sendto":      socks.unixAddrHandler(4, 5, pathmap.Follow),
+		"getsockname": socks.sockNameHandler(1, 2),
+		"getpeername": socks.sockNameHandler(1, 2),
+		"accept":      socks.sockNameHandler(1, 2),
+		"accept4":     socks.sockNameHandler(1, 2),
 	}
 }

@@ -14,7 +14,7 @@
 //     execve(loader, argv, envp), argv and envp unchanged.
 //  2. At the PTRACE_EVENT_EXEC stop (pc at the loader's entry, sp at argc as the
 //     kernel set it) the tracer writes Script.Encode(sp) at Address(sp, n) in the
-//     tracee's memory and sets the first argument register (rdi on amd64, x0 on
+//     tracee's memory and sets the first argument register (rdi on amd64, x1 on
 //     arm64) to that address.
 //  3. The loader maps the program and its interpreter, fixes AT_PHDR, AT_PHENT,
 //     AT_PHNUM, AT_ENTRY, AT_BASE and AT_EXECFN in the auxiliary vector and jumps

@@ -8,7 +8,7 @@
  *   2. At the PTRACE_EVENT_EXEC stop (pc at the loader's entry, sp at argc as the
  *      kernel set it) the tracer writes this script into the tracee's stack, below
  *      sp: 16-byte aligned and at least DR_SCRIPT_GAP bytes below sp. It puts the
- *      script's address in the first argument register (rdi on x86_64, x0 on arm64).
+ *      script's address in the first argument register (rdi on x86_64, x1 on arm64: x0 gets execve's return value).
  *   3. The loader maps the program (and its interpreter), fixes the auxiliary vector
  *      in place and jumps to the entry point with sp = original_sp.
  *

@@ -56,6 +56,7 @@ func (r *Regs) PC() uint64 { return r.r.Pc }
 // SetPC sets the instruction pointer.
 func (r *Regs) SetPC(v uint64) { r.r.Pc = v }
 
-// SetEntryArg sets the first-argument register the loader reads its
-// script address from at a fresh exec.
-func (r *Regs) SetEntryArg(v uint64) { r.r.Regs[0] = v }
+// SetEntryArg sets the register the loader reads its script address from
+// at a fresh exec: x1, because execve's return value still lands in x0
+// after the PTRACE_EVENT_EXEC stop.
+func (r *Regs) SetEntryArg(v uint64) { r.r.Regs[1] = v }

@@ -54,11 +54,11 @@ type Tracer struct {
 	handlers []*Handler // indexed by native syscall number
 	threads  map[int]*Thread
 	// orphans are tasks seen before their parent's fork event.
-	first      int
+	first int
 	// loaderLo, loaderHi bound the loader's mapped image.
 	loaderLo, loaderHi uint64
-	lastStatus int
-	warned     map[string]bool
+	lastStatus         int
+	warned             map[string]bool
 }
 
 // New prepares a tracer; nothing runs until Run.
@@ -555,3 +555,11 @@ func (t *Tracer) Process(pid int) *Process {
 
 // WarnOnce prints a diagnostic the first time key is seen.
 func (t *Tracer) WarnOnce(key, format string, args ...any) { t.warnOnce(key, format, args...) }
+
+// ThreadFS returns the filesystem context of traced thread tid, or nil.
+func (t *Tracer) ThreadFS(tid int) *FS {
+	if th := t.threads[tid]; th != nil {
+		return th.FS
+	}
+	return nil
+}

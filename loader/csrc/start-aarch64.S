@@ -2,7 +2,8 @@
  * arm64 entry and exit of the droidroot loader.
  *
  * At entry the kernel has set every general register to 0 and sp to argc; the
- * tracer has since put the load script's address in x0. The C code runs on a stack
+ * tracer has since put the load script's address in x1 (not x0: execve's return
+ * value 0 lands in x0 after the tracer's PTRACE_EVENT_EXEC stop). The C code runs on a stack
  * just below the script, so it never touches the script or the original stack.
  */
 	.text
@@ -17,6 +18,7 @@ _start:
 	mov	x30, #0
 	bl	selftest_main
 #else
+	mov	x0, x1		/* loader_main(script) */
 	cbz	x0, 1f		/* no script: loader_main reports it on the kernel's stack */
 	and	x1, x0, #~15
 	mov	sp, x1

@@ -1,0 +1,161 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// busyboxGuest is the busybox rootfs (used read-only) with the host's /proc and /dev, a fresh
+// host directory as /tmp (so the cached rootfs is never written) and two binds with symlinks.
+func busyboxGuest(t testing.TB) guest {
+	t.Helper()
+	root := rootfs(t, "busybox")
+	dir := t.TempDir()
+	tmp, b1, b2 := filepath.Join(dir, "tmp"), filepath.Join(dir, "b1"), filepath.Join(dir, "b2")
+	makeTree(t, tmp, tree{})
+	makeTree(t, b1, tree{
+		"f":         "b1\n",
+		"sub/g":     "g\n",
+		"abs":       "->/fx/dir",
+		"up":        "->..",
+		"hostabs":   "->/etc/hostname",
+		"dangling":  "->/nonexistent",
+		"exec.sh":   "#!/bin/sh\necho script \"$0\" \"$@\"\n",
+		"nested/":   "",
+		"nested/n2": "n2\n",
+	})
+	makeTree(t, b2, tree{"g2": "g2\n", "dotdot": "->../../.."})
+	if err := os.Chmod(filepath.Join(b1, "exec.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return guest{
+		Root:  root,
+		Binds: []string{"/proc", "/dev", tmp + ":/tmp", b1 + ":/mnt/b1", b2 + ":/mnt/b1/nested"},
+		Cwd:   "/",
+	}
+}
+
+// TestShell runs busybox sh scripts under droidroot and checks output and exit status. The
+// chroot oracle must give the same answers (that checks the expectations themselves).
+func TestShell(t *testing.T) {
+	needRoot(t)
+	for _, tc := range []struct {
+		name, script, stdout string
+		code                 int
+	}{
+		{"pipes", `echo hello world | tr a-z A-Z | cut -d' ' -f2 | rev`, "DLROW\n", 0},
+		{"redirections", `echo one >/tmp/o; echo two >>/tmp/o; cat </tmp/o; ls /nonexistent 2>/dev/null || echo "ls failed: $?"; exec 3>/tmp/fd3; echo three >&3; exec 3>&-; cat /tmp/fd3`,
+			"one\ntwo\nls failed: 1\nthree\n", 0},
+		{"here-doc", "cat <<EOF\na $((1+2)) b\nEOF", "a 3 b\n", 0},
+		{"exit 3", `exit 3`, "", 3},
+		{"false", `false`, "", 1},
+		{"subshell status", `(exit 7); echo $?`, "7\n", 0},
+		{"background and wait", `sleep 0.1 & wait $!; echo "waited $?"; (exit 5) & wait $!; echo "bg $?"`, "waited 0\nbg 5\n", 0},
+		{"command substitution", `x=$(pwd; cd /fx/abs && pwd -P); echo $x`, "/ /fx/dir\n", 0},
+		{"kill -9 self", `kill -9 $$`, "", 137},
+		{"kill -TERM self", `kill -TERM $$`, "", 143},
+		{"child killed", `sh -c 'kill -9 $$'; echo "child $?"`, "child 137\n", 0},
+		{"exec", `exec /progs/pathprobe getcwd`, "getcwd -> \"/\"\n", 0},
+		{"shebang", `/mnt/b1/exec.sh a b`, "script /mnt/b1/exec.sh a b\n", 0},
+		{"not found", `/nonexistent 2>/dev/null; echo $?`, "127\n", 0},
+		{"not executable", `/fx/dir/file 2>/dev/null; echo $?`, "126\n", 0},
+		{"cd through binds", `cd /mnt/b1/nested && pwd && cd .. && pwd && ls && cd up && pwd -P && cat b1/f`,
+			"/mnt/b1/nested\n/mnt/b1\nabs\ndangling\nexec.sh\nf\nhostabs\nnested\nsub\nup\n/mnt\nb1\n", 0},
+		{"readlink -f", `for p in /mnt/b1/abs/../dir/file /mnt/b1/up /mnt/b1/nested/dotdot /fx/dotdot /fx/chain1; do readlink -f $p; done`,
+			"/fx/dir/file\n/mnt\n/\n/\n/fx/dir/file\n", 0},
+		{"find", `find /mnt/b1 /fx/dir/sub | sort`,
+			"/fx/dir/sub\n/fx/dir/sub/deep\n/fx/dir/sub/deep/f2\n/fx/dir/sub/root\n/fx/dir/sub/up\n/mnt/b1\n/mnt/b1/abs\n/mnt/b1/dangling\n/mnt/b1/exec.sh\n/mnt/b1/f\n/mnt/b1/hostabs\n/mnt/b1/nested\n/mnt/b1/nested/dotdot\n/mnt/b1/nested/g2\n/mnt/b1/sub\n/mnt/b1/sub/g\n/mnt/b1/up\n", 0},
+		{"tmp is the bind", `echo x >/tmp/new && ls /tmp && rm /tmp/new && ls /tmp | wc -l`, "new\n0\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range runners {
+				g := busyboxGuest(t) // a fresh /tmp for each run
+				res := r.Run(t, g, "", "/bin/sh", "-c", tc.script)
+				if res.Stdout != tc.stdout || res.Code != tc.code {
+					t.Errorf("%s: got %s\nwant exit %d, stdout:\n%s", r.Name, res, tc.code, tc.stdout)
+				}
+				if r.Name == "chroot" && t.Failed() {
+					t.Fatal("the expectation is wrong: the chroot oracle disagrees")
+				}
+			}
+		})
+	}
+}
+
+// TestLs compares `ls -la` over symlinks and binds with the chroot oracle (times included:
+// the rootfs is shared, the bind trees have fixed times).
+func TestLs(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	droidrootBin(t)
+	cmd := []string{"/bin/ls", "-la", "/fx", "/fx/abs/", "/fx/bindlink/", "/mnt", "/mnt/b1", "/mnt/b1/nested", "/mnt/b1/abs/", "/mnt/b1/up/"}
+	want := viaChroot(t, g, "", cmd...)
+	got := viaDroidroot(t, g, "", cmd...)
+	if diff := cmp.Diff(want.String(), got.String()); diff != "" {
+		t.Errorf("ls -la differs (-chroot +droidroot):\n%s", diff)
+	}
+	// Same with the guest's cwd on a bind, and relative paths.
+	g.Cwd = "/mnt/b1"
+	cmd = []string{"/bin/ls", "-la", ".", "..", "nested", "up/", "abs"}
+	want = viaChroot(t, g, "", cmd...)
+	got = viaDroidroot(t, g, "", cmd...)
+	if diff := cmp.Diff(want.String(), got.String()); diff != "" {
+		t.Errorf("ls -la in /mnt/b1 differs (-chroot +droidroot):\n%s", diff)
+	}
+}
+
+// TestDynamicUsesGuestLoader runs a dynamic program of the busybox rootfs and checks, in its
+// /proc/self/maps, that the program, ld.so and libc it runs with are the rootfs's files. The
+// kernel writes maps with host paths, so under droidroot they are ROOTFS/...; a tracer that
+// let the host's /lib64/ld-linux-x86-64.so.2 be used would show /lib/x86_64-linux-gnu/... .
+func TestDynamicUsesGuestLoader(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	cmd := []string{"/progs/mapsprobe.dyn", "ld-linux", "libc.so", "mapsprobe"}
+	sorted := func(s string) []string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		sort.Strings(lines)
+		return lines
+	}
+	guestFiles := []string{
+		"/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+		"/lib/x86_64-linux-gnu/libc.so.6",
+		"/progs/mapsprobe.dyn",
+	}
+	// The oracle: in a chroot, maps shows guest paths.
+	res := viaChroot(t, g, "", cmd...)
+	if diff := cmp.Diff(guestFiles, sorted(res.Stdout)); diff != "" || res.Code != 0 {
+		t.Fatalf("chroot: unexpected maps (-want +got):\n%s\n%s", diff, res)
+	}
+	res = viaDroidroot(t, g, "", cmd...)
+	var want []string
+	for _, f := range guestFiles {
+		want = append(want, g.Root+f)
+	}
+	if diff := cmp.Diff(want, sorted(res.Stdout)); diff != "" || res.Code != 0 {
+		t.Errorf("droidroot: the dynamic program did not run with the rootfs's own files (-want +got):\n%s\n%s", diff, res)
+	}
+}
+
+// TestThreads runs 8 threads doing stat/lstat/readlink in loops, in every link mode.
+func TestThreads(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	droidrootBin(t)
+	paths := []string{"/fx/abs", "/fx/dir/file", "/mnt/b1/f", "/mnt/b1/up", "/fx/loop1", "/fx/chain1", "/mnt/b1/nested/dotdot"}
+	for _, prog := range []string{"threads", "threads.pie", "threads.dyn"} {
+		t.Run(prog, func(t *testing.T) {
+			res := viaDroidroot(t, g, "", append([]string{"/progs/" + prog, "-t", "8", "-n", "300"}, paths...)...)
+			if want := "threads=8 iterations=300 paths=7 ok\n"; res.Stdout != want || res.Code != 0 {
+				t.Errorf("got %s\nwant stdout %q", res, want)
+			}
+		})
+	}
+}

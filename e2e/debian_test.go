@@ -1,0 +1,114 @@
+//go:build linux
+
+package e2e
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// debianGuest is the debian rootfs (used read-only) with the host's /proc, /dev and /sys, a
+// fresh host directory as /tmp (the working directory), and test/progs (the C sources) at
+// /mnt/work.
+func debianGuest(t testing.TB) guest {
+	t.Helper()
+	root := rootfs(t, "debian")
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	makeTree(t, tmp, tree{})
+	return guest{
+		Root:  root,
+		Binds: []string{"/proc", "/dev", "/sys", tmp + ":/tmp", repoPath(t, "test/progs") + ":/mnt/work"},
+		Cwd:   "/tmp",
+	}
+}
+
+// gitEnv makes commits reproducible, so that their hashes can be compared.
+const gitEnv = `export GIT_AUTHOR_DATE='2024-01-02T03:04:05Z' GIT_COMMITTER_DATE='2024-01-02T03:04:05Z'; `
+
+// TestDebian runs real glibc programs (python3, tar, git, gcc, dpkg) in the debian rootfs.
+// Each script runs under the chroot oracle too, which must give the expected output (that
+// checks the expectations themselves), and then under droidroot.
+func TestDebian(t *testing.T) {
+	needRoot(t)
+	for _, tc := range []struct {
+		name, script, stdout string
+	}{
+		{"python3", `python3 -c '
+import json, sqlite3, email, unittest, os
+c = sqlite3.connect("/tmp/db")
+c.execute("create table t(x)"); c.execute("insert into t values (42)"); c.commit()
+print("ok", json.dumps(c.execute("select x from t").fetchall()), os.getcwd(), os.path.realpath("/proc/self/exe"))'`,
+			"ok [[42]] /tmp /usr/bin/python3.11\n"},
+		{"tar", `set -e
+mkdir -p src/d; echo a >src/a; ln -s a src/l; ln src/a src/h; echo b >src/d/b
+tar -czf a.tgz src; mkdir out; tar -C out -xzf a.tgz
+diff -r src out/src && echo same
+find out | sort
+stat -c '%h %N' out/src/h out/src/l
+tar -tzf a.tgz | sort`,
+			"same\nout\nout/src\nout/src/a\nout/src/d\nout/src/d/b\nout/src/h\nout/src/l\n2 'out/src/h'\n1 'out/src/l' -> 'a'\nsrc/\nsrc/a\nsrc/d/\nsrc/d/b\nsrc/h\nsrc/l\n"},
+		{"git", gitEnv + `set -e
+git init -q -b main repo; cd repo
+git config user.email t@example.com; git config user.name T
+echo hi >f; mkdir d; ln -s ../f d/l
+git add -A; git commit -q -m first
+git log --format='%H %s'
+git ls-files -s | awk '{print $1, $4}'
+git status --porcelain
+git rm -q f; git commit -q -m second; git log --oneline | wc -l`,
+			"e728a3baf134097a5dfa2548cefb63da080dccab first\n120000 d/l\n100644 f\n2\n"},
+		{"gcc", `set -e
+printf '#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) { char *p = realpath("/proc/self/exe", 0); printf("hello from gcc %%s %%s\\n", v[0], p); return 0; }\n' >hello.c
+gcc -O2 -Wall -o hello hello.c; ./hello
+gcc -O2 -Wall -pthread -o threads /mnt/work/threads.c
+./threads -t 8 -n 200 /usr/bin/awk /etc/alternatives/awk /tmp/hello /lib64/ld-linux-x86-64.so.2`,
+			"hello from gcc ./hello /tmp/hello\nthreads=8 iterations=200 paths=4 ok\n"},
+		{"dpkg", `dpkg -s python3 | grep ^Status; dpkg-query -W -f '${Package}\n' gcc-12 git`,
+			"Status: install ok installed\ngcc-12\ngit\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range runners {
+				g := debianGuest(t) // a fresh /tmp for each run
+				res := r.Run(t, g, "", "/bin/bash", "-c", tc.script)
+				if res.Stdout != tc.stdout || res.Code != 0 {
+					t.Errorf("%s: got %s\nwant exit 0, stdout:\n%s", r.Name, res, tc.stdout)
+				}
+				if r.Name == "chroot" && t.Failed() {
+					t.Fatal("the expectation is wrong: the chroot oracle disagrees")
+				}
+			}
+		})
+	}
+}
+
+// TestDebianFind compares find's view of the debian rootfs with the chroot oracle.
+func TestDebianFind(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	droidrootBin(t)
+	script := `find / -maxdepth 1 -printf '%y %p %l\n' | sort
+find /usr/lib/python3.11/json /etc/alternatives /bin/ /lib64 -printf '%y %m %n %s %p -> %l\n' | sort
+find /usr/lib/python3.11/email -name '*.py' -newer /etc/hostname -o -name 'mime' -type d -print | sort
+find /etc/alternatives -xtype l -print | sort
+find /usr/share/doc -maxdepth 1 -name 'lib*' -exec stat -c '%n %h' {} + | sort | head -20`
+	want := viaChroot(t, g, "", "/bin/bash", "-c", script)
+	got := viaDroidroot(t, g, "", "/bin/bash", "-c", script)
+	if diff := cmp.Diff(want.String(), got.String()); diff != "" {
+		t.Errorf("find differs (-chroot +droidroot):\n%s", diff)
+	}
+}
+
+// TestDebianThreads runs the host-built threads program (from the busybox rootfs; the host's
+// glibc is Debian 12's too) with the debian rootfs's ld.so and libc.
+func TestDebianThreads(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	g.Binds = append(g.Binds, rootfs(t, "busybox")+"/progs:/mnt/progs")
+	res := viaDroidroot(t, g, "", "/mnt/progs/threads.dyn", "-t", "8", "-n", "300",
+		"/usr/bin/python3", "/bin/sh", "/tmp", "/mnt/progs/threads.dyn", "/etc/alternatives/awk")
+	if want := "threads=8 iterations=300 paths=5 ok\n"; res.Stdout != want || res.Code != 0 {
+		t.Errorf("got %s\nwant stdout %q", res, want)
+	}
+}

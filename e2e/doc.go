@@ -1,0 +1,20 @@
+//go:build linux
+
+// Package e2e holds droidroot's end-to-end tests: they run the droidroot binary on real test
+// rootfses and compare what guest programs see with the ground truth, a real chroot with real
+// bind mounts (test/oracle/chroot.sh).
+//
+// Inputs, each found through an environment variable or a default:
+//
+//	DROIDROOT_BIN              the droidroot binary (default: bin/droidroot of the repository)
+//	DROIDROOT_CACHE            rootfs cache directory (default /var/cache/droidroot)
+//	DROIDROOT_ROOTFS_BUSYBOX   the busybox rootfs (default $DROIDROOT_CACHE/busybox)
+//	DROIDROOT_ROOTFS_DEBIAN    the debian rootfs (default $DROIDROOT_CACHE/debian)
+//	DROIDROOT_E2E_REQUIRED=1   a missing input fails the test instead of skipping it (CI sets it)
+//	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
+//	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
+//
+// Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
+// tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see
+// how proot fares on the same tests: DROIDROOT_BIN=$PWD/test/proot-as-droidroot.sh.
+package e2e

@@ -1,0 +1,190 @@
+#!/bin/bash
+# run.sh - droidroot's arm64 end-to-end stage: the one entry point of `make test-arm64`.
+#
+# usage: test/arm64/run.sh            (from anywhere; run as root)
+#
+# Steps:
+#   1. fetch.sh: Debian arm64 kernel, busybox-static, libc6, libgcc-s1 (cached, never twice)
+#   2. cross-build with GOOS=linux GOARCH=arm64 CGO_ENABLED=0:
+#        bin/droidroot                    ./cmd/droidroot
+#        bin/NAME.test                    go test -c of each package in $DROIDROOT_ARM64_PKGS
+#      a package that does not build is skipped with a loud warning, unless
+#      DROIDROOT_ARM64_STRICT=1 (then the stage fails; CI should set it once everything builds)
+#   3. the guest test rootfs (mkrootfs.sh), cached in CACHE/rootfs until its inputs change
+#   4. the initramfs (mkinitrd.sh): busybox with Debian's bash, mount, umount and unshare laid
+#      over it (mkhosttools.sh: the e2e tests' host side runs test/oracle/chroot.sh, as on
+#      x86_64), bin/, the rootfs, and /droidroot/src, the repository's
+#      non-Go files (testdata, test/oracle, ...); /droidroot/pkg/NAME -> /droidroot/src/PKGDIR is
+#      where NAME.test runs, as `go test` runs a test binary in its package directory
+#   5. run-vm.sh: boot, run the tests (init.sh), pass only on `DROIDROOT-ARM64-END status=0`
+#
+# Environment:
+#   DROIDROOT_CACHE          cache root (default /var/cache/droidroot); this stage uses .../arm64
+#   DROIDROOT_ARM64_PKGS     packages to test, blank-separated (default: ./e2e ./seccomp ./tracer
+#                            ./pathmap ./emul ./loader); ./test/arm64/smoke is always added
+#   DROIDROOT_ARM64_STRICT   1: any build failure fails the stage
+#   DROIDROOT_ARM64_TIMEOUT  VM wall-clock limit in seconds (default 600)
+#   DROIDROOT_ARM64_APPEND   extra kernel command line (KEY=VALUE -> test environment; see
+#                            init.sh), e.g. DROIDROOT_TEST_RUN=TestFoo
+#   DROIDROOT_ARM64_WORK     work directory (default: a new /tmp/droidroot-arm64.XXXXXX, deleted
+#                            after a pass unless DROIDROOT_ARM64_KEEP=1, kept after a failure)
+#   DROIDROOT_ARM64_LOG      also copy the console log here (a CI artifact)
+#   GO                       the go command (default: go in PATH, else /usr/local/go/bin/go)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+
+[[ $# == 0 ]] || { echo "usage: $0 (configured by environment variables, see the header)" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || die "must run as root (apt, chroot, mknod)"
+
+cache=$(arm64_cache_default)
+# Set but empty: only the smoke test.
+# shellcheck disable=SC2206 # word splitting is the point
+pkgs=(${DROIDROOT_ARM64_PKGS-./e2e ./seccomp ./tracer ./pathmap ./emul ./loader})
+pkgs=(./test/arm64/smoke "${pkgs[@]}")
+strict=${DROIDROOT_ARM64_STRICT:-0}
+vm_timeout=${DROIDROOT_ARM64_TIMEOUT:-600}
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+[[ -x $GO ]] || die "no go command (set GO=)"
+
+if [[ -n ${DROIDROOT_ARM64_WORK:-} ]]; then
+	work=$(realpath -m -- "$DROIDROOT_ARM64_WORK")
+	# Only ever empty a directory this script made (it leaves a marker there).
+	if [[ -d $work && -n $(ls -A -- "$work") && ! -f $work/.droidroot-arm64-work ]]; then
+		die "DROIDROOT_ARM64_WORK=$work is a non-empty directory this script did not make"
+	fi
+	rm -rf --one-file-system -- "$work"
+	mkdir -p -- "$work"
+else
+	work=$(mktemp -d /tmp/droidroot-arm64.XXXXXX)
+fi
+: >"$work/.droidroot-arm64-work"
+t0=$SECONDS
+step() { say "[$((SECONDS - t0))s] $*"; }
+step "work directory $work"
+
+# 1. Downloads.
+step "fetch"
+"$here/fetch.sh" "$cache"
+
+# 2. Cross-builds.
+mkdir -p "$work/bin"
+export GOOS=linux GOARCH=arm64 CGO_ENABLED=0
+# -s -w: no symbol table or DWARF (a smaller initramfs); file:line in failures come from pclntab.
+goflags=(-trimpath -ldflags=-s\ -w)
+cd "$repo"
+skipped=()
+step "go build ./cmd/droidroot"
+if ! "$GO" build "${goflags[@]}" -o "$work/bin/droidroot" ./cmd/droidroot; then
+	skipped+=(./cmd/droidroot)
+	rm -f -- "$work/bin/droidroot"
+fi
+declare -A names
+for p in "${pkgs[@]}"; do
+	rel=${p#./}
+	name=$(basename -- "$rel")
+	[[ -z ${names[$name]:-} ]] || die "test binary name '$name' of $p clashes with ${names[$name]}"
+	names[$name]=$rel
+	if [[ ! -d $rel ]]; then
+		skipped+=("$p (no such directory)")
+		continue
+	fi
+	step "go test -c $p"
+	if ! "$GO" test -c "${goflags[@]}" -o "$work/bin/$name.test" "$p"; then
+		skipped+=("$p")
+		rm -f -- "$work/bin/$name.test"
+	elif [[ ! -f $work/bin/$name.test ]]; then
+		say "$p has no tests"
+	fi
+done
+if [[ ${#skipped[@]} -gt 0 ]]; then
+	if [[ $strict == 1 ]]; then
+		die "DROIDROOT_ARM64_STRICT=1 and these did not build for arm64: ${skipped[*]}"
+	fi
+	loud "NOT BUILT for arm64, so NOT TESTED in the VM: ${skipped[*]} (set DROIDROOT_ARM64_STRICT=1 to make this fatal)"
+fi
+[[ -f $work/bin/smoke.test ]] || die "the harness's own smoke test did not build"
+if [[ -f $here/run-tests.sh ]]; then
+	install -m 755 -- "$here/run-tests.sh" "$work/bin/run-tests.sh"
+fi
+
+# The repository's non-Go files (git's view: tracked or untracked-but-not-ignored; read-only git).
+step "source tree for the tests' working directories"
+mkdir -p "$work/src" "$work/pkg"
+repo_files() {
+	if git -C "$repo" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git -C "$repo" ls-files -z -c -o --exclude-standard
+	else
+		find . -path ./.git -prune -o -type f -printf '%P\0'
+	fi
+}
+repo_files | { grep -zEv '(\.go$|^test/arm64/)' || true; } | xargs -0 -r cp --parents -a -t "$work/src" --
+for name in "${!names[@]}"; do
+	if [[ -f $work/bin/$name.test ]]; then
+		mkdir -p -- "$work/src/${names[$name]}"
+		ln -s "/droidroot/src/${names[$name]}" "$work/pkg/$name"
+	fi
+done
+
+# 3. The guest test rootfs, rebuilt only when an input changed. The lock also covers its use by
+# mkinitrd.sh, so a concurrent run cannot swap it out from under the copy.
+progdirs=("$here/progs")
+[[ -d $repo/test/progs ]] && progdirs+=("$repo/test/progs")
+fixture=$repo/test/rootfs/fixture.sh
+rootfs_args=(--cache "$cache")
+for d in "${progdirs[@]}"; do rootfs_args+=(--progs "$d"); done
+[[ -f $fixture ]] && rootfs_args+=(--fixture "$fixture")
+key=$( {
+	sha256sum "$here/mkrootfs.sh" "$here/lib.sh"
+	grep -E '^(busybox-static|libc6|libgcc-s1) ' "$cache/manifest"
+	[[ -f $fixture ]] && sha256sum "$fixture"
+	for d in "${progdirs[@]}"; do sha256sum "$d"/*.c 2>/dev/null || true; done
+	aarch64-linux-gnu-gcc -dumpfullversion
+	dpkg-query -W -f '${Version}\n' busybox-static || true
+} | sha256sum | cut -d' ' -f1)
+exec 8>"$cache/rootfs.lock"
+flock 8
+if [[ -d $cache/rootfs && -f $cache/rootfs.stamp && $(cat "$cache/rootfs.stamp") == "$key" ]]; then
+	step "rootfs: cached ($cache/rootfs, key ${key:0:12})"
+else
+	step "rootfs: building $cache/rootfs (key ${key:0:12})"
+	rm -f -- "$cache/rootfs.stamp"
+	"$here/mkrootfs.sh" "$cache/rootfs" "${rootfs_args[@]}"
+	echo "$key" >"$cache/rootfs.stamp"
+fi
+
+# 4. The initramfs.
+step "initramfs"
+"$here/mkhosttools.sh" "$work/hosttools" --cache "$cache"
+"$here/mkinitrd.sh" "$work/initrd.cpio.gz" --cache "$cache" --bin "$work/bin" \
+	--rootfs "$cache/rootfs" --overlay "$work/hosttools" \
+	--add "$work/src:/droidroot/src" --add "$work/pkg:/droidroot/pkg"
+flock -u 8
+
+# 5. The VM.
+step "VM (timeout ${vm_timeout}s)"
+rc=0
+"$here/run-vm.sh" --kernel "$cache/Image" --initrd "$work/initrd.cpio.gz" --timeout "$vm_timeout" \
+	--log "$work/console.log" ${DROIDROOT_ARM64_APPEND:+--append "$DROIDROOT_ARM64_APPEND"} || rc=$?
+if [[ -n ${DROIDROOT_ARM64_LOG:-} ]]; then
+	mkdir -p -- "$(dirname -- "$DROIDROOT_ARM64_LOG")"
+	cp -- "$work/console.log" "$DROIDROOT_ARM64_LOG"
+fi
+
+# Per-binary results, from the default runner's lines.
+tr -d '\r' <"$work/console.log" | sed -n 's/^=== DROIDROOT-ARM64-RESULT /  /p' >&2 || true
+if [[ $rc != 0 ]]; then
+	step "arm64 stage FAILED; work directory kept: $work"
+	exit 1
+fi
+if [[ ${#skipped[@]} -gt 0 ]]; then
+	loud "arm64 stage passed, but WITHOUT: ${skipped[*]}"
+fi
+step "arm64 stage passed"
+if [[ ${DROIDROOT_ARM64_KEEP:-0} != 1 && -z ${DROIDROOT_ARM64_WORK:-} ]]; then
+	rm -rf --one-file-system -- "$work"
+fi
+exit 0

@@ -1,0 +1,847 @@
+/*
+ * pathprobe - the path-semantics oracle probe for droidroot's e2e tests.
+ *
+ * It runs a list of file-system operations and prints one line per operation: the operation
+ * as written, " -> ", and the result (or the errno name). The same ops file is run under a real
+ * chroot with real bind mounts (test/oracle/chroot.sh, the kernel is the ground truth) and under
+ * droidroot; the two transcripts must be identical byte for byte.
+ *
+ * usage: pathprobe [-r] [-f OPSFILE]... [OP]...
+ *   -f FILE  read operations from FILE, one per line ("-" = stdin); '#' starts a comment line
+ *   OP       one operation per argument (same syntax as a line)
+ *   -r       also print raw inode numbers (for humans; breaks comparison between two copies)
+ * Options and operations are processed in order.
+ *
+ * Determinism: no pids, no timestamps. Inode numbers are printed as labels naming the op line
+ * where the probe first saw that (dev, ino) pair (ino=@12: "the file first seen on line 12"),
+ * so two runs over two identical copies of a tree give identical transcripts, "is this the
+ * same file?" stays visible, and one differing answer does not renumber the rest. A label is
+ * forgotten when the probe deletes the last link of its file, so an inode number the kernel
+ * reuses gets a fresh label in both runs. st_dev is printed as major:minor.
+ *
+ * Line syntax: tokens separated by blanks. A token in double quotes may contain blanks and the
+ * escapes \" \\ \n \t \xHH; "" is the empty string. Inside any token {N*TEXT} (nestable)
+ * expands to TEXT repeated N times (for long paths). FD is a number (a slot opened with `fd`)
+ * or "cwd". Results longer than 160 bytes are printed as "head"..."tail"(len=N).
+ * Exit status: 0, or 3 if a line was malformed (USAGE, PARSE-ERROR, UNKNOWN-OP, BAD...).
+ *
+ * Operations:
+ *   stat P | lstat P | statx P | lstatx P   file identity and type
+ *   readlink P | getcwd | cd P | fchdir FD
+ *   open P FLAGS [MODE]      FLAGS: comma list of rdonly wronly rdwr creat excl trunc append
+ *                            directory nofollow path tmpfile cloexec; prints fstat of the fd
+ *   access P MODE            MODE: any of f r w x
+ *   mkdir P | rmdir P | unlink P | rename A B | link A B | symlink TARGET P | chmod P MODE
+ *   truncate P LEN | write P TEXT | cat P | ls P (sorted names, / for dirs, @ for symlinks)
+ *   fd N P FLAGS             open P and keep it as descriptor N (dup2), print fstat
+ *   close N
+ *   at FD OP ARGS...         *at variant with dirfd FD: stat lstat empty statx readlink open
+ *                            access mkdir rmdir unlink rename link symlink
+ *   bind P                   AF_UNIX stream socket bound at P and listening (kept open);
+ *                            prints getsockname
+ *   connect P                new AF_UNIX socket connected to P; prints getpeername, closes
+ *   closesocks               close all sockets made by bind
+ *   echo TEXT                print TEXT (section markers)
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAXTOK 16
+#define BIGBUF (PATH_MAX * 4)
+
+static int raw_ino;
+static int bad; /* an op line was malformed: exit status 3 so a broken ops file is noticed */
+
+static void bad_op(const char *what)
+{
+	printf("%s", what);
+	bad = 1;
+}
+
+static void bad_op2(const char *what, const char *arg)
+{
+	printf("%s(%s)", what, arg);
+	bad = 1;
+}
+
+/* ---- output ---------------------------------------------------------------------------- */
+
+static const char *errname(int e)
+{
+	switch (e) {
+#define E(x) case x: return #x;
+	E(EPERM) E(ENOENT) E(ESRCH) E(EINTR) E(EIO) E(ENXIO) E(E2BIG) E(ENOEXEC) E(EBADF)
+	E(ECHILD) E(EAGAIN) E(ENOMEM) E(EACCES) E(EFAULT) E(EBUSY) E(EEXIST) E(EXDEV) E(ENODEV)
+	E(ENOTDIR) E(EISDIR) E(EINVAL) E(ENFILE) E(EMFILE) E(ENOTTY) E(ETXTBSY) E(EFBIG)
+	E(ENOSPC) E(ESPIPE) E(EROFS) E(EMLINK) E(EPIPE) E(ERANGE) E(ENAMETOOLONG) E(ENOSYS)
+	E(ENOTEMPTY) E(ELOOP) E(ENOTSOCK) E(EADDRINUSE) E(EADDRNOTAVAIL) E(ECONNREFUSED)
+	E(EISCONN) E(ENOTCONN) E(EOPNOTSUPP) E(EAFNOSUPPORT) E(EPROTOTYPE)
+#undef E
+	}
+	static char buf[32];
+	snprintf(buf, sizeof buf, "errno%d", e);
+	return buf;
+}
+
+/* put_str prints s quoted and escaped; long strings are shortened to head...tail plus length. */
+static void put_str(const char *s, size_t n)
+{
+	size_t i;
+	if (n > 160) {
+		putchar('"');
+		for (i = 0; i < 60; i++)
+			putchar(isprint((unsigned char)s[i]) ? s[i] : '?');
+		printf("\"...\"");
+		for (i = n - 60; i < n; i++)
+			putchar(isprint((unsigned char)s[i]) ? s[i] : '?');
+		printf("\"(len=%zu)", n);
+		return;
+	}
+	putchar('"');
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c == '\n')
+			printf("\\n");
+		else if (c == '\t')
+			printf("\\t");
+		else if (c < 32 || c == 127)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* ---- inode labels ---------------------------------------------------------------------- */
+
+/* A label names an inode by where the probe first saw it: "@LINE" (the line of the ops file,
+ * or the index of the argument) or "@LINE.K" for the K-th new inode seen on one line. So a
+ * run that answers one line differently does not renumber every later label. */
+struct label {
+	dev_t dev;
+	ino_t ino;
+	int line, sub;
+};
+static struct label labels[4096];
+static int nlabels;
+static int cur_line, cur_line_new; /* line being run; new inodes seen on it so far */
+
+static const char *label_of(dev_t dev, ino_t ino)
+{
+	static char buf[32];
+	struct label *l = NULL;
+	int i;
+	for (i = 0; i < nlabels && !l; i++)
+		if (labels[i].dev == dev && labels[i].ino == ino)
+			l = &labels[i];
+	if (!l) {
+		if (nlabels == (int)(sizeof labels / sizeof labels[0]))
+			return "@?";
+		l = &labels[nlabels++];
+		l->dev = dev;
+		l->ino = ino;
+		l->line = cur_line;
+		l->sub = ++cur_line_new;
+	}
+	if (l->sub == 1)
+		snprintf(buf, sizeof buf, "@%d", l->line);
+	else
+		snprintf(buf, sizeof buf, "@%d.%d", l->line, l->sub);
+	return buf;
+}
+
+static void forget(dev_t dev, ino_t ino)
+{
+	int i;
+	for (i = 0; i < nlabels; i++)
+		if (labels[i].dev == dev && labels[i].ino == ino) {
+			labels[i] = labels[--nlabels];
+			return;
+		}
+}
+
+/* ---- stat printing --------------------------------------------------------------------- */
+
+static const char *ftype(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFREG: return "reg";
+	case S_IFDIR: return "dir";
+	case S_IFLNK: return "lnk";
+	case S_IFCHR: return "chr";
+	case S_IFBLK: return "blk";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "sock";
+	}
+	return "?";
+}
+
+static void put_stat(const struct stat *st)
+{
+	/* Directory sizes are file-system specific but identical for identical copies. Symlink
+	 * sizes are the target length. */
+	printf("%s mode=0%o nlink=%lu uid=%u gid=%u size=%lld dev=%u:%u ino=%s", ftype(st->st_mode),
+	       (unsigned)st->st_mode, (unsigned long)st->st_nlink, (unsigned)st->st_uid,
+	       (unsigned)st->st_gid, (long long)st->st_size, major(st->st_dev), minor(st->st_dev),
+	       label_of(st->st_dev, st->st_ino));
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		printf(" rdev=%u:%u", major(st->st_rdev), minor(st->st_rdev));
+	if (raw_ino)
+		printf(" rawino=%llu", (unsigned long long)st->st_ino);
+}
+
+static void put_statx(const struct statx *sx)
+{
+	struct stat st;
+	memset(&st, 0, sizeof st);
+	st.st_mode = sx->stx_mode;
+	st.st_nlink = sx->stx_nlink;
+	st.st_uid = sx->stx_uid;
+	st.st_gid = sx->stx_gid;
+	st.st_size = sx->stx_size;
+	st.st_dev = makedev(sx->stx_dev_major, sx->stx_dev_minor);
+	st.st_rdev = makedev(sx->stx_rdev_major, sx->stx_rdev_minor);
+	st.st_ino = sx->stx_ino;
+	put_stat(&st);
+}
+
+/* ---- results ----------------------------------------------------------------------------- */
+
+static int fail(void)
+{
+	printf("%s", errname(errno));
+	return -1;
+}
+
+static int okay(int r)
+{
+	if (r < 0)
+		return fail();
+	printf("ok");
+	return 0;
+}
+
+/* ---- argument parsing ---------------------------------------------------------------------- */
+
+static int parse_flags(const char *s, int *out)
+{
+	char buf[256], *tok, *save;
+	int f = 0;
+	snprintf(buf, sizeof buf, "%s", s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+#define F(name, val) else if (!strcmp(tok, name)) f |= val;
+		if (0) {}
+		F("rdonly", O_RDONLY) F("wronly", O_WRONLY) F("rdwr", O_RDWR) F("creat", O_CREAT)
+		F("excl", O_EXCL) F("trunc", O_TRUNC) F("append", O_APPEND) F("directory", O_DIRECTORY)
+		F("nofollow", O_NOFOLLOW) F("path", O_PATH) F("tmpfile", O_TMPFILE)
+		F("cloexec", O_CLOEXEC)
+		else {
+			bad_op2("BADFLAG", tok);
+			return -1;
+		}
+#undef F
+	}
+	*out = f;
+	return 0;
+}
+
+static int parse_fd(const char *s, int *fd)
+{
+	char *end;
+	long v;
+	if (!strcmp(s, "cwd")) {
+		*fd = AT_FDCWD;
+		return 0;
+	}
+	v = strtol(s, &end, 10);
+	if (*s == 0 || *end != 0) {
+		bad_op2("BADFD", s);
+		return -1;
+	}
+	*fd = (int)v;
+	return 0;
+}
+
+static int parse_access(const char *s)
+{
+	int m = 0;
+	for (; *s; s++)
+		m |= *s == 'r' ? R_OK : *s == 'w' ? W_OK : *s == 'x' ? X_OK : 0;
+	return m; /* "f" -> F_OK (0) */
+}
+
+/* ---- operations ---------------------------------------------------------------------------- */
+
+/* before_delete remembers the identity of what an unlink/rmdir/rename is about to remove, so
+ * its label can be dropped if the removal frees the inode. */
+static struct stat victim;
+static int have_victim;
+
+static void note_victim(int dirfd, const char *p)
+{
+	have_victim = fstatat(dirfd, p, &victim, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static void drop_victim(void)
+{
+	if (have_victim && (S_ISDIR(victim.st_mode) || victim.st_nlink <= 1))
+		forget(victim.st_dev, victim.st_ino);
+	have_victim = 0;
+}
+
+static int do_open(int dirfd, const char *p, const char *flags, const char *mode, int keep)
+{
+	int f, fd;
+	struct stat st;
+	if (parse_flags(flags, &f) < 0)
+		return -1;
+	fd = openat(dirfd, p, f, mode ? (mode_t)strtol(mode, NULL, 8) : 0644);
+	if (fd < 0)
+		return fail();
+	if (keep >= 0 && fd != keep) {
+		if (dup2(fd, keep) < 0) {
+			close(fd);
+			return fail();
+		}
+		close(fd);
+		fd = keep;
+	}
+	if (fstat(fd, &st) < 0) {
+		printf("fstat:%s", errname(errno));
+	} else {
+		put_stat(&st);
+		/* An unnamed file (O_TMPFILE) dies with its last descriptor: drop its label. */
+		if (keep < 0 && st.st_nlink == 0)
+			forget(st.st_dev, st.st_ino);
+	}
+	if (keep < 0)
+		close(fd);
+	return 0;
+}
+
+static int do_readlink(int dirfd, const char *p)
+{
+	static char buf[BIGBUF];
+	ssize_t n = readlinkat(dirfd, p, buf, sizeof buf);
+	if (n < 0)
+		return fail();
+	put_str(buf, (size_t)n);
+	return 0;
+}
+
+static int do_statx(int dirfd, const char *p, int flags)
+{
+	struct statx sx;
+	if (statx(dirfd, p, flags, STATX_BASIC_STATS, &sx) < 0)
+		return fail();
+	put_statx(&sx);
+	return 0;
+}
+
+static int cmpstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int do_ls(const char *p)
+{
+	DIR *d = opendir(p);
+	struct dirent *e;
+	char *names[1024];
+	int n = 0, i;
+	if (!d)
+		return fail();
+	while ((e = readdir(d)) != NULL && n < 1024) {
+		char buf[NAME_MAX + 3];
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(buf, sizeof buf, "%s%s", e->d_name,
+			 e->d_type == DT_DIR ? "/" : e->d_type == DT_LNK ? "@" : "");
+		names[n++] = strdup(buf);
+	}
+	closedir(d);
+	qsort(names, n, sizeof names[0], cmpstr);
+	printf("[");
+	for (i = 0; i < n; i++) {
+		printf(i ? " %s" : "%s", names[i]);
+		free(names[i]);
+	}
+	printf("]");
+	return 0;
+}
+
+static int do_cat(const char *p)
+{
+	char buf[257];
+	ssize_t n;
+	int fd = open(p, O_RDONLY);
+	if (fd < 0)
+		return fail();
+	n = read(fd, buf, 256);
+	close(fd);
+	if (n < 0)
+		return fail();
+	put_str(buf, (size_t)n);
+	return 0;
+}
+
+static int do_write(const char *p, const char *text)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	size_t n = strlen(text);
+	if (fd < 0)
+		return fail();
+	if (write(fd, text, n) != (ssize_t)n) {
+		close(fd);
+		return fail();
+	}
+	close(fd);
+	printf("ok");
+	return 0;
+}
+
+static int socks[64], nsocks;
+
+static int unix_addr(const char *p, struct sockaddr_un *sa, socklen_t *len)
+{
+	size_t n = strlen(p);
+	memset(sa, 0, sizeof *sa);
+	sa->sun_family = AF_UNIX;
+	if (n > sizeof sa->sun_path) { /* the kernel takes 108 bytes without a NUL */
+		printf("TOOLONG");
+		return -1;
+	}
+	memcpy(sa->sun_path, p, n);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (n < sizeof sa->sun_path));
+	return 0;
+}
+
+static void put_sockname(const char *what, const struct sockaddr_un *sa, socklen_t len)
+{
+	size_t n = len > offsetof(struct sockaddr_un, sun_path) ? len - offsetof(struct sockaddr_un, sun_path) : 0;
+	printf("%s len=%u path=", what, (unsigned)len);
+	put_str(sa->sun_path, strnlen(sa->sun_path, n));
+}
+
+static int do_bind(const char *p)
+{
+	struct sockaddr_un sa, got;
+	socklen_t len, glen = sizeof got;
+	int fd;
+	if (unix_addr(p, &sa, &len) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fail();
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 4) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return fail();
+	}
+	if (nsocks < 64)
+		socks[nsocks++] = fd;
+	memset(&got, 0, sizeof got);
+	if (getsockname(fd, (struct sockaddr *)&got, &glen) < 0)
+		return fail();
+	put_sockname("sockname", &got, glen);
+	return 0;
+}
+
+static int do_connect(const char *p)
+{
+	struct sockaddr_un sa, got;
+	socklen_t len, glen = sizeof got;
+	int fd;
+	if (unix_addr(p, &sa, &len) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fail();
+	if (connect(fd, (struct sockaddr *)&sa, len) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return fail();
+	}
+	memset(&got, 0, sizeof got);
+	if (getpeername(fd, (struct sockaddr *)&got, &glen) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return fail();
+	}
+	put_sockname("peername", &got, glen);
+	close(fd);
+	return 0;
+}
+
+/* run_at executes OP with dirfd (AT_FDCWD for the plain forms). */
+static int run_at(int dirfd, int argc, char **argv)
+{
+	const char *op = argv[0];
+	struct stat st;
+#define NEED(n) do { if (argc != (n) + 1) { bad_op("USAGE"); return -1; } } while (0)
+	if (!strcmp(op, "stat") || !strcmp(op, "lstat") || !strcmp(op, "empty")) {
+		int fl = !strcmp(op, "lstat") ? AT_SYMLINK_NOFOLLOW : !strcmp(op, "empty") ? AT_EMPTY_PATH : 0;
+		NEED(1);
+		if (fstatat(dirfd, argv[1], &st, fl) < 0)
+			return fail();
+		put_stat(&st);
+		return 0;
+	}
+	if (!strcmp(op, "statx") || !strcmp(op, "lstatx")) {
+		NEED(1);
+		return do_statx(dirfd, argv[1], op[0] == 'l' ? AT_SYMLINK_NOFOLLOW : 0);
+	}
+	if (!strcmp(op, "readlink")) {
+		NEED(1);
+		return do_readlink(dirfd, argv[1]);
+	}
+	if (!strcmp(op, "open")) {
+		if (argc != 3 && argc != 4) {
+			bad_op("USAGE");
+			return -1;
+		}
+		return do_open(dirfd, argv[1], argv[2], argc == 4 ? argv[3] : NULL, -1);
+	}
+	if (!strcmp(op, "access")) {
+		NEED(2);
+		return okay(faccessat(dirfd, argv[1], parse_access(argv[2]), 0));
+	}
+	if (!strcmp(op, "mkdir")) {
+		NEED(1);
+		return okay(mkdirat(dirfd, argv[1], 0755));
+	}
+	if (!strcmp(op, "rmdir") || !strcmp(op, "unlink")) {
+		int r;
+		NEED(1);
+		note_victim(dirfd, argv[1]);
+		r = unlinkat(dirfd, argv[1], op[0] == 'r' ? AT_REMOVEDIR : 0);
+		if (r == 0)
+			drop_victim();
+		return okay(r);
+	}
+	if (!strcmp(op, "rename")) {
+		int r;
+		NEED(2);
+		note_victim(dirfd, argv[2]);
+		r = renameat(dirfd, argv[1], dirfd, argv[2]);
+		if (r == 0)
+			drop_victim();
+		return okay(r);
+	}
+	if (!strcmp(op, "link")) {
+		NEED(2);
+		return okay(linkat(dirfd, argv[1], dirfd, argv[2], 0));
+	}
+	if (!strcmp(op, "symlink")) {
+		NEED(2);
+		return okay(symlinkat(argv[1], dirfd, argv[2]));
+	}
+	bad_op2("UNKNOWN-OP", op);
+	return -1;
+#undef NEED
+}
+
+static int run(int argc, char **argv)
+{
+	const char *op = argv[0];
+#define NEED(n) do { if (argc != (n) + 1) { bad_op("USAGE"); return -1; } } while (0)
+	if (!strcmp(op, "echo")) {
+		printf("%s", argc > 1 ? argv[1] : "");
+		return 0;
+	}
+	if (!strcmp(op, "getcwd")) {
+		/* The raw system call: glibc's getcwd() falls back to walking ".." on failure. */
+		static char buf[BIGBUF];
+		long n;
+		NEED(0);
+		n = syscall(SYS_getcwd, buf, (size_t)PATH_MAX);
+		if (n < 0)
+			return fail();
+		put_str(buf, strlen(buf));
+		return 0;
+	}
+	if (!strcmp(op, "cd")) {
+		NEED(1);
+		return okay(chdir(argv[1]));
+	}
+	if (!strcmp(op, "fchdir")) {
+		int fd;
+		NEED(1);
+		if (parse_fd(argv[1], &fd) < 0)
+			return -1;
+		return okay(fchdir(fd));
+	}
+	if (!strcmp(op, "fd")) {
+		int fd;
+		NEED(3);
+		if (parse_fd(argv[1], &fd) < 0)
+			return -1;
+		return do_open(AT_FDCWD, argv[2], argv[3], NULL, fd);
+	}
+	if (!strcmp(op, "close")) {
+		int fd;
+		NEED(1);
+		if (parse_fd(argv[1], &fd) < 0)
+			return -1;
+		return okay(close(fd));
+	}
+	if (!strcmp(op, "at")) {
+		int fd;
+		if (argc < 3) {
+			bad_op("USAGE");
+			return -1;
+		}
+		if (parse_fd(argv[1], &fd) < 0)
+			return -1;
+		return run_at(fd, argc - 2, argv + 2);
+	}
+	if (!strcmp(op, "chmod")) {
+		NEED(2);
+		return okay(chmod(argv[1], (mode_t)strtol(argv[2], NULL, 8)));
+	}
+	if (!strcmp(op, "truncate")) {
+		NEED(2);
+		return okay(truncate(argv[1], strtoll(argv[2], NULL, 10)));
+	}
+	if (!strcmp(op, "write")) {
+		NEED(2);
+		return do_write(argv[1], argv[2]);
+	}
+	if (!strcmp(op, "cat")) {
+		NEED(1);
+		return do_cat(argv[1]);
+	}
+	if (!strcmp(op, "ls")) {
+		NEED(1);
+		return do_ls(argv[1]);
+	}
+	if (!strcmp(op, "access")) {
+		NEED(2);
+		return okay(access(argv[1], parse_access(argv[2])));
+	}
+	if (!strcmp(op, "stat") || !strcmp(op, "lstat")) {
+		struct stat st;
+		NEED(1);
+		if ((op[0] == 'l' ? lstat(argv[1], &st) : stat(argv[1], &st)) < 0)
+			return fail();
+		put_stat(&st);
+		return 0;
+	}
+	if (!strcmp(op, "mkdir")) {
+		NEED(1);
+		return okay(mkdir(argv[1], 0755));
+	}
+	if (!strcmp(op, "rmdir") || !strcmp(op, "unlink")) {
+		int r;
+		NEED(1);
+		note_victim(AT_FDCWD, argv[1]);
+		r = op[0] == 'r' ? rmdir(argv[1]) : unlink(argv[1]);
+		if (r == 0)
+			drop_victim();
+		return okay(r);
+	}
+	if (!strcmp(op, "rename")) {
+		int r;
+		NEED(2);
+		note_victim(AT_FDCWD, argv[2]);
+		r = rename(argv[1], argv[2]);
+		if (r == 0)
+			drop_victim();
+		return okay(r);
+	}
+	if (!strcmp(op, "link")) {
+		NEED(2);
+		return okay(link(argv[1], argv[2]));
+	}
+	if (!strcmp(op, "symlink")) {
+		NEED(2);
+		return okay(symlink(argv[1], argv[2]));
+	}
+	if (!strcmp(op, "bind")) {
+		NEED(1);
+		return do_bind(argv[1]);
+	}
+	if (!strcmp(op, "connect")) {
+		NEED(1);
+		return do_connect(argv[1]);
+	}
+	if (!strcmp(op, "closesocks")) {
+		NEED(0);
+		while (nsocks > 0)
+			close(socks[--nsocks]);
+		printf("ok");
+		return 0;
+	}
+	/* Everything else (readlink, open, statx, ...) is the *at form with AT_FDCWD. */
+	return run_at(AT_FDCWD, argc, argv);
+#undef NEED
+}
+
+/* ---- tokenizer ------------------------------------------------------------------------------ */
+
+/* expand copies src[0:n] to dst expanding {N*TEXT} (nestable); returns the length written or
+ * -1 if the result does not fit in cap bytes (including the terminating NUL). */
+static long expand(const char *src, size_t n, char *dst, size_t cap)
+{
+	size_t o = 0, i = 0;
+	while (i < n) {
+		if (src[i] == '{') {
+			char *end;
+			long rep = strtol(src + i + 1, &end, 10);
+			if (end > src + i + 1 && end < src + n && *end == '*') {
+				/* find the matching close brace */
+				size_t j = (size_t)(end - src) + 1;
+				int depth = 1;
+				for (; j < n; j++) {
+					if (src[j] == '{')
+						depth++;
+					else if (src[j] == '}' && --depth == 0)
+						break;
+				}
+				if (j < n) {
+					size_t start = (size_t)(end - src) + 1;
+					long tl = expand(src + start, j - start, dst + o, cap - o);
+					if (tl < 0)
+						return -1;
+					/* dst+o now holds one copy; append rep-1 more */
+					for (; rep > 1; rep--) {
+						if (o + 2 * (size_t)tl >= cap)
+							return -1;
+						memcpy(dst + o + tl, dst + o, (size_t)tl);
+						o += (size_t)tl;
+					}
+					if (rep > 0)
+						o += (size_t)tl;
+					dst[o] = 0;
+					i = j + 1;
+					continue;
+				}
+			}
+		}
+		if (o + 1 >= cap)
+			return -1;
+		dst[o++] = src[i++];
+	}
+	dst[o] = 0;
+	return (long)o;
+}
+
+/* tokenize splits line into at most MAXTOK expanded tokens. */
+static int tokenize(const char *line, char **tok)
+{
+	static char raw[BIGBUF];
+	int n = 0;
+	const char *p = line;
+	for (;;) {
+		size_t rl = 0;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '\n')
+			return n;
+		if (n == MAXTOK)
+			return -1;
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++) {
+				char c = *p;
+				if (c == '\\' && p[1]) {
+					c = *++p;
+					if (c == 'x' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+						char hex[3] = {p[1], p[2], 0};
+						c = (char)strtol(hex, NULL, 16);
+						p += 2;
+					} else {
+						c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+					}
+				}
+				if (rl + 1 >= sizeof raw)
+					return -1;
+				raw[rl++] = c;
+			}
+			if (*p != '"')
+				return -1;
+			p++;
+		} else {
+			while (*p && *p != ' ' && *p != '\t' && *p != '\n') {
+				if (rl + 1 >= sizeof raw)
+					return -1;
+				raw[rl++] = *p++;
+			}
+		}
+		tok[n] = malloc(BIGBUF);
+		if (!tok[n] || expand(raw, rl, tok[n], BIGBUF) < 0)
+			return -1;
+		n++;
+	}
+}
+
+static void do_line(const char *line, int lineno)
+{
+	char *tok[MAXTOK];
+	int n, i;
+	size_t len = strcspn(line, "\n");
+	const char *s = line;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s == '#' || *s == '\n' || *s == 0)
+		return;
+	cur_line = lineno;
+	cur_line_new = 0;
+	n = tokenize(line, tok);
+	fwrite(line, 1, len, stdout);
+	printf(" -> ");
+	if (n <= 0)
+		bad_op("PARSE-ERROR");
+	else
+		run(n, tok);
+	printf("\n");
+	fflush(stdout);
+	for (i = 0; i < n; i++)
+		free(tok[i]);
+}
+
+int main(int argc, char **argv)
+{
+	int i;
+	static char line[BIGBUF];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-r")) {
+			raw_ino = 1;
+		} else if (!strcmp(argv[i], "-f") && i + 1 < argc) {
+			FILE *f = strcmp(argv[++i], "-") ? fopen(argv[i], "r") : stdin;
+			if (!f) {
+				fprintf(stderr, "pathprobe: %s: %s\n", argv[i], strerror(errno));
+				return 2;
+			}
+			int lineno = 0;
+			while (fgets(line, sizeof line, f))
+				do_line(line, ++lineno);
+			if (f != stdin)
+				fclose(f);
+		} else {
+			do_line(argv[i], i);
+		}
+	}
+	return bad ? 3 : 0;
+}
