@@ -13,6 +13,7 @@
 #define SYS_pread64 17
 #define SYS_writev 20
 #define SYS_exit_group 231
+#define SYS_prctl 157
 #define SYS_openat 257
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

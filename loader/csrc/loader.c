@@ -45,6 +45,7 @@
 
 /* mmap, open (the same values on x86_64 and arm64). */
 #define PROT_NONE 0
+#define PR_SET_NAME 15
 #define PROT_READ 1
 #define PROT_WRITE 2
 #define PROT_EXEC 4
@@ -499,6 +500,24 @@ void loader_main(const struct dr_load_script *s)
 	if (prog.exec_stack)
 		syscall3(SYS_mprotect, page_down(s->original_sp, pagesz), pagesz,
 			 PROT_READ | PROT_WRITE | PROT_EXEC | PROT_GROWSDOWN);
+
+	/*
+	 * The kernel named the task after the loader; name it after the program as
+	 * exec would (the last component of the filename passed to execve, cut to
+	 * TASK_COMM_LEN - 1), so ps, /proc/PID/comm and /proc/PID/stat show it.
+	 */
+	{
+		const char *base = copy, *c;
+		char comm[16];
+		int i;
+		for (c = copy; *c; c++)
+			if (*c == '/')
+				base = c + 1;
+		for (i = 0; i < 15 && base[i]; i++)
+			comm[i] = base[i];
+		comm[i] = 0;
+		syscall2(SYS_prctl, PR_SET_NAME, (long)comm);
+	}
 
 	dr_jump(entry, s->original_sp);
 }
