@@ -57,6 +57,15 @@ func main() {
 				Name:  "debug",
 				Usage: "tools for debugging droidroot on a device",
 				Subcommands: []*cli.Command{{
+					Name:            "floor",
+					Usage:           "run like `run`, with getppid traced by a do-nothing handler (register get and set): the cost floor of one trap",
+					ArgsUsage:       "[options] [--] CMD [ARGS...]",
+					SkipFlagParsing: true,
+					Action: func(c *cli.Context) error {
+						os.Exit(floorMain(c.Args().Slice()))
+						return nil
+					},
+				}, {
 					Name:  "filter",
 					Usage: "print the traced syscalls per ABI and the seccomp program",
 					Flags: []cli.Flag{

@@ -45,7 +45,18 @@ func warnf(format string, args ...any) {
 }
 
 // prootMain runs proot's command line and returns the exit status.
-func prootMain(args []string) int {
+func prootMain(args []string) int { return runMain(args, nil) }
+
+// floorMain is prootMain with getppid trapped and answered by a handler
+// that only reads and writes the registers: what one trap costs at least.
+func floorMain(args []string) int {
+	return runMain(args, func(t tracer.Table) {
+		t["getppid"] = tracer.Handler{Enter: func(c *tracer.Call) { c.SetArg(0, c.Arg(0)) }}
+	})
+}
+
+// runMain runs a proot command line; edit, if set, changes the handler table.
+func runMain(args []string, edit func(tracer.Table)) int {
 	o, err := ParseProot(args)
 	if err != nil {
 		return errorf("%v", err)
@@ -67,6 +78,9 @@ func prootMain(args []string) int {
 	cfg, code := configure(o)
 	if cfg == nil {
 		return code
+	}
+	if edit != nil {
+		edit(cfg.Table)
 	}
 	t, err := tracer.New(*cfg)
 	if err != nil {
