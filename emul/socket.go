@@ -70,52 +70,91 @@ func (s *sockets) shortPath(c *tracer.Call, host string) (string, unix.Errno) {
 	return short, 0
 }
 
+// translateAddr translates the AF_UNIX sockaddr of n bytes at addr. It
+// returns the address and length of a host sockaddr pushed onto the guest
+// stack (0, 0 when nothing needs changing), or the errno the call fails with.
+func (s *sockets) translateAddr(c *tracer.Call, addr uint64, n int, flags pathmap.Flags) (uint64, int, unix.Errno) {
+	if addr == 0 || n <= 2 || n > 2+sunPathMax {
+		return 0, 0, 0
+	}
+	sa := make([]byte, n)
+	if err := c.ReadMem(addr, sa); err != nil {
+		return 0, 0, 0 // the kernel reports EFAULT itself
+	}
+	if binary.LittleEndian.Uint16(sa) != unix.AF_UNIX || sa[2] == 0 {
+		return 0, 0, 0 // another family, or an abstract socket
+	}
+	path := sa[2:]
+	if i := bytes.IndexByte(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	res, errno := lookupAt(c, -1, string(path), flags)
+	if errno != 0 {
+		return 0, 0, errno
+	}
+	host, errno := s.shortPath(c, res.Host)
+	if errno != 0 {
+		return 0, 0, errno
+	}
+	if flags&pathmap.Entry != 0 {
+		s.names[host] = string(path)
+		s.names[res.Host] = string(path)
+	}
+	if host == string(path) {
+		return 0, 0, 0
+	}
+	nsa := make([]byte, 2+len(host)+1)
+	binary.LittleEndian.PutUint16(nsa, unix.AF_UNIX)
+	copy(nsa[2:], host)
+	a, err := c.Push(nsa)
+	if err != nil {
+		return 0, 0, unix.EFAULT
+	}
+	return a, len(nsa), 0
+}
+
 // unixAddrHandler translates the AF_UNIX path in the sockaddr at argument
 // addrArg (length in lenArg) for bind, connect and sendto.
 func (s *sockets) unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
-		addr, n := c.Arg(addrArg), int(int32(c.Arg(lenArg)))
-		if addr == 0 || n <= 2 || n > 2+sunPathMax {
-			return
-		}
-		sa := make([]byte, n)
-		if err := c.ReadMem(addr, sa); err != nil {
-			return // the kernel reports EFAULT itself
-		}
-		if binary.LittleEndian.Uint16(sa) != unix.AF_UNIX || sa[2] == 0 {
-			return // another family, or an abstract socket
-		}
-		path := sa[2:]
-		if i := bytes.IndexByte(path, 0); i >= 0 {
-			path = path[:i]
-		}
-		res, errno := lookupAt(c, -1, string(path), flags)
-		if errno != 0 {
+		a, n, errno := s.translateAddr(c, c.Arg(addrArg), int(int32(c.Arg(lenArg))), flags)
+		switch {
+		case errno != 0:
 			c.Fail(errno)
+		case a != 0:
+			c.SetArg(addrArg, a)
+			c.SetArg(lenArg, uint64(n))
+		}
+	}}
+}
+
+// msghdrSize is sizeof(struct msghdr) on 64-bit ABIs; msg_name is its
+// first field and msg_namelen (a u32) its second.
+const msghdrSize = 56
+
+// sendmsgHandler translates msg_name of sendmsg(fd, msg, flags): a copy of
+// the msghdr pointing at the host address replaces the guest's.
+func (s *sockets) sendmsgHandler() tracer.Handler {
+	return tracer.Handler{Enter: func(c *tracer.Call) {
+		var hdr [msghdrSize]byte
+		if c.Arg(1) == 0 || c.ReadMem(c.Arg(1), hdr[:]) != nil {
 			return
 		}
-		host, errno := s.shortPath(c, res.Host)
-		if errno != 0 {
+		name, n := binary.LittleEndian.Uint64(hdr[0:]), int(binary.LittleEndian.Uint32(hdr[8:]))
+		a, nn, errno := s.translateAddr(c, name, n, pathmap.Follow)
+		switch {
+		case errno != 0:
 			c.Fail(errno)
-			return
+		case a != 0:
+			binary.LittleEndian.PutUint64(hdr[0:], a)
+			binary.LittleEndian.PutUint32(hdr[8:], uint32(nn))
+			h, err := c.Push(hdr[:])
+			if err != nil {
+				c.Fail(unix.EFAULT)
+				return
+			}
+			c.SetArg(1, h)
 		}
-		if flags&pathmap.Entry != 0 {
-			s.names[host] = string(path)
-			s.names[res.Host] = string(path)
-		}
-		if host == string(path) {
-			return
-		}
-		nsa := make([]byte, 2+len(host)+1)
-		binary.LittleEndian.PutUint16(nsa, unix.AF_UNIX)
-		copy(nsa[2:], host)
-		a, err := c.Push(nsa)
-		if err != nil {
-			c.Fail(unix.EFAULT)
-			return
-		}
-		c.SetArg(addrArg, a)
-		c.SetArg(lenArg, uint64(len(nsa)))
 	}}
 }
 

@@ -110,6 +110,7 @@ func Table() tracer.Table {
 		"bind":        socks.unixAddrHandler(1, 2, pathmap.Entry),
 		"connect":     socks.unixAddrHandler(1, 2, pathmap.Follow),
 		"sendto":      socks.unixAddrHandler(4, 5, pathmap.Follow),
+		"sendmsg":     socks.sendmsgHandler(),
 		"getsockname": socks.sockNameHandler(1, 2),
 		"getpeername": socks.sockNameHandler(1, 2),
 		"accept":      socks.sockNameHandler(1, 2),
