@@ -14,9 +14,9 @@ import (
 	"github.com/droidroot/droidroot/tracer"
 )
 
-// maxScriptDepth is the kernel's BINPRM_MAX_RECURSION: interpreters of
-// interpreters up to this depth, then ELOOP.
-const maxScriptDepth = 4
+// maxScriptDepth is how many #! levels the kernel follows before ELOOP:
+// exec_binprm tries at most 6 binary handlers, the last being the ELF.
+const maxScriptDepth = 5
 
 // binprmBufSize is how much of a file the kernel reads to find its format.
 const binprmBufSize = 256

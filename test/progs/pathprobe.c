@@ -60,6 +60,7 @@
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAXTOK 16
@@ -224,6 +225,65 @@ static void put_statx(const struct statx *sx)
 }
 
 /* ---- results ----------------------------------------------------------------------------- */
+
+static int fail(void);
+
+/*
+ * exec PATH [ARGS...] / fexec FD [ARGS...]: run it in a child (argv[0] = PATH) with stdout
+ * captured; print the exec errno, or the exit status and the output (escaped).
+ */
+static int do_exec(int viafd, int nargs, char **args)
+{
+	char *argv[64];
+	int i;
+	int errp[2], outp[2], status, e = 0;
+	char out[2048];
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	for (i = 0; i < nargs && i < 63; i++)
+		argv[i] = args[i];
+	argv[i] = 0;
+	fflush(stdout);
+	if (pipe2(errp, O_CLOEXEC) || pipe(outp))
+		return fail();
+	pid = fork();
+	if (pid < 0)
+		return fail();
+	if (pid == 0) {
+		close(errp[0]);
+		close(outp[0]);
+		dup2(outp[1], 1);
+		if (viafd)
+			fexecve(atoi(argv[0]), argv, environ);
+		else
+			execv(argv[0], argv);
+		e = errno;
+		(void)!write(errp[1], &e, sizeof e);
+		_exit(127);
+	}
+	close(errp[1]);
+	close(outp[1]);
+	while ((n = read(outp[0], out + got, sizeof out - 1 - got)) > 0)
+		got += n;
+	out[got] = 0;
+	close(outp[0]);
+	n = read(errp[0], &e, sizeof e);
+	close(errp[0]);
+	waitpid(pid, &status, 0);
+	if (n == sizeof e) {
+		errno = e;
+		return fail();
+	}
+	printf("exit=%d out=\"", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	for (char *c = out; *c; c++)
+		if (*c == '\n')
+			printf("\\n");
+		else
+			putchar(*c);
+	printf("\"");
+	return 0;
+}
 
 static int fail(void)
 {
@@ -685,6 +745,13 @@ static int run(int argc, char **argv)
 	if (!strcmp(op, "connect")) {
 		NEED(1);
 		return do_connect(argv[1]);
+	}
+	if (!strcmp(op, "exec") || !strcmp(op, "fexec")) {
+		if (argc < 2) {
+			bad_op("USAGE");
+			return -1;
+		}
+		return do_exec(!strcmp(op, "fexec"), argc - 1, argv + 1);
 	}
 	if (!strcmp(op, "closesocks")) {
 		NEED(0);

@@ -81,6 +81,26 @@ chmod 0555 /fx/ro
 printf 'x\n' >/fx/dir/exec
 chmod 0755 /fx/dir/exec
 
+# Programs for exec.ops: scripts (with and without an argument, nested, too deeply nested),
+# files exec refuses (no x bit, no format, missing interpreter).
+mkdir /fx/exec
+printf '#!/bin/sh\necho "script $0 $*"\n' >/fx/exec/script.sh
+printf '#!  /bin/echo   one arg  \n' >/fx/exec/script-arg
+printf '#!/fx/exec/script.sh\n' >/fx/exec/nested
+printf '#!/fx/exec/deep1\n' >/fx/exec/deep2
+printf '#!/fx/exec/deep2\n' >/fx/exec/deep3
+printf '#!/fx/exec/deep3\n' >/fx/exec/deep4
+printf '#!/fx/exec/deep4\n' >/fx/exec/deep5
+printf '#!/fx/exec/script.sh\n' >/fx/exec/deep1
+printf '#!/nonexistent/interp\n' >/fx/exec/badinterp
+printf '#!\n' >/fx/exec/emptyinterp
+printf 'just text, no format\n' >/fx/exec/garbage
+printf '#!/bin/sh\necho no\n' >/fx/exec/noexec
+chmod 0755 /fx/exec/*
+chmod 0644 /fx/exec/noexec
+ln -s script.sh /fx/exec/link
+ln -s /progs/pathprobe /fx/exec/abslink
+
 # Mount points the e2e tests bind onto (they must exist for the chroot oracle).
 mkdir -p /mnt/b1 /mnt/b2 /mnt/alias /mnt/empty
 : >/mnt/file
