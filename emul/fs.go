@@ -168,3 +168,29 @@ func toGuest(c *tracer.Call, host string) (string, bool) {
 	}
 	return c.Mapper().ToGuest(host)
 }
+
+// chrootHandler answers chroot: changing the guest's root to the directory
+// it already has is a no-op success; any other root would have to be
+// emulated per process and is refused with EPERM, as for an unprivileged
+// process (the kernel must never chroot a tracee to a host path).
+var chrootHandler = tracer.Handler{Enter: func(c *tracer.Call) {
+	t, errno := translate(c, p(0, always), pathmap.WantGuest)
+	if errno != 0 {
+		c.Fail(errno)
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(t.host, &st); err != nil {
+		c.Fail(err.(unix.Errno))
+		return
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		c.Fail(unix.ENOTDIR)
+		return
+	}
+	if t.res.Guest == "/" {
+		c.Return(0)
+		return
+	}
+	c.Fail(unix.EPERM)
+}}

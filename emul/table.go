@@ -74,7 +74,7 @@ func Table() tracer.Table {
 		"chdir":   chdirHandler,
 		"fchdir":  fchdirHandler,
 		"getcwd":  {Enter: getcwd},
-		"chroot":  pathHandler(p(0, always)),
+		"chroot":  chrootHandler,
 		// attributes
 		"chmod":     pathHandler(p(0, always)),
 		"fchmodat":  pathHandler(at(0, 1, always)),
