@@ -53,8 +53,10 @@ type Tracer struct {
 	goarch   string
 	handlers []*Handler // indexed by native syscall number
 	threads  map[int]*Thread
-	// orphans are tasks seen before their parent's fork event.
+	// first is the pid of the first guest process.
 	first int
+	// killed is set once --kill-on-exit has killed the rest of the tree.
+	killed bool
 	// loaderLo, loaderHi bound the loader's mapped image.
 	loaderLo, loaderHi uint64
 	lastStatus         int
@@ -342,9 +344,13 @@ func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	} else {
 		status = 128 + int(ws.Signal())
 	}
-	t.lastStatus = status
 	t.logf(2, "process %d exited: %d", tid, status)
+	if t.killed {
+		return // the status is the first process's
+	}
+	t.lastStatus = status
 	if tid == t.first && t.cfg.KillOnExit {
+		t.killed = true
 		for other := range t.threads {
 			unix.Kill(other, unix.SIGKILL)
 		}

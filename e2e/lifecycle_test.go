@@ -1,0 +1,121 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := exec.Command("cat", "/proc/"+strconv.Itoa(pid)+"/stat").Output()
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// waitGone waits up to d for pid to disappear.
+func waitGone(pid int, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if !alive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// startBackground starts droidroot on a shell that leaves a background
+// sleep behind and prints its pid (a host pid: droidroot adds no pid
+// namespace).
+func startBackground(t *testing.T, extra ...string) (*exec.Cmd, int) {
+	t.Helper()
+	g := busyboxGuest(t)
+	argv := droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", "sleep 60 & echo $!; exec sleep 60")
+	argv = append(argv[:2], append(extra, argv[2:]...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = guestEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("reading the background pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || !alive(pid) {
+		cmd.Process.Kill()
+		t.Fatalf("background pid %q is not running", line)
+	}
+	return cmd, pid
+}
+
+// TestTracerDeathKillsTracees: when droidroot dies (SIGKILL, no chance to
+// clean up), PTRACE_O_EXITKILL takes every tracee with it: nothing keeps
+// running untranslated.
+func TestTracerDeathKillsTracees(t *testing.T) {
+	cmd, pid := startBackground(t)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !waitGone(pid, 5*time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("tracee %d survived its tracer", pid)
+	}
+}
+
+// TestKillOnExit: with --kill-on-exit, the remaining processes die when the
+// first one exits, and droidroot returns its status at once.
+func TestKillOnExit(t *testing.T) {
+	cmd, pid := startBackground(t, "--kill-on-exit")
+	// The first process is the foreground sleep; end it.
+	parent := 0
+	if b, err := exec.Command("cat", "/proc/"+strconv.Itoa(pid)+"/stat").Output(); err == nil {
+		f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
+		parent, _ = strconv.Atoi(f[1])
+	}
+	if parent <= 1 {
+		cmd.Process.Kill()
+		t.Fatalf("cannot find the first process (parent of %d)", pid)
+	}
+	syscall.Kill(parent, syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("droidroot exited %d, want %d", code, 128+int(syscall.SIGTERM))
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("droidroot did not return after the first process died")
+	}
+	if !waitGone(pid, 5*time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("background process %d survived --kill-on-exit", pid)
+	}
+}
+
+// TestWaitsForBackground: without --kill-on-exit droidroot, like proot,
+// waits for every process, and returns the status of the last one.
+func TestWaitsForBackground(t *testing.T) {
+	g := busyboxGuest(t)
+	start := time.Now()
+	res := viaDroidroot(t, g, "", "/bin/sh", "-c", "(sleep 1; exit 4) & exit 2")
+	if el := time.Since(start); el < time.Second {
+		t.Errorf("droidroot returned after %v, before its background process ended", el)
+	}
+	if res.Code != 4 {
+		t.Errorf("exit status %d, want 4 (the last process to exit)", res.Code)
+	}
+}
