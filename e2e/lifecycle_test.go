@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // alive reports whether pid exists and is not a zombie.
@@ -117,5 +119,24 @@ func TestWaitsForBackground(t *testing.T) {
 	}
 	if res.Code != 4 {
 		t.Errorf("exit status %d, want 4 (the last process to exit)", res.Code)
+	}
+}
+
+// TestOracleNoSeccomp runs oracle ops in ptrace-only mode (PROOT_NO_SECCOMP=1,
+// also the fallback on kernels without seccomp filters): every syscall stops
+// at entry and exit, and the answers must still be the kernel's.
+func TestOracleNoSeccomp(t *testing.T) {
+	needRoot(t)
+	base := rootfs(t, "busybox")
+	files := opsFiles(t)
+	for _, name := range []string{"paths", "exec", "cwd"} {
+		t.Run(name, func(t *testing.T) {
+			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", name, files[name])
+			t.Setenv("PROOT_NO_SECCOMP", "1")
+			got := probe(t, "droidroot", viaDroidroot, base, "pathprobe.dyn", name, files[name])
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("ptrace-only droidroot differs from the chroot oracle on %s.ops (-chroot +droidroot):\n%s", name, diff)
+			}
+		})
 	}
 }
