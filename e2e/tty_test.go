@@ -40,21 +40,7 @@ func (s *ttySession) read() {
 // expect waits until the output after the last match contains want.
 func (s *ttySession) expect(want string) {
 	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		s.mu.Lock()
-		rest := s.out.String()[s.seen:]
-		if i := strings.Index(rest, want); i >= 0 {
-			s.seen += i + len(want)
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.t.Fatalf("no %q on the terminal; it shows:\n%s", want, s.out.String()[s.seen:])
+	s.expectOneOf(want)
 }
 
 // expectOneOf waits until the output after the last match contains one of
