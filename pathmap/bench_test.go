@@ -7,27 +7,44 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func benchTree(b *testing.B) (*realTree, *Mapper) {
+func benchTree(b *testing.B, opts ...Option) (*realTree, *Mapper) {
 	b.Helper()
 	rt := newRealTree(b)
 	mkTree(b, rt.root,
 		"usr/share/doc/pkg/sub/file",
 		"usr/lib/x86_64-linux-gnu/pkg/sub/file",
 	)
-	return rt, rt.mapper(b)
+	m, err := New(rt.root, rt.binds, nil, append(opts, WithVirtualDir(rt.vdir))...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return rt, m
 }
 
-func benchResolve(b *testing.B, p string, follow bool) {
-	_, m := benchTree(b)
+func benchResolve(b *testing.B, p string, follow bool, opts ...Option) {
+	_, m := benchTree(b, opts...)
 	if _, err := m.Resolve(Proc{}, "/", p, follow); err != nil {
 		b.Fatal(err)
 	}
+	st0 := m.CacheStats()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := m.Resolve(Proc{}, "/", p, follow); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.StopTimer()
+	reportSyscalls(b, m, st0)
+}
+
+// reportSyscalls reports the system calls per lookup of a cached Mapper,
+// as the cache counts them (it makes every system call of the walk).
+func reportSyscalls(b *testing.B, m *Mapper, st0 CacheStats) {
+	if st := m.CacheStats(); st.Enabled {
+		b.ReportMetric(float64(st.Syscalls-st0.Syscalls)/float64(b.N), "syscalls/op")
+		b.ReportMetric(float64(st.Hits-st0.Hits)/float64(b.N), "hits/op")
 	}
 }
 
@@ -42,6 +59,44 @@ func BenchmarkResolve6Symlink(b *testing.B) {
 	benchResolve(b, "/lib/x86_64-linux-gnu/pkg/sub/file", true)
 }
 
+// The same with the lookup cache: one epoll_pwait(2) that finds nothing.
+func BenchmarkResolve6Cached(b *testing.B) {
+	benchResolve(b, "/usr/share/doc/pkg/sub/file", true, WithCache())
+}
+
+func BenchmarkResolve6SymlinkCached(b *testing.B) {
+	benchResolve(b, "/lib/x86_64-linux-gnu/pkg/sub/file", true, WithCache())
+}
+
+func BenchmarkResolveDotDotCached(b *testing.B) {
+	benchResolve(b, "/usr/lib/x86_64-linux-gnu/../../share/doc/pkg/sub/file", true, WithCache())
+}
+
+// A cached walk whose directory changes at every iteration (a file is
+// created and removed next to the last component): the worst case, every
+// lookup reads two inotify events and misses once.
+func BenchmarkResolve6CachedChurn(b *testing.B) {
+	rt, m := benchTree(b, WithCache())
+	p := "/usr/share/doc/pkg/sub/file"
+	churn := rt.root + "/usr/share/doc/pkg/sub/churn"
+	st0 := m.CacheStats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if err := unix.Mknod(churn, unix.S_IFREG|0o644, 0); err != nil {
+			b.Fatal(err)
+		}
+		unix.Unlink(churn)
+		b.StartTimer()
+		if _, err := m.Resolve(Proc{}, "/", p, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportSyscalls(b, m, st0)
+}
+
 // Into a binding: the mount point costs no system call.
 func BenchmarkResolveBind(b *testing.B) { benchResolve(b, "/sdcard/Download/a.txt", true) }
 
@@ -52,8 +107,12 @@ func BenchmarkResolveDotDot(b *testing.B) {
 
 // The same 6-component lookup, concurrently from all CPUs (the Mapper is
 // shared, walkers are pooled).
-func BenchmarkResolve6Parallel(b *testing.B) {
-	_, m := benchTree(b)
+func BenchmarkResolve6Parallel(b *testing.B) { benchResolve6Parallel(b) }
+
+func BenchmarkResolve6ParallelCached(b *testing.B) { benchResolve6Parallel(b, WithCache()) }
+
+func benchResolve6Parallel(b *testing.B, opts ...Option) {
+	_, m := benchTree(b, opts...)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -106,12 +165,21 @@ func TestResolveAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocations are not stable under the race detector")
 	}
+	forBothModes(t, testResolveAllocs)
+}
+
+func testResolveAllocs(t *testing.T, opts ...Option) {
 	rt := newRealTree(t)
 	mkTree(t, rt.root, "usr/share/doc/pkg/sub/file")
-	m := rt.mapper(t)
+	m, err := New(rt.root, rt.binds, nil, append(opts, WithVirtualDir(rt.vdir))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
 	for _, p := range []string{"/usr/share/doc/pkg/sub/file", "/bin/sh", "/sdcard/Download/a.txt",
 		"/usr/lib/../share/doc/", "/a/b/c/f", "/nonexistent"} {
 		for _, follow := range []bool{false, true} {
+			m.Resolve(Proc{}, "/", p, follow) // fill the cache, if any
 			n := testing.AllocsPerRun(100, func() {
 				if _, err := m.Resolve(Proc{}, "/", p, follow); err != nil {
 					t.Fatal(err)

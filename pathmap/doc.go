@@ -99,11 +99,112 @@
 //     when the tracee's call runs on the returned path.
 //   - Binding mount points cost nothing: their type is taken once in New (a
 //     real bind mount pins its source the same way).
-//   - Nothing is cached between calls, so the result always reflects the
-//     current host filesystem.
+//   - Without WithCache, nothing is cached between calls, so the result
+//     always reflects the current host filesystem. With it, the answers of
+//     these system calls are kept and checked for changes with inotify
+//     (see Lookup cache): a walk whose answers are all cached costs one
+//     system call, whatever the number of components.
 //
 // With the default (host) FS the system calls are made directly on a pooled
-// buffer: the only allocation of Resolve is the returned string.
+// buffer: the only allocation of Resolve is the returned string (also when
+// the answers come from the cache).
+//
+// # Lookup cache
+//
+// With the WithCache option (host filesystem only), a Mapper remembers the
+// answer of every lstat(2) and readlink(2) the walk makes, per host path:
+// the file type, the symlink target, or the errors ENOENT, ENOTDIR, EINVAL
+// (not a symlink) and ENAMETOOLONG. Other errors (EACCES, EIO, ...) are
+// not kept. The answers stay exactly what the uncached walk would give,
+// because an answer is kept only while inotify could have reported every
+// change that may alter it:
+//
+//   - What an lstat or readlink of D/N says depends only on the name N in
+//     directory D and on the path to D: each name on it, from "/" down,
+//     and the search permission of each directory on it. So every
+//     directory that holds a kept answer is watched, and so is every one
+//     of its ancestors up to "/" (watches are added top-down, each after
+//     its parent's, and before the system call whose answer is kept), for
+//     IN_CREATE, IN_DELETE, IN_MOVED_FROM, IN_MOVED_TO (a name appears,
+//     disappears or is replaced: symlinks are never changed in place),
+//     IN_ATTRIB (permissions, ownership, ACLs and security labels; of the
+//     directory itself or of a name in it), IN_DELETE_SELF, IN_MOVE_SELF,
+//     and the kernel's IN_IGNORED, IN_UNMOUNT and IN_Q_OVERFLOW, with
+//     IN_ONLYDIR|IN_DONT_FOLLOW so that the directory watched is the one
+//     the path names, and IN_EXCL_UNLINK.
+//   - An event about name N in D drops D/N's answer and everything kept
+//     below D/N; an event about D itself drops everything kept below D; a
+//     queue overflow drops everything. Since a case-insensitive directory
+//     (ext4, F2FS or tmpfs casefolding, XFS ASCII-CI) finds N under other
+//     names, an event about an ASCII name also drops the names equal to it
+//     but for ASCII case and every non-ASCII name in D, and one about a
+//     non-ASCII name everything in D; on vfat, exFAT, NTFS and JFS, whose
+//     names have other aliases (8.3 names, trailing dots), any event about
+//     a name drops everything in D. Events from any process count, the
+//     tracees' and anyone else's, through any path or mount that reaches
+//     the same inode (several host paths of one directory share its
+//     watch).
+//   - Mounts and unmounts, which inotify does not report (a mount over an
+//     intermediate directory changes what the path names without touching
+//     any name), are seen through /proc/self/mountinfo, whose poll reports
+//     any change to the mount namespace; then everything is dropped.
+//   - Changes are applied before a walk uses its first kept answer: one
+//     epoll_pwait(2) with a zero timeout over the inotify and mountinfo
+//     descriptors, which finds nothing when nothing changed (then inotify
+//     is read until drained). The kernel queues an event during the system
+//     call that makes the change, after the change is visible, so any
+//     change completed before a walk starts is seen by it; a change made
+//     while a walk runs may or may not be, exactly as with the uncached
+//     walk, whose system calls race with it the same way. A lock is held
+//     from a system call until its answer is kept, so no event can be
+//     consumed in between (Lookup stays safe for concurrent use).
+//
+// What is never cached: anything in a directory that could not be watched
+// (inotify_add_watch failed: missing, not readable, the inotify watch limit
+// ENOSPC), or that is on a filesystem where changes happen without passing
+// through this kernel's VFS, so without events: procfs (/proc/self,
+// /proc/<pid> change with the reader and with processes; procfs magic
+// links are handed to the kernel anyway), sysfs, cgroupfs, devpts, debugfs
+// and other pseudo filesystems, FUSE (Android's /sdcard: the daemon
+// changes the lower files), network filesystems, sdcardfs. The filesystem
+// type of each directory is taken once, with statfs(2), when it is first
+// watched; only local filesystems are accepted (ext2/3/4, XFS, btrfs,
+// F2FS, tmpfs and devtmpfs, ramfs, vfat, exFAT, EROFS, squashfs,
+// ISO 9660, overlayfs, bcachefs, NILFS, ReiserFS, UDF, ZFS, NTFS, JFS);
+// anything else is looked up every time, as without the cache. Such
+// directories are remembered as unwatchable (their parent's watch drops
+// that when their name changes) so that the walk does not retry them.
+//
+// Limits of what is seen:
+//
+//   - A directory above the rootfs or a binding's source that the tracer
+//     cannot read cannot be watched (on Android: /data, /data/data). The
+//     chain of directories down to the rootfs and the bindings' sources is
+//     kept anyway, so changes to those unreadable directories themselves
+//     (renaming /data/data, a permission change there) are not seen;
+//     renaming or replacing the rootfs directory itself, or anything below
+//     it, is.
+//   - A change in the permissions granted by a security module's policy
+//     (an SELinux policy reload) is not seen; relabelling a file is
+//     (IN_ATTRIB).
+//   - Changes to an overlayfs's layers made beside the overlay, which
+//     overlayfs itself leaves undefined.
+//   - Without /proc/self/mountinfo (procfs not mounted, or not readable)
+//     mount changes are not seen; the cache then reads the inotify
+//     descriptor directly.
+//   - Mounts are seen in the tracer's mount namespace, which is the
+//     tracees' (droidroot does not create namespaces).
+//
+// Size: at most 8192 directories (or half the user's inotify watches,
+// fs.inotify.max_user_watches, if that is less) and 32768 answers; when
+// either is reached, everything is dropped at once (by replacing the
+// inotify instance) and the cache fills again. A cached Mapper holds up to
+// three close-on-exec file descriptors until Close. The system calls the
+// cache uses are allowed to Android apps on every ABI: inotify_init1,
+// inotify_add_watch, inotify_rm_watch, epoll_create1, epoll_ctl,
+// epoll_pwait (not epoll_wait, which traps on x86_64), read, statfs (statfs64
+// on 32-bit ABIs), openat, close. Mapper.CacheStats reports hits, misses
+// and the system calls made.
 //
 // # Verification
 //
@@ -112,6 +213,12 @@
 // into the rootfs, chroots and runs lstat, stat, readlink, mkdir, rmdir and
 // unlink on a few hundred awkward guest paths; pathmap followed by the same
 // call on the host path must give the same errno, st_ino, st_dev and type.
+// The oracle, the real-tree tests and the fuzz test run with and without the
+// lookup cache (the fuzz test compares the two on every input); the cache
+// tests compare a cached Mapper with an uncached one after changing the
+// tree in every way that matters (from this process and another one, as
+// root and as an ordinary user, with mounts in a private namespace, and by
+// random changes).
 //
 // # Caveats for callers
 //

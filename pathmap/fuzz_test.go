@@ -35,6 +35,14 @@ func FuzzResolve(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// The same with the lookup cache: it must answer every input exactly
+	// like m (the tree does not change here, so most of its answers are
+	// hits).
+	mc, err := New(rt.root, binds, nil, WithVirtualDir(rt.vdir), WithCache())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { mc.Close() })
 	bases := []string{m.Root(), m.VirtualDir()}
 	for _, b := range m.Bindings() {
 		bases = append(bases, b.Host)
@@ -60,6 +68,12 @@ func FuzzResolve(f *testing.F) {
 		cwd := fuzzCwds[int(cwdSel)%len(fuzzCwds)]
 		flags := Flags(flagBits) & (Follow | Entry | WantGuest)
 		r, err := m.Lookup(Proc{}, cwd, p, flags)
+		for i := 0; i < 2; i++ {
+			rc, errc := mc.Lookup(Proc{}, cwd, p, flags)
+			if rc != r || errName(errc) != errName(err) {
+				t.Fatalf("Lookup(%q, %q, %v): uncached %+v %v, cached %+v %v", cwd, p, flags, r, err, rc, errc)
+			}
+		}
 		if err != nil {
 			var e syscall.Errno
 			if !errors.As(err, &e) {

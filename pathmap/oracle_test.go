@@ -56,6 +56,7 @@ type oracleAnswer struct {
 }
 
 type oracleConfig struct {
+	Cache  bool // pathmap side WithCache, warmed by a first pass
 	Root   string
 	VDir   string
 	Binds  []Binding
@@ -159,8 +160,13 @@ func TestOracle(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the oracle needs root (mount namespaces, bind mounts, chroot)")
 	}
+	t.Run("uncached", func(t *testing.T) { testOracle(t, false) })
+	t.Run("cached", func(t *testing.T) { testOracle(t, true) })
+}
+
+func testOracle(t *testing.T, cache bool) {
 	rt := newRealTree(t)
-	cfg := oracleConfig{Root: rt.root, VDir: rt.vdir, Binds: rt.binds, Probes: oracleProbes(rt)}
+	cfg := oracleConfig{Cache: cache, Root: rt.root, VDir: rt.vdir, Binds: rt.binds, Probes: oracleProbes(rt)}
 	cfgPath := filepath.Join(rt.base, "oracle.json")
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -246,11 +252,31 @@ func runOracleChild(cfgPath string) error {
 	}
 
 	// 1. pathmap, on the untouched rootfs.
-	m, err := New(cfg.Root, cfg.Binds, nil, WithVirtualDir(cfg.VDir))
+	opts := []Option{WithVirtualDir(cfg.VDir)}
+	if cfg.Cache {
+		opts = append(opts, WithCache())
+	}
+	m, err := New(cfg.Root, cfg.Binds, nil, opts...)
 	if err != nil {
 		return err
 	}
+	if cfg.Cache && !m.Cached() {
+		return fmt.Errorf("WithCache: no cache")
+	}
 	pr := Proc{Pid: os.Getpid(), Tid: unix.Gettid()}
+	if cfg.Cache {
+		// Warm the cache: the answers below then come from it (and from
+		// its invalidations after any probe that changed the tree).
+		for _, p := range cfg.Probes {
+			cwd := p.Cwd
+			if cwd == "" {
+				cwd = "/"
+			}
+			for _, f := range []Flags{0, Follow, Entry} {
+				m.Lookup(pr, cwd, p.Path, f)
+			}
+		}
+	}
 	var out oracleOutput
 	for _, p := range cfg.Probes {
 		cwd := p.Cwd
@@ -274,6 +300,12 @@ func runOracleChild(cfgPath string) error {
 		a.Host, a.Virtual = r.Host, r.Virtual
 		out.Pathmap = append(out.Pathmap, a)
 	}
+	if cfg.Cache {
+		if st := m.CacheStats(); st.Hits == 0 {
+			return fmt.Errorf("the cache was not used: %+v", st)
+		}
+	}
+	m.Close()
 
 	// 2. The same in a chroot with real bind mounts, parents first.
 	binds := append([]Binding(nil), cfg.Binds...)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -69,6 +70,9 @@ type Option func(*options)
 
 type options struct {
 	virtualDir string
+	cache      bool
+	// Limits of the lookup cache (tests); 0 means the default.
+	cacheDirs, cacheEntries int
 }
 
 // WithVirtualDir sets the host directory that stands for the virtual
@@ -78,6 +82,50 @@ type options struct {
 // the rootfs's top directory stands in.
 func WithVirtualDir(host string) Option {
 	return func(o *options) { o.virtualDir = host }
+}
+
+// WithCache makes Resolve and Lookup remember what the host filesystem said
+// about each host path they looked up (symlink target, not a symlink, type,
+// ENOENT, ...) and answer from that memory as long as inotify reports no
+// change that could alter the answer; see "Lookup cache" in the package
+// documentation. It applies to the host filesystem only (fs nil or HostFS
+// in New); with any other FS it is ignored. When the cache cannot be set up
+// (no inotify: inotify_init1 fails), New succeeds without it: Mapper.Cached
+// tells. A Mapper with a cache holds up to three file descriptors
+// (close-on-exec) until Close, or until it is garbage collected.
+func WithCache() Option {
+	return func(o *options) { o.cache = true }
+}
+
+// withCacheLimits bounds the cache (tests): directories watched or known
+// unwatchable, and entries; reaching either empties the cache.
+func withCacheLimits(dirs, entries int) Option {
+	return func(o *options) { o.cacheDirs, o.cacheEntries = dirs, entries }
+}
+
+// CacheStats describes the work of a Mapper's lookup cache.
+type CacheStats struct {
+	// Enabled: the Mapper has a working cache (WithCache, the host FS,
+	// inotify available, not closed).
+	Enabled bool
+	// Hits and Misses count the lstat/readlink questions of walks that
+	// the cache answered, and that it asked the host and remembered.
+	// Uncached counts those it could not remember (procfs, a filesystem
+	// inotify cannot watch, EACCES, ...).
+	Hits, Misses, Uncached uint64
+	// Syncs counts the checks for changes (one per walk that used a
+	// cached answer); Syscalls every system call the cache made: those
+	// checks, the misses and uncached questions, statfs and inotify_*
+	// calls for new directories, resets.
+	Syncs, Syscalls uint64
+	// Invalidations counts entries and directories dropped after an
+	// inotify event; Resets the times everything was dropped (queue
+	// overflow, a mount change, the size limit); WatchErrors the
+	// directories inotify refused to watch (ENOSPC, EACCES, ...).
+	Invalidations, Resets, WatchErrors uint64
+	// Current size: directories known (watched or not), inotify
+	// watches, cached paths.
+	Dirs, Watches, Entries int
 }
 
 // bindInfo is one mount: the rootfs at "/" or a binding.
@@ -127,7 +175,8 @@ func (n *node) childString(name string) *node {
 }
 
 // Mapper translates paths between one guest view (rootfs plus bindings) and
-// the host. It is immutable after New and safe for concurrent use.
+// the host. It is immutable after New (apart from its lookup cache, which
+// has its own lock) and safe for concurrent use.
 type Mapper struct {
 	fs     FS
 	osfs   bool // fs is the host filesystem: use the allocation-free system calls
@@ -137,6 +186,7 @@ type Mapper struct {
 	toG    []*bindInfo // ToGuest candidates: rootfs and effective non-symbolic bindings
 	vdir   string      // stand-in host directory for virtual directories
 	rootBI *bindInfo   // the mount at "/"
+	cache  *cache      // WithCache; nil without
 }
 
 // New canonicalises root (the host realpath of the rootfs directory) and the
@@ -231,10 +281,46 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		return len(a.guest) < len(b.guest)
 	})
 
+	if o.cache && m.osfs {
+		// The mount tops: the chains of directories leading to them
+		// are kept even where they cannot be watched.
+		tops := []string{rootPath}
+		for _, bi := range m.infos {
+			if bi.symbolic == symNone && bi.mode == syscall.S_IFDIR {
+				tops = append(tops, bi.host)
+			}
+		}
+		if c, err := newCache(tops, o.cacheDirs, o.cacheEntries); err == nil {
+			m.cache = c
+			runtime.AddCleanup(m, func(c *cache) { c.close() }, c)
+		}
+	}
+
 	if len(berrs) > 0 {
 		return m, berrs
 	}
 	return m, nil
+}
+
+// Cached reports whether m has a working lookup cache (see WithCache).
+func (m *Mapper) Cached() bool { return m.cache != nil && m.cache.stats().Enabled }
+
+// CacheStats returns the counters of m's lookup cache (zero without one).
+func (m *Mapper) CacheStats() CacheStats {
+	if m.cache == nil {
+		return CacheStats{}
+	}
+	return m.cache.stats()
+}
+
+// Close releases the lookup cache's file descriptors and watches; m keeps
+// working, without the cache. It is a no-op for a Mapper without a cache,
+// and always returns nil.
+func (m *Mapper) Close() error {
+	if m.cache != nil {
+		m.cache.close()
+	}
+	return nil
 }
 
 func newBindInfo(host, guest string, mode uint32) *bindInfo {

@@ -15,8 +15,22 @@ import (
 // TestResolveReal runs Resolve on a real tree with real symlinks, through
 // the allocation-free system calls of the host FS.
 func TestResolveReal(t *testing.T) {
+	forBothModes(t, testResolveReal)
+}
+
+// forBothModes runs a test without and with the lookup cache.
+func forBothModes(t *testing.T, f func(t *testing.T, opts ...Option)) {
+	t.Run("uncached", func(t *testing.T) { f(t) })
+	t.Run("cached", func(t *testing.T) { f(t, WithCache()) })
+}
+
+func testResolveReal(t *testing.T, opts ...Option) {
 	rt := newRealTree(t)
-	m := rt.mapper(t)
+	m, err := New(rt.root, rt.binds, nil, append(opts, WithVirtualDir(rt.vdir))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
 	R, B := rt.root, rt.base
 	tests := []struct {
 		cwd, p string
@@ -64,7 +78,7 @@ func TestResolveReal(t *testing.T) {
 		{"/", rt.deep + "/", Follow, want{Err: "ENOTDIR"}},
 		{"/", "/bin/", Entry, want{Host: R + "/bin/"}},
 	}
-	for _, tc := range tests {
+	for _, tc := range append(tests, tests...) { // the second time from the cache, if any
 		r, err := m.Lookup(Proc{}, tc.cwd, tc.p, tc.flags)
 		got := want{Host: r.Host, Err: errName(err), Magic: r.Magic, MountPoint: r.MountPoint, Virtual: r.Virtual}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -76,12 +90,17 @@ func TestResolveReal(t *testing.T) {
 // TestResolveRealProc checks the procfs rules on the real /proc, with this
 // process as the tracee.
 func TestResolveRealProc(t *testing.T) {
+	forBothModes(t, testResolveRealProc)
+}
+
+func testResolveRealProc(t *testing.T, opts ...Option) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	m, err := New("/", nil, nil)
+	m, err := New("/", nil, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer m.Close()
 	pid, tid := os.Getpid(), unix.Gettid()
 	pr := Proc{Pid: pid, Tid: tid}
 	P := "/proc/" + strconv.Itoa(pid)
@@ -109,7 +128,7 @@ func TestResolveRealProc(t *testing.T) {
 		{"/proc/self/ns/net", true, want{Host: P + "/ns/net", Magic: true}},
 		{"/proc/self/task/" + strconv.Itoa(tid) + "/root", true, want{Host: P + "/task/" + strconv.Itoa(tid) + "/root", Magic: true}},
 	}
-	for _, tc := range tests {
+	for _, tc := range append(tests, tests...) {
 		r, err := m.Lookup(pr, "/", tc.p, map[bool]Flags{true: Follow, false: 0}[tc.follow])
 		got := want{Host: r.Host, Err: errName(err), Magic: r.Magic, MountPoint: r.MountPoint, Virtual: r.Virtual}
 		if diff := cmp.Diff(tc.want, got); diff != "" {

@@ -100,7 +100,7 @@ func (m *Mapper) Lookup(pr Proc, cwd, p string, flags Flags) (Result, error) {
 		return Result{}, syscall.ENAMETOOLONG
 	}
 	w := walkers.Get().(*walker)
-	w.m, w.pr, w.flags, w.links = m, pr, flags, 0
+	w.m, w.pr, w.flags, w.links, w.synced = m, pr, flags, 0, false
 	if w.pr.Tid <= 0 {
 		w.pr.Tid = w.pr.Pid
 	}
@@ -131,6 +131,9 @@ type walker struct {
 	pr    Proc
 	flags Flags
 	links int
+	// synced: the lookup cache has applied the changes reported so far
+	// (done before the first cached answer a walk uses).
+	synced bool
 
 	// The current directory: its canonical guest path, its host path, its
 	// place in the binding trie (node is the deepest trie node on the guest
@@ -166,6 +169,9 @@ func (w *walker) lstat(path []byte) (uint32, error) {
 	}
 	if w.m.osfs {
 		w.cbuf = append(append(w.cbuf[:0], path...), 0)
+		if w.m.cache != nil {
+			return w.m.cache.lstat(w, path)
+		}
 		return sysLstat(w.cbuf)
 	}
 	mode, err := w.m.fs.Lstat(string(path))
@@ -180,7 +186,13 @@ func (w *walker) readlink(path []byte) ([]byte, error) {
 	}
 	if w.m.osfs {
 		w.cbuf = append(append(w.cbuf[:0], path...), 0)
-		n, err := sysReadlink(w.cbuf, w.lbuf)
+		var n int
+		var err error
+		if w.m.cache != nil {
+			n, err = w.m.cache.readlink(w, path)
+		} else {
+			n, err = sysReadlink(w.cbuf, w.lbuf)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -133,6 +133,11 @@ func configure(o *Options) (*tracer.Config, int) {
 	if vdir, err := virtualDir(tmpDir); err == nil {
 		opts = append(opts, pathmap.WithVirtualDir(vdir))
 	}
+	// The inotify-validated lookup cache (without inotify, New runs
+	// uncached); DROIDROOT_NO_CACHE=1 turns it off.
+	if os.Getenv("DROIDROOT_NO_CACHE") != "1" {
+		opts = append(opts, pathmap.WithCache())
+	}
 	m, err := pathmap.New(root, binds, nil, opts...)
 	var bindErrs pathmap.BindErrors
 	if errors.As(err, &bindErrs) && m != nil {

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package pathmap
+
+import "errors"
+
+// Without inotify there is no lookup cache: WithCache is ignored.
+
+type cache struct{}
+
+func newCache(tops []string, maxDirs, maxEntries int) (*cache, error) {
+	return nil, errors.New("pathmap: no lookup cache on this system")
+}
+
+func (*cache) close()                                       {}
+func (*cache) stats() CacheStats                            { return CacheStats{} }
+func (*cache) lstat(w *walker, path []byte) (uint32, error) { return sysLstat(w.cbuf) }
+func (*cache) readlink(w *walker, path []byte) (int, error) { return sysReadlink(w.cbuf, w.lbuf) }
