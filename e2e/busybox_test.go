@@ -114,7 +114,8 @@ func TestLs(t *testing.T) {
 // TestDynamicUsesGuestLoader runs a dynamic program of the busybox rootfs and checks, in its
 // /proc/self/maps, that the program, ld.so and libc it runs with are the rootfs's files. The
 // kernel writes maps with host paths, so under droidroot they are ROOTFS/...; a tracer that
-// let the host's /lib64/ld-linux-x86-64.so.2 be used would show /lib/x86_64-linux-gnu/... .
+// let the host's ld.so be used (PT_INTERP resolved on the host, e.g. /lib64/ld-linux-x86-64.so.2)
+// would show the host's /lib/x86_64-linux-gnu/... (aarch64-linux-gnu on arm64).
 func TestDynamicUsesGuestLoader(t *testing.T) {
 	needRoot(t)
 	g := busyboxGuest(t)
@@ -125,8 +126,8 @@ func TestDynamicUsesGuestLoader(t *testing.T) {
 		return lines
 	}
 	guestFiles := []string{
-		"/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
-		"/lib/x86_64-linux-gnu/libc.so.6",
+		glibc.Multiarch + "/" + glibc.LdSo,
+		glibc.Multiarch + "/libc.so.6",
 		"/progs/mapsprobe.dyn",
 	}
 	// The oracle: in a chroot, maps shows guest paths.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,10 +78,26 @@ func cacheDir() string {
 	return "/var/cache/droidroot"
 }
 
+// glibcArch describes where this architecture's glibc lives in a rootfs (Debian's multiarch
+// layout): the multiarch directory, the dynamic loader's file name in it, and PT_INTERP, the
+// path dynamic programs ask for (a symlink to the file in the multiarch directory).
+type glibcArch struct {
+	Multiarch string // "/lib/x86_64-linux-gnu"
+	LdSo      string // "ld-linux-x86-64.so.2"
+	Interp    string // "/lib64/ld-linux-x86-64.so.2"
+}
+
+// glibc is the layout of the host's architecture: the test rootfses are built for it
+// (test/rootfs/busybox.sh on x86_64, test/arm64/mkrootfs.sh on arm64).
+var glibc = map[string]glibcArch{
+	"amd64": {"/lib/x86_64-linux-gnu", "ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2"},
+	"arm64": {"/lib/aarch64-linux-gnu", "ld-linux-aarch64.so.1", "/lib/ld-linux-aarch64.so.1"},
+}[runtime.GOARCH]
+
 // rootfsMarkers are files each kind of rootfs must have to be usable.
 var rootfsMarkers = map[string][]string{
 	"busybox": {"bin/busybox", "progs/pathprobe", "progs/pathprobe.dyn", "progs/threads",
-		"lib/x86_64-linux-gnu/libc.so.6", "fx/dir/file"},
+		strings.TrimPrefix(glibc.Multiarch, "/") + "/libc.so.6", "fx/dir/file"},
 	"debian": {"usr/bin/python3", "usr/bin/git", "usr/bin/gcc", "usr/bin/tar", "usr/bin/find"},
 }
 
@@ -89,6 +106,11 @@ var rootfsMarkers = map[string][]string{
 func rootfs(t testing.TB, kind string) string {
 	t.Helper()
 	p := os.Getenv("DROIDROOT_ROOTFS_" + strings.ToUpper(kind))
+	if p == "" && kind == "debian" && runtime.GOARCH == "arm64" {
+		// Not missing(): DROIDROOT_E2E_REQUIRED=1 in the arm64 VM must not fail on it. Setting
+		// DROIDROOT_ROOTFS_DEBIAN makes the tests run (and required) on arm64 too.
+		t.Skip("the arm64 Debian rootfs is not built yet (test/arm64 has no debian recipe); set DROIDROOT_ROOTFS_DEBIAN to run the Debian tests on arm64")
+	}
 	if p == "" {
 		p = filepath.Join(cacheDir(), kind)
 	}
