@@ -84,6 +84,7 @@ chmod 0755 /fx/dir/exec
 # Programs for exec.ops: scripts (with and without an argument, nested, too deeply nested),
 # files exec refuses (no x bit, no format, missing interpreter).
 mkdir /fx/exec
+# shellcheck disable=SC2016 # the script expands $0 and $* when it runs
 printf '#!/bin/sh\necho "script $0 $*"\n' >/fx/exec/script.sh
 printf '#!  /bin/echo   one arg  \n' >/fx/exec/script-arg
 printf '#!/fx/exec/script.sh\n' >/fx/exec/nested
