@@ -326,18 +326,3 @@ func execHandler(at bool) tracer.Handler {
 		c.SetExec(&tracer.ExecPlan{ProgramHost: plan.program, InterpHost: plan.interp, ExecFn: guest, Exe: plan.exe})
 	}}
 }
-
-// fdFilePath returns the guest path of the file open as fd.
-func fdFilePath(c *tracer.Call, fd int) (string, unix.Errno) {
-	if fd < 0 {
-		return "", unix.EBADF
-	}
-	host, err := readlinkHost("/proc/" + itoa(c.Tid()) + "/fd/" + itoa(fd))
-	if err != nil {
-		return "", unix.EBADF
-	}
-	if g, ok := c.Mapper().ToGuest(host); ok {
-		return g, 0
-	}
-	return host, 0
-}

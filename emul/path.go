@@ -192,12 +192,9 @@ func procDirLink(c *tracer.Call, host string) (string, bool) {
 // fdGuestPath returns the guest path of the directory open as fd in the
 // calling process, or the errno the kernel gives for a bad dirfd.
 func fdGuestPath(c *tracer.Call, fd int) (string, unix.Errno) {
-	if fd < 0 {
-		return "", unix.EBADF
-	}
-	host, err := readlinkHost("/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		return "", unix.EBADF
+	host, errno := fdHostPath(c, fd)
+	if errno != 0 {
+		return "", errno
 	}
 	if !strings.HasPrefix(host, "/") {
 		return "", unix.ENOTDIR // a pipe, socket, anon inode...
@@ -206,11 +203,36 @@ func fdGuestPath(c *tracer.Call, fd int) (string, unix.Errno) {
 	if unix.Stat(host, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", unix.ENOTDIR
 	}
-	guest, ok := toGuest(c, host)
-	if !ok {
-		return host, 0
+	return guestOrHost(c, host), 0
+}
+
+// fdFilePath returns the guest path of the file open as fd.
+func fdFilePath(c *tracer.Call, fd int) (string, unix.Errno) {
+	host, errno := fdHostPath(c, fd)
+	if errno != 0 {
+		return "", errno
 	}
-	return guest, 0
+	return guestOrHost(c, host), 0
+}
+
+// fdHostPath reads what /proc/<tid>/fd/<fd> of the caller points at.
+func fdHostPath(c *tracer.Call, fd int) (string, unix.Errno) {
+	if fd < 0 {
+		return "", unix.EBADF
+	}
+	host, err := readlinkHost("/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", unix.EBADF
+	}
+	return host, 0
+}
+
+// guestOrHost is toGuest, or host unchanged when it lies outside the guest.
+func guestOrHost(c *tracer.Call, host string) string {
+	if g, ok := toGuest(c, host); ok {
+		return g
+	}
+	return host
 }
 
 // readlinkHost reads a symlink on the host.
