@@ -29,10 +29,16 @@ const (
 	fanMarkDontFollow = 0x04
 )
 
+// Config selects the optional behaviours of the handler table: the proot
+// extensions and emulations a command line turns on. The zero Config is
+// plain path translation.
+type Config struct {
+}
+
 // Table returns the handlers of every syscall droidroot translates, by
-// name. Names that do not exist on an architecture (open on arm64) are
-// ignored there.
-func Table() tracer.Table {
+// name, for the behaviours cfg turns on. Names that do not exist on an
+// architecture (open on arm64) are ignored there.
+func Table(cfg Config) tracer.Table {
 	socks := newSockets()
 	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
 	return tracer.Table{

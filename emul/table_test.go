@@ -9,7 +9,7 @@ import (
 // TestTableNames checks every handler names a real syscall of a host ABI,
 // and that each architecture traces the calls its libc makes for paths.
 func TestTableNames(t *testing.T) {
-	table := Table()
+	table := Table(Config{})
 	for name := range table {
 		_, amd := seccomp.NativeABI("amd64").Nr(name)
 		_, arm := seccomp.NativeABI("arm64").Nr(name)

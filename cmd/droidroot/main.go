@@ -92,7 +92,7 @@ func debugFilter(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--trampoline %q: want a hex address", c.String("trampoline"))
 	}
-	pol := tracer.Policy(goarch, emul.Table())
+	pol := tracer.Policy(goarch, emul.Table(emul.Config{}))
 	pol.Trampoline = t
 	prog, err := seccomp.Build(goarch, pol)
 	if err != nil {

@@ -213,7 +213,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
-		Table:      emul.Table(),
+		Table:      emul.Table(emulConfig(o)),
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
@@ -263,4 +263,10 @@ func virtualDir(tmpDir string) (string, error) {
 		return "", fmt.Errorf("%s is not an empty directory", dir)
 	}
 	return dir, nil
+}
+
+// emulConfig turns the command line's options into the handler table's
+// configuration.
+func emulConfig(o *Options) emul.Config {
+	return emul.Config{}
 }
