@@ -2,7 +2,7 @@
 # mkrootfs.sh - build (or reuse from cache) a test rootfs for droidroot's e2e tests.
 #
 # usage: test/mkrootfs.sh [-f] KIND [OUT]
-#   KIND  busybox | debian  (the recipe is test/rootfs/KIND.sh)
+#   KIND  busybox | debian | debian-arm64  (the recipe is test/rootfs/KIND.sh)
 #   OUT   target directory, default ${DROIDROOT_CACHE:-/var/cache/droidroot}/KIND
 #   -f    rebuild even if the cache is up to date
 #
@@ -17,7 +17,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 force=0
 if [[ ${1:-} == -f ]]; then force=1; shift; fi
 if [[ $# -lt 1 || $# -gt 2 ]]; then
-	echo "usage: $0 [-f] busybox|debian [OUT]" >&2
+	echo "usage: $0 [-f] busybox|debian|debian-arm64 [OUT]" >&2
 	exit 2
 fi
 kind=$1

@@ -80,8 +80,40 @@ func (c *Call) Nr() int { return c.Regs.Nr() }
 // Arg returns argument i as it was at syscall entry.
 func (c *Call) Arg(i int) uint64 { return c.Entry.Arg(i) }
 
-// SetArg changes argument i.
-func (c *Call) SetArg(i int, v uint64) { c.Regs.SetArg(i, v); c.dirty = true }
+// SetArg changes argument i. At entry the change is remembered, so that a
+// restart of the same call (after a signal handler ran) gets the guest's
+// own value back before it is translated again.
+func (c *Call) SetArg(i int, v uint64) {
+	if !c.inExit() && c.Entry.Arg(i) != v {
+		l := &c.th.rewrites
+		l.ents[l.next] = rewrite{nr: c.Entry.Nr(), arg: i, from: c.Entry.Arg(i), to: v}
+		l.next = (l.next + 1) % len(l.ents)
+	}
+	c.Regs.SetArg(i, v)
+	c.dirty = true
+}
+
+// undoRewrites gives back the guest's own argument values to a call that
+// is the restart of one droidroot translated: the kernel restarts an
+// interrupted call (ERESTARTSYS with SA_RESTART, ERESTARTNOINTR, ...) with
+// the registers as droidroot left them, but the host path or structure it
+// pointed to lived below the stack pointer, where the signal frame has
+// since been written. The same applies when guest code reuses an argument
+// register it expects the kernel to have preserved. A register still
+// holding a value droidroot wrote for the same syscall is reverted.
+func (c *Call) undoRewrites() {
+	l := &c.th.rewrites
+	nr := c.Entry.Nr()
+	for k := range l.ents {
+		e := &l.ents[k]
+		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to {
+			c.Entry.SetArg(e.arg, e.from)
+			c.Regs.SetArg(e.arg, e.from)
+			c.dirty = true
+			*e = rewrite{}
+		}
+	}
+}
 
 // SetNr changes the syscall number (the call is restarted as another).
 func (c *Call) SetNr(nr int) { c.Regs.SetNr(nr); c.dirty = true }

@@ -40,7 +40,23 @@ type Thread struct {
 	ready bool
 	// stopped is true while a not-ready task waits in its initial stop.
 	stopped bool
-	call    Call
+	// rewrites remembers the arguments handlers rewrote in this thread's
+	// last few translated calls (see undoRewrites).
+	rewrites rewriteLog
+	call     Call
+}
+
+// rewriteLog is a small ring of argument rewrites: which register of which
+// syscall was changed from what guest value to what droidroot value.
+type rewriteLog struct {
+	next int
+	ents [4]rewrite
+}
+
+type rewrite struct {
+	nr       int
+	arg      int
+	from, to uint64
 }
 
 // ExecPlan is what an execve handler decided: the loader runs the program

@@ -365,10 +365,10 @@ func (t *Tracer) forked(th *Thread, event int) {
 		return
 	}
 	child := int(msg)
-	var flags uint64
-	if event == unix.PTRACE_EVENT_CLONE {
-		flags = t.cloneFlags(th)
-	}
+	// The event tells fork-like from thread-like by the exit signal only:
+	// clone(CLONE_FS|SIGCHLD) is a "fork" event that shares the cwd. Read
+	// the flags of every clone call.
+	flags := t.cloneFlags(th)
 	ct := t.threads[child]
 	wasStopped := ct != nil && ct.stopped
 	if ct == nil {
@@ -397,13 +397,17 @@ func (t *Tracer) forked(th *Thread, event int) {
 	t.cont(th, 0)
 }
 
-// cloneFlags reads the flags of the clone or clone3 call th is in.
+// cloneFlags reads the flags of the clone or clone3 call th is in; fork
+// and vfork have none that matter here (0).
 func (t *Tracer) cloneFlags(th *Thread) uint64 {
 	var r Regs
 	if err := getRegs(th.Tid, &r); err != nil {
 		return 0
 	}
 	abi := seccomp.NativeABI(t.goarch)
+	if nr, ok := abi.Nr("clone"); ok && r.Nr() == nr {
+		return r.Arg(0)
+	}
 	if nr, ok := abi.Nr("clone3"); ok && r.Nr() == nr {
 		var b [8]byte
 		if n, err := readMem(th.Tid, r.Arg(0), b[:]); err != nil || n != 8 {
@@ -411,7 +415,7 @@ func (t *Tracer) cloneFlags(th *Thread) uint64 {
 		}
 		return binary.LittleEndian.Uint64(b[:])
 	}
-	return r.Arg(0)
+	return 0
 }
 
 // seccompStop handles a PTRACE_EVENT_SECCOMP stop.
@@ -459,6 +463,7 @@ func (t *Tracer) enter(th *Thread) {
 	c.t = t
 	c.Entry = c.Regs
 	c.reset(th)
+	c.undoRewrites()
 	h.Enter(c)
 	if c.dirty {
 		if err := putRegs(th.Tid, &c.Regs); err != nil {

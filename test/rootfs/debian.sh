@@ -3,6 +3,7 @@
 #
 #   debian.sh inputs HERE          print what the result depends on (hashed into the cache key)
 #   debian.sh build HERE DIR CACHE build the rootfs into the empty directory DIR
+#   debian.sh mirror               print the Debian mirror the builds use
 #
 # A Debian 12 minbase system with python3, git, tar, findutils, gcc and libc6-dev: a real glibc
 # userland for the e2e tests. Downloaded .debs are kept in CACHE/debs so rebuilds are quicker.
@@ -27,6 +28,9 @@ mirror() {
 }
 
 case ${1:-} in
+mirror)
+	mirror
+	;;
 inputs)
 	echo "suite=$suite include=$include variant=minbase"
 	;;
@@ -47,7 +51,7 @@ build)
 	mkdir -p "$dir/mnt/progs" "$dir/mnt/work"
 	;;
 *)
-	echo "usage: $0 inputs HERE | build HERE DIR CACHE" >&2
+	echo "usage: $0 inputs HERE | build HERE DIR CACHE | mirror" >&2
 	exit 2
 	;;
 esac

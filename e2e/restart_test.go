@@ -1,0 +1,44 @@
+//go:build linux
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRestartedPathCall: a blocking open of a FIFO, interrupted again and again by a SIGALRM
+// handler with a deep stack frame (SA_RESTART), is restarted by the kernel with the registers
+// droidroot left; the host path droidroot had pushed below the stack pointer is overwritten by
+// then. The restarted open must still open the guest's FIFO (it used to hang or fail ENOENT).
+func TestRestartedPathCall(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	droidrootBin(t)
+	for _, prog := range []string{"restart", "restart.pie", "restart.dyn"} {
+		t.Run(prog, func(t *testing.T) {
+			res := viaDroidroot(t, g, "", "/progs/"+prog, "fifo", "/tmp")
+			if res.Code != 0 || !strings.HasPrefix(res.Stdout, "open=ok read=x ") || !strings.HasSuffix(res.Stdout, " child=0\n") {
+				t.Errorf("got %s\nwant open=ok read=x ... child=0", res)
+			}
+			t.Logf("%s", strings.TrimSpace(res.Stdout))
+		})
+	}
+}
+
+// TestCloneFS: clone(CLONE_FS|SIGCHLD) reaches the tracer as a fork event, yet parent and child
+// share one fs struct: a chdir in the child moves the parent too, in droidroot's view as in
+// the kernel's (compared with a real chroot).
+func TestCloneFS(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	droidrootBin(t)
+	want := viaChroot(t, g, "", "/progs/restart", "clonefs", "/mnt/b1/sub")
+	got := viaDroidroot(t, g, "", "/progs/restart", "clonefs", "/mnt/b1/sub")
+	if got.String() != want.String() {
+		t.Errorf("droidroot: %s\nchroot: %s", got, want)
+	}
+	if want.Stdout != "child=0 cwd=/mnt/b1/sub same=1\n" {
+		t.Errorf("the oracle itself says %s", want)
+	}
+}
