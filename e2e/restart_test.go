@@ -42,3 +42,29 @@ func TestCloneFS(t *testing.T) {
 		t.Errorf("the oracle itself says %s", want)
 	}
 }
+
+// TestBindOverSymlink: a binding whose guest path is (or goes through) a symlink lands where
+// mount(2) puts it, on the link's target, as proot does; with proot's trailing "!" the link
+// itself is the mount point (no kernel equivalent: checked against what proot prints).
+func TestBindOverSymlink(t *testing.T) {
+	needRoot(t)
+	bin := droidrootBin(t)
+	g := busyboxGuest(t)
+	src := t.TempDir() + "/src"
+	makeTree(t, src, tree{"f": "bound\n", "d/g": "g\n"})
+	script := "cat /fx/filelink /fx/dir/file /fx/chain1; ls /fx/dir/sub"
+	g.Binds = append(g.Binds, src+"/f:/fx/filelink", src+"/d:/fx/abs/sub")
+	want := viaChroot(t, g, "", "/bin/sh", "-c", script)
+	got := viaDroidroot(t, g, "", "/bin/sh", "-c", script)
+	if got.String() != want.String() {
+		t.Errorf("droidroot: %s\nchroot: %s", got, want)
+	}
+	if want.Stdout != "bound\nbound\nbound\ng\n" {
+		t.Errorf("the oracle itself says %s", want)
+	}
+	// "!": the link is replaced, its target is not.
+	res := run(t, "", bin, "run", "-r", g.Root, "-b", src+"/f:/fx/filelink!", "--", "/bin/sh", "-c", "cat /fx/filelink /fx/dir/file")
+	if res.Stdout != "bound\nhello\n" {
+		t.Errorf("with !: %s\nwant bound, then the target's own content", res)
+	}
+}

@@ -3,6 +3,7 @@ package pathmap
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -26,6 +27,12 @@ const (
 // cleaned), like a bind mount of Host on Guest inside the guest root.
 type Binding struct {
 	Host, Guest string
+	// NoDeref keeps a symlink at Guest itself as the mount point (proot's
+	// trailing "!"). Otherwise Guest is dereferenced in the guest's view as
+	// the kernel's mount(2) does with its target: every symlink on the
+	// way, the last one included, so a binding at a link lands on the
+	// link's target.
+	NoDeref bool
 }
 
 // BindError tells why one binding was left out by New. proot only warns
@@ -232,6 +239,9 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 			continue
 		}
 		guest = filepath.Clean(guest)
+		if !b.NoDeref && guest != "/" {
+			guest = derefGuest(root, m.binds, fs, guest)
+		}
 		host := b.Host
 		var mode uint32
 		if _, _, ok := symbolicProc(host); ok {
@@ -246,7 +256,7 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		}
 		bi := newBindInfo(host, guest, mode)
 		bi.symbolic, bi.symRest, _ = symbolicProc(host)
-		m.binds = append(m.binds, Binding{Host: bi.host, Guest: bi.guest})
+		m.binds = append(m.binds, Binding{Host: bi.host, Guest: bi.guest, NoDeref: b.NoDeref})
 		m.infos = append(m.infos, bi)
 		m.insert(bi)
 	}
@@ -453,4 +463,28 @@ func toErrno(err error) error {
 		return e
 	}
 	return err
+}
+
+// derefGuest returns where a binding at guest lands given the bindings
+// before it (already dereferenced): guest with every symlink resolved in
+// the guest's view, the last component included; for a missing path, the
+// path it would have. guest itself when it cannot be resolved (the
+// binding then stays where it was asked for).
+func derefGuest(root string, prev []Binding, fs FS, guest string) string {
+	pm, _ := New(root, prev, fs)
+	if pm == nil {
+		return guest
+	}
+	self := os.Getpid()
+	// The longest prefix that resolves, then the missing rest as given.
+	for p, rest := guest, ""; p != "/"; p, rest = filepath.Dir(p), filepath.Join(filepath.Base(p), rest) {
+		r, err := pm.Lookup(Proc{Pid: self, Tid: self}, "/", p, Follow|WantGuest)
+		if (err == nil || err == syscall.ENOENT) && !r.Magic && strings.HasPrefix(r.Guest, "/") {
+			return filepath.Join(r.Guest, rest)
+		}
+		if err != nil && err != syscall.ENOENT {
+			break
+		}
+	}
+	return guest
 }

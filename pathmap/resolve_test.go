@@ -569,3 +569,42 @@ func TestConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+// TestBindingDeref: a binding's guest path is dereferenced in the guest's view, as mount(2)
+// does with its target (and proot without "!"): through /lib -> /usr/lib, onto a link's
+// target, through an earlier binding; with NoDeref a link at Guest is itself the mount point.
+func TestBindingDeref(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		binds []Binding
+		want  []string // the bindings' guest paths after New
+	}{
+		{"plain", []Binding{{Host: "/opt/a", Guest: "/usr/lib/x"}}, []string{"/usr/lib/x"}},
+		{"through a dir link", []Binding{{Host: "/opt/a", Guest: "/lib/x"}}, []string{"/usr/lib/x"}},
+		{"onto a file link", []Binding{{Host: "/opt/a", Guest: "/file-link"}}, []string{"/etc/group"}},
+		{"file link, no deref", []Binding{{Host: "/opt/a", Guest: "/file-link", NoDeref: true}}, []string{"/file-link"}},
+		{"parent still derefs with NoDeref", []Binding{{Host: "/opt/a", Guest: "/lib/x", NoDeref: true}}, []string{"/lib/x"}},
+		{"missing guest path", []Binding{{Host: "/opt/a", Guest: "/bin/new/deeper"}}, []string{"/usr/bin/new/deeper"}},
+		{"link inside an earlier binding", []Binding{
+			{Host: "/opt/a", Guest: "/mnt/a"},
+			{Host: "/opt/b", Guest: "/mnt/a/l"},
+		}, []string{"/mnt/a", "/mnt/a/inner"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fakeWorld()
+			f.dir("/opt/a/inner", "/opt/b")
+			f.link("/opt/a/l", "inner")
+			m, err := New("/r", tc.binds, f)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			var got []string
+			for _, b := range m.Bindings() {
+				got = append(got, b.Guest)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("guest paths (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -123,7 +123,7 @@ func configure(o *Options) (*tracer.Config, int) {
 			}
 			continue
 		}
-		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest)})
+		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest), NoDeref: b.NoDeref})
 	}
 	tmpDir := os.Getenv("PROOT_TMP_DIR")
 	if tmpDir == "" {

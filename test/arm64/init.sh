@@ -14,7 +14,8 @@
 #      directory /droidroot/pkg/NAME (its testdata; /tmp when there is none)
 #
 # The tests' environment (whatever runs): DROIDROOT_BIN=/droidroot/bin/droidroot,
-# DROIDROOT_ROOTFS_BUSYBOX=/droidroot/rootfs, DROIDROOT_E2E_REQUIRED=1, DROIDROOT_E2E_TIMEOUT=3m
+# DROIDROOT_ROOTFS_BUSYBOX=/droidroot/rootfs, DROIDROOT_ROOTFS_DEBIAN=/droidroot/debian (when
+# shipped), DROIDROOT_E2E_REQUIRED=1, DROIDROOT_E2E_TIMEOUT=3m
 # (the e2e suite's limit per command, 60 s by default, is for native speed: under TCG
 # TestThreads's 50,000 traced calls take ~30 s, twice that on a busy host), unless the kernel command
 # line sets them: its KEY=VALUE words (before `--`) arrive here as environment variables and
@@ -35,6 +36,10 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export HOME=/root TMPDIR=/tmp
 export DROIDROOT_BIN="${DROIDROOT_BIN:-/droidroot/bin/droidroot}"
 export DROIDROOT_ROOTFS_BUSYBOX="${DROIDROOT_ROOTFS_BUSYBOX:-/droidroot/rootfs}"
+# The arm64 Debian rootfs, when run.sh shipped it (DROIDROOT_ARM64_DEBIAN=1).
+if [ -d /droidroot/debian ] && [ -z "${DROIDROOT_ROOTFS_DEBIAN:-}" ]; then
+	export DROIDROOT_ROOTFS_DEBIAN=/droidroot/debian
+fi
 export DROIDROOT_E2E_REQUIRED="${DROIDROOT_E2E_REQUIRED:-1}"
 export DROIDROOT_E2E_TIMEOUT="${DROIDROOT_E2E_TIMEOUT:-3m}"
 

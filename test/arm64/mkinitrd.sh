@@ -1,7 +1,7 @@
 #!/bin/bash
-# mkinitrd.sh - pack the arm64 test VM's initramfs (newc cpio, gzip).
+# mkinitrd.sh - pack the arm64 test VM's initramfs (newc cpio; gzip when OUT ends in .gz).
 #
-# usage: test/arm64/mkinitrd.sh OUT.cpio.gz --bin DIR --rootfs DIR [--init SCRIPT]
+# usage: test/arm64/mkinitrd.sh OUT.cpio[.gz] --bin DIR --rootfs DIR [--init SCRIPT]
 #                               [--add SRC:DEST]... [--overlay DIR]... [--busybox FILE]
 #                               [--cache DIR]
 #   --bin DIR       copied to /droidroot/bin: the droidroot binary, the *.test binaries and,
@@ -125,7 +125,9 @@ for f in "$stage"/droidroot/bin/*; do
 	fi
 done
 
+compress=(cat)
+[[ $out == *.gz ]] && compress=(gzip -6 -n)
 (cd "$stage" && find . -mindepth 1 -printf '%P\n' | LC_ALL=C sort | "${cpio_out[@]}") |
-	gzip -6 -n >"$out.tmp"
+	"${compress[@]}" >"$out.tmp"
 mv -f -- "$out.tmp" "$out"
 say "wrote $out ($(du -h -- "$out" | cut -f1), $(du -sh --apparent-size -- "$stage" | cut -f1) unpacked)"

@@ -24,6 +24,9 @@
 #                            ./pathmap ./emul ./loader); ./test/arm64/smoke is always added
 #   DROIDROOT_ARM64_STRICT   1 (default): any build failure fails the stage; 0: skip what does not
 #                            build, loudly
+#   DROIDROOT_ARM64_DEBIAN   1 (default): also build (test/mkrootfs.sh debian-arm64, cached) and
+#                            ship the arm64 Debian rootfs as /droidroot/debian, so the Debian e2e
+#                            tests run (python3, git, tar, gcc; the VM gets 3 GiB); 0: leave it out
 #   DROIDROOT_ARM64_TIMEOUT  VM wall-clock limit in seconds (default 840; a warm run needs ~220)
 #   DROIDROOT_ARM64_APPEND   extra kernel command line (KEY=VALUE -> test environment; see
 #                            init.sh), e.g. DROIDROOT_TEST_RUN=TestFoo
@@ -157,18 +160,29 @@ else
 	echo "$key" >"$cache/rootfs.stamp"
 fi
 
-# 4. The initramfs.
+# 3b. The arm64 Debian rootfs (built once through qemu-user, then cached by test/mkrootfs.sh).
+debian_args=() vm_mem=1024
+if [[ ${DROIDROOT_ARM64_DEBIAN:-1} == 1 ]]; then
+	step "debian-arm64 rootfs"
+	debian=${DROIDROOT_CACHE:-/var/cache/droidroot}/debian-arm64
+	"$repo/test/mkrootfs.sh" debian-arm64 "$debian"
+	debian_args=(--add "$debian:/droidroot/debian")
+	vm_mem=3072
+fi
+
+# 4. The initramfs: uncompressed (.cpio), since the kernel unpacks it far faster under TCG than
+# it would gunzip it, and the Debian rootfs makes it big.
 step "initramfs"
 "$here/mkhosttools.sh" "$work/hosttools" --cache "$cache"
-"$here/mkinitrd.sh" "$work/initrd.cpio.gz" --cache "$cache" --bin "$work/bin" \
+"$here/mkinitrd.sh" "$work/initrd.cpio" --cache "$cache" --bin "$work/bin" \
 	--rootfs "$cache/rootfs" --overlay "$work/hosttools" \
-	--add "$work/src:/droidroot/src" --add "$work/pkg:/droidroot/pkg"
+	--add "$work/src:/droidroot/src" --add "$work/pkg:/droidroot/pkg" "${debian_args[@]}"
 flock -u 8
 
 # 5. The VM.
 step "VM (timeout ${vm_timeout}s)"
 rc=0
-"$here/run-vm.sh" --kernel "$cache/Image" --initrd "$work/initrd.cpio.gz" --timeout "$vm_timeout" \
+"$here/run-vm.sh" --kernel "$cache/Image" --initrd "$work/initrd.cpio" --timeout "$vm_timeout" --mem "$vm_mem" \
 	--log "$work/console.log" ${DROIDROOT_ARM64_APPEND:+--append "$DROIDROOT_ARM64_APPEND"} || rc=$?
 if [[ -n ${DROIDROOT_ARM64_LOG:-} ]]; then
 	mkdir -p -- "$(dirname -- "$DROIDROOT_ARM64_LOG")"
