@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,18 @@ func runMain(args []string, edit func(tracer.Table)) int {
 	t, err := tracer.New(*cfg)
 	if err != nil {
 		return errorf("%v", err)
+	}
+	if p := os.Getenv("DROIDROOT_CPUPROFILE"); p != "" {
+		// A developer's tool: where the tracer's own time goes.
+		f, err := os.Create(p)
+		if err != nil {
+			return errorf("DROIDROOT_CPUPROFILE: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return errorf("DROIDROOT_CPUPROFILE: %v", err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	status, err := t.Run()
 	if err != nil {

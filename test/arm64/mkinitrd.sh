@@ -14,6 +14,8 @@
 #                   links of the same path), e.g. Debian's bash/mount/unshare from mkhosttools.sh
 #   --busybox FILE  the arm64 static busybox for /bin (default: fetch.sh's, in the cache)
 #   --cache DIR     fetch.sh's cache (default ${DROIDROOT_CACHE:-/var/cache/droidroot}/arm64)
+#   --append FILE   append the ready-made (uncompressed newc) cpio archive FILE: the kernel
+#                   unpacks concatenated archives in order (run.sh's cached Debian rootfs)
 #
 # Archive layout:
 #   /init                     the init script (busybox sh)
@@ -43,6 +45,7 @@ shift
 bin='' rootfs='' init=$here/init.sh busybox='' cache=$(arm64_cache_default)
 adds=()
 overlays=()
+appends=()
 while [[ $# -gt 0 ]]; do
 	[[ $# -ge 2 ]] || usage
 	case $1 in
@@ -50,6 +53,7 @@ while [[ $# -gt 0 ]]; do
 	--rootfs) rootfs=$2 ;;
 	--init) init=$2 ;;
 	--add) adds+=("$2") ;;
+	--append) appends+=("$2") ;;
 	--overlay) overlays+=("$2") ;;
 	--busybox) busybox=$2 ;;
 	--cache) cache=$2 ;;
@@ -127,7 +131,12 @@ done
 
 compress=(cat)
 [[ $out == *.gz ]] && compress=(gzip -6 -n)
-(cd "$stage" && find . -mindepth 1 -printf '%P\n' | LC_ALL=C sort | "${cpio_out[@]}") |
-	"${compress[@]}" >"$out.tmp"
+for a in "${appends[@]}"; do
+	[[ -f $a ]] || die "--append $a: no such file"
+done
+{
+	(cd "$stage" && find . -mindepth 1 -printf '%P\n' | LC_ALL=C sort | "${cpio_out[@]}")
+	cat -- "${appends[@]}" </dev/null
+} | "${compress[@]}" >"$out.tmp"
 mv -f -- "$out.tmp" "$out"
 say "wrote $out ($(du -h -- "$out" | cut -f1), $(du -sh --apparent-size -- "$stage" | cut -f1) unpacked)"
