@@ -1,5 +1,7 @@
 package tracer
 
+import "github.com/droidroot/droidroot/ident"
+
 // FS is the filesystem context a group of threads shares (CLONE_FS): the
 // guest's current directory.
 type FS struct {
@@ -41,6 +43,8 @@ type Thread struct {
 	// stopped is true while a not-ready task waits in its initial stop.
 	stopped bool
 	call    Call
+	// creds are the thread's emulated credentials (when Config.Creds is set).
+	creds ident.Creds
 }
 
 // ExecPlan is what an execve handler decided: the loader runs the program

@@ -205,6 +205,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
 		noSeccomp = true
 	}
+	ecfg := emulConfig(o)
 	return &tracer.Config{
 		Mapper:     m,
 		Cwd:        cwd,
@@ -213,7 +214,8 @@ func configure(o *Options) (*tracer.Config, int) {
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
-		Table:      emul.Table(emulConfig(o)),
+		Table:      emul.Table(ecfg),
+		Creds:      emul.InitialCreds(ecfg),
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
@@ -268,5 +270,12 @@ func virtualDir(tmpDir string) (string, error) {
 // emulConfig turns the command line's options into the handler table's
 // configuration.
 func emulConfig(o *Options) emul.Config {
-	return emul.Config{}
+	var c emul.Config
+	if o.ChangeID != "" {
+		uid, gid, _ := parseChangeID(o.ChangeID) // checked when parsed
+		c.Identity = &emul.Identity{UID: uid, GID: gid}
+	}
+	// Test switch: the set*id emulation without -0/-i (see e2e/doc.go).
+	c.EmulateSetID = os.Getenv("DROIDROOT_EMULATE_SETID") == "1"
+	return c
 }
