@@ -355,14 +355,18 @@ func TestIdentityDebian(t *testing.T) {
 	}
 }
 
-// TestIdentityUserSwitch runs the tools that switch users under -0 in the Debian rootfs: su,
-// runuser, setpriv, and a python3 program doing apt's privilege drop (setgroups, setresgid,
-// setresuid, then checking that root cannot be regained).
+// TestIdentityUserSwitch runs the tools that switch users under -0 in the Debian rootfs (su,
+// runuser, setpriv with its PR_SET_KEEPCAPS + capset dance, and a python3 program doing apt's
+// privilege drop, then failing to regain root) and compares them with the kernel's answers as
+// root in a real chroot.
 func TestIdentityUserSwitch(t *testing.T) {
 	needRoot(t)
 	g := debianGuest(t)
 	script := `su -s /bin/sh -c 'id; whoami' nobody
 runuser -u _apt -- id
+setpriv --reuid=1000 --regid=1000 --clear-groups id
+setpriv --reuid=_apt --regid=nogroup --init-groups sh -c 'id; setpriv --reuid=0 --regid=0 --clear-groups id'
+setpriv --reuid=1000 --regid=1000 --keep-groups id
 python3 -c '
 import os
 os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(42, 42, 42)
@@ -374,9 +378,22 @@ except OSError as e:
 '`
 	want := "uid=65534(nobody) gid=65534(nogroup) groups=65534(nogroup)\nnobody\n" +
 		"uid=42(_apt) gid=65534(nogroup) groups=65534(nogroup)\n" +
+		"uid=1000 gid=1000 groups=1000\n" +
+		"uid=42(_apt) gid=65534(nogroup) groups=65534(nogroup)\n" +
+		"uid=1000 gid=1000 groups=1000,0(root)\n" +
 		"(42, 42, 42) (65534, 65534, 65534) []\nsetuid(0): Operation not permitted\n"
-	res := run(t, "", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")...)
-	if res.Code != 0 || res.Stdout != want {
-		t.Errorf("got %s\nwant stdout:\n%s", res, want)
+	wantErr := "setpriv: setresuid failed: Operation not permitted\n"
+	oracle := append(append([]string{repoPath(t, "test/oracle/chroot.sh"), "-w", g.Cwd, g.Root}, g.Binds...), "--", "/bin/sh", "-c", script)
+	for _, r := range []struct {
+		name string
+		argv []string
+	}{
+		{"chroot", asUser(t, "", oracle...)},
+		{"droidroot -0", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")},
+	} {
+		res := run(t, "", r.argv...)
+		if res.Code != 0 || res.Stdout != want || res.Stderr != wantErr {
+			t.Errorf("%s: got %s\nwant stdout:\n%s--- stderr:\n%s", r.name, res, want, wantErr)
+		}
 	}
 }

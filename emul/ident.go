@@ -2,6 +2,8 @@ package emul
 
 import (
 	"encoding/binary"
+	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -37,9 +39,37 @@ func InitialCreds(cfg Config) *ident.Creds {
 		c := ident.New(uint32(r), uint32(rg), groups)
 		c.EUID, c.SUID, c.FSUID = uint32(e), uint32(s), uint32(e)
 		c.EGID, c.SGID, c.FSGID = uint32(eg), uint32(sg), uint32(eg)
+		c.CapEff, c.CapPrm, c.CapInh = realCaps()
 		return &c
 	}
 	return nil
+}
+
+// realCaps reads droidroot's own capability sets from /proc/self/status.
+func realCaps() (eff, prm, inh uint64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":\t")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "CapEff":
+			eff = n
+		case "CapPrm":
+			prm = n
+		case "CapInh":
+			inh = n
+		}
+	}
+	return eff, prm, inh
 }
 
 // addIdentity puts the identity handlers into t for cfg: the get*id and
@@ -62,8 +92,11 @@ func addIdentity(t tracer.Table, cfg Config) {
 		chainExit(t, name, owner.stat(arg))
 	}
 	chainExit(t, "statx", owner.statx)
-	for _, name := range []string{"chown", "lchown", "fchown", "fchownat", "chmod", "fchmod", "fchmodat", "fchmodat2"} {
-		chainExit(t, name, privileged)
+	for _, name := range []string{"chown", "lchown", "fchown", "fchownat"} {
+		chainExit(t, name, privileged(ident.CapChown))
+	}
+	for _, name := range []string{"chmod", "fchmod", "fchmodat", "fchmodat2"} {
+		chainExit(t, name, privileged(ident.CapFowner))
 	}
 	for _, name := range []string{"setxattr", "lsetxattr", "fsetxattr"} {
 		chainExit(t, name, privilegedXattr)
@@ -145,7 +178,123 @@ func credHandlers() tracer.Table {
 		"setfsgid":  {Enter: func(c *tracer.Call) { c.Return(int64(c.Creds().Setfsgid(arg(c, 0)))) }},
 		"getgroups": {Enter: getgroups},
 		"setgroups": {Enter: setgroups},
+		"capget":    {Enter: capget},
+		"capset":    {Enter: capset},
+		"prctl":     {Enter: prctl},
 	}
+}
+
+// prctl answers PR_GET_KEEPCAPS and PR_SET_KEEPCAPS from the emulated
+// credentials; every other option runs in the kernel.
+func prctl(c *tracer.Call) {
+	switch c.Arg(0) {
+	case unix.PR_GET_KEEPCAPS:
+		if c.Creds().KeepCaps {
+			c.Return(1)
+		} else {
+			c.Return(0)
+		}
+	case unix.PR_SET_KEEPCAPS:
+		if c.Arg(1) > 1 {
+			c.Fail(unix.EINVAL)
+			return
+		}
+		c.Creds().KeepCaps = c.Arg(1) == 1
+		c.Return(0)
+	}
+}
+
+// Capability header versions (linux/capability.h) and how many 32-bit
+// words each set has in them.
+const (
+	capVersion1 = 0x19980330
+	capVersion2 = 0x20071026
+	capVersion3 = 0x20080522
+)
+
+// capHeader reads capget/capset's header: the number of data structs the
+// version implies (0 after answering EINVAL for an unknown version, as the
+// kernel does after writing the version it prefers) and the pid.
+func capHeader(c *tracer.Call) (n int, pid int32, errno unix.Errno) {
+	var h [8]byte
+	if c.ReadMem(c.Arg(0), h[:4]) != nil {
+		return 0, 0, unix.EFAULT
+	}
+	switch binary.LittleEndian.Uint32(h[:4]) {
+	case capVersion1:
+		n = 1
+	case capVersion2, capVersion3:
+		n = 2
+	default:
+		binary.LittleEndian.PutUint32(h[:4], capVersion3)
+		if c.WriteMem(c.Arg(0), h[:4]) != nil {
+			return 0, 0, unix.EFAULT
+		}
+		return 0, 0, unix.EINVAL
+	}
+	if c.ReadMem(c.Arg(0)+4, h[4:]) != nil {
+		return 0, 0, unix.EFAULT
+	}
+	return n, int32(binary.LittleEndian.Uint32(h[4:])), 0
+}
+
+// capget is capget(hdr, data) for the caller or another traced thread;
+// other pids are left to the kernel.
+func capget(c *tracer.Call) {
+	n, pid, errno := capHeader(c)
+	if errno != 0 || c.Arg(1) == 0 {
+		if c.Arg(1) == 0 && errno == unix.EINVAL {
+			errno = 0
+		}
+		c.Fail0(errno)
+		return
+	}
+	if pid < 0 {
+		c.Fail(unix.EINVAL)
+		return
+	}
+	cr := c.Creds()
+	if pid != 0 && int(pid) != c.Tid() {
+		if cr = c.Tracer().ThreadCreds(int(pid)); cr == nil {
+			return // not ours: the kernel answers
+		}
+	}
+	b := make([]byte, 12*n)
+	for i := 0; i < n; i++ {
+		for j, set := range []uint64{cr.CapEff, cr.CapPrm, cr.CapInh} {
+			binary.LittleEndian.PutUint32(b[12*i+4*j:], uint32(set>>(32*i)))
+		}
+	}
+	if c.WriteMem(c.Arg(1), b) != nil {
+		c.Fail(unix.EFAULT)
+		return
+	}
+	c.Return(0)
+}
+
+// capset is capset(hdr, data): only the caller's own sets may change.
+func capset(c *tracer.Call) {
+	n, pid, errno := capHeader(c)
+	if errno != 0 {
+		c.Fail(errno)
+		return
+	}
+	if pid != 0 && int(pid) != c.Tid() {
+		c.Fail(unix.EPERM)
+		return
+	}
+	b := make([]byte, 12*n)
+	if c.ReadMem(c.Arg(1), b) != nil {
+		c.Fail(unix.EFAULT)
+		return
+	}
+	var sets [3]uint64
+	for i := 0; i < n; i++ {
+		for j := range sets {
+			sets[j] |= uint64(binary.LittleEndian.Uint32(b[12*i+4*j:])) << (32 * i)
+		}
+	}
+	c.Fail0(c.Creds().Capset(sets[0], sets[1], sets[2]))
 }
 
 // getgroups is getgroups(size, list).
@@ -252,19 +401,21 @@ func (o ownerFix) statx(c *tracer.Call) {
 	o.fix(c, uidAddr, gidAddr)
 }
 
-// privileged turns EPERM into success for a caller with root's file
-// capabilities: chown and chmod of files the real user cannot change
-// succeed without changing them, as under termux proot -0.
-func privileged(c *tracer.Call) {
-	if c.Ret() == -int64(unix.EPERM) && c.Creds().FSPrivileged() {
-		c.Return(0)
+// privileged turns EPERM into success for a caller with capability cap
+// (CAP_CHOWN, CAP_FOWNER, CAP_MKNOD): chown and chmod of files the real user
+// cannot change succeed without changing them, as under termux proot -0.
+func privileged(cap int) func(c *tracer.Call) {
+	return func(c *tracer.Call) {
+		if c.Ret() == -int64(unix.EPERM) && c.Creds().Capable(cap) {
+			c.Return(0)
+		}
 	}
 }
 
 // privilegedXattr is privileged for setting trusted.* and security.*
-// attributes, which need CAP_SYS_ADMIN (or CAP_SETFCAP).
+// attributes, which need CAP_SYS_ADMIN.
 func privilegedXattr(c *tracer.Call) {
-	if c.Ret() != -int64(unix.EPERM) || !c.Creds().FSPrivileged() {
+	if c.Ret() != -int64(unix.EPERM) || !c.Creds().Capable(ident.CapSysAdmin) {
 		return
 	}
 	name, err := c.ReadPath(c.Arg(1))
@@ -285,7 +436,7 @@ func mknodHandler(t tracer.Table, name string, modeArg int, realRoot bool) {
 	inner := h.Enter
 	h.Enter = func(c *tracer.Call) {
 		inner(c)
-		if c.Answered() || realRoot || !c.Creds().FSPrivileged() {
+		if c.Answered() || realRoot || !c.Creds().Capable(ident.CapMknod) {
 			return
 		}
 		mode := uint32(c.Arg(modeArg))
@@ -294,7 +445,7 @@ func mknodHandler(t tracer.Table, name string, modeArg int, realRoot bool) {
 		}
 	}
 	t[name] = h
-	chainExit(t, name, privileged)
+	chainExit(t, name, privileged(ident.CapMknod))
 }
 
 // accessHandler makes access checks of a caller that is root (by its real
@@ -320,7 +471,7 @@ func accessHandler(t tracer.Table, name string, dirfdArg, pathArg, modeArg, flag
 		if flagsArg >= 0 {
 			flags = c.Arg(flagsArg)
 		}
-		if !c.Creds().AccessPrivileged(flags&unix.AT_EACCESS != 0) {
+		if !c.Creds().AccessCapable(ident.CapDacOverride, flags&unix.AT_EACCESS != 0) {
 			return
 		}
 		addr, _ := c.Data.(uint64)

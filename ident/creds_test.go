@@ -13,9 +13,25 @@ type ids [4]uint32
 func uids(c Creds) ids { return ids{c.UID, c.EUID, c.SUID, c.FSUID} }
 func gids(c Creds) ids { return ids{c.GID, c.EGID, c.SGID, c.FSGID} }
 
+// withUIDs returns root's gids and the uids u, with the capabilities a
+// task with these uids has after an exec: permitted if any of the real or
+// effective uid is 0, effective if the effective uid is 0 (and the file
+// capabilities only with fs uid 0).
 func withUIDs(u ids) Creds {
 	c := New(0, 0, nil)
 	c.UID, c.EUID, c.SUID, c.FSUID = u[0], u[1], u[2], u[3]
+	c.CapPrm, c.CapEff = 0, 0
+	if c.UID == 0 || c.EUID == 0 || c.SUID == 0 {
+		c.CapPrm = CapFull
+	}
+	if c.EUID == 0 {
+		c.CapEff = CapFull
+	}
+	if c.FSUID != 0 {
+		c.CapEff &^= capFSSet
+	} else {
+		c.CapEff |= c.CapPrm & capFSSet
+	}
 	return c
 }
 
@@ -233,26 +249,100 @@ func TestGroups(t *testing.T) {
 	}
 }
 
-func TestPrivilege(t *testing.T) {
-	tests := []struct {
-		name           string
-		u              ids
-		fs, acc, eacc  bool
-		setuid, setgid bool
+// TestCapabilities follows the capability sets through uid changes, as
+// cap_emulate_setxuid and cap_task_fix_setuid do.
+func TestCapabilities(t *testing.T) {
+	type caps struct{ eff, prm uint64 }
+	get := func(c Creds) caps { return caps{c.CapEff, c.CapPrm} }
+	full, none := caps{CapFull, CapFull}, caps{0, 0}
+	c := New(0, 0, nil)
+	steps := []struct {
+		name string
+		do   func() unix.Errno
+		want caps
 	}{
-		{"root", ids{0, 0, 0, 0}, true, true, true, true, true},
-		{"user", ids{1, 1, 1, 1}, false, false, false, false, false},
-		{"euid dropped", ids{0, 5, 0, 5}, false, true, false, false, false},
-		{"fsuid back to 0", ids{0, 5, 0, 0}, true, true, true, false, false},
-		{"fsuid dropped", ids{0, 0, 0, 5}, false, true, false, true, true},
-		{"ruid user, euid root", ids{5, 0, 0, 0}, true, false, true, true, true},
+		{"root", func() unix.Errno { return 0 }, full},
+		{"fsuid 5 drops the file capabilities", func() unix.Errno { c.Setfsuid(5); return 0 }, caps{CapFull &^ capFSSet, CapFull}},
+		{"fsuid 0 raises them", func() unix.Errno { c.Setfsuid(0); return 0 }, full},
+		{"euid 1000 clears effective, saved root keeps permitted", func() unix.Errno { return c.Setresuid(X, 1000, X) }, caps{0, CapFull}},
+		{"unprivileged setresgid", func() unix.Errno {
+			if errno := c.Setresgid(5, 5, 5); errno != unix.EPERM {
+				t.Errorf("setresgid with euid 1000 = %v, want EPERM", errno)
+			}
+			return 0
+		}, caps{0, CapFull}},
+		{"setfsuid(0) raises the file capabilities from permitted", func() unix.Errno { c.Setfsuid(0); return 0 }, caps{capFSSet, CapFull}},
+		{"euid 0 again: effective = permitted", func() unix.Errno { return c.Setresuid(X, 0, X) }, full},
+		{"all uids 1000: everything gone", func() unix.Errno { return c.Setresuid(1000, 1000, 1000) }, none},
+	}
+	for _, s := range steps {
+		if errno := s.do(); errno != 0 || get(c) != s.want {
+			t.Fatalf("%s: %v, caps %+v; want %+v", s.name, errno, get(c), s.want)
+		}
+	}
+	// With PR_SET_KEEPCAPS (setpriv), permitted survives the drop and capset brings the
+	// effective set back, so setresgid works after setresuid.
+	c = New(0, 0, nil)
+	c.KeepCaps = true
+	if errno := c.Setresuid(1000, 1000, 1000); errno != 0 || get(c) != (caps{0, CapFull}) {
+		t.Fatalf("keepcaps drop: %v %+v", errno, get(c))
+	}
+	if errno := c.Setresgid(1000, 1000, 1000); errno != unix.EPERM {
+		t.Errorf("setresgid before capset: %v, want EPERM", errno)
+	}
+	if errno := c.Capset(CapFull, CapFull, 0); errno != 0 {
+		t.Fatalf("capset: %v", errno)
+	}
+	if errno := c.Setresgid(1000, 1000, 1000); errno != 0 {
+		t.Errorf("setresgid after capset: %v", errno)
+	}
+	if secure := c.Exec(); secure || get(c) != none || c.KeepCaps {
+		t.Errorf("exec as uid 1000: secure %v caps %+v keepcaps %v; want everything cleared", secure, get(c), c.KeepCaps)
+	}
+}
+
+func TestCapset(t *testing.T) {
+	const setuid = 1 << CapSetuid
+	tests := []struct {
+		name          string
+		eff, prm, inh uint64
+		errno         unix.Errno
+	}{
+		{"shrink", setuid, setuid, 0, 0},
+		{"effective beyond permitted", CapFull, setuid, 0, unix.EPERM},
+		{"grow permitted", 0, CapFull, 0, unix.EPERM},
+		{"inheritable from permitted", 0, setuid, setuid, 0},
 	}
 	for _, tt := range tests {
-		c := withUIDs(tt.u)
-		got := [5]bool{c.FSPrivileged(), c.AccessPrivileged(false), c.AccessPrivileged(true), c.CapSetUID(), c.CapSetGID()}
-		want := [5]bool{tt.fs, tt.acc, tt.eacc, tt.setuid, tt.setgid}
-		if got != want {
-			t.Errorf("%s %v: fs, access, eaccess, setuid, setgid = %v, want %v", tt.name, tt.u, got, want)
+		c := New(1000, 1000, nil)
+		c.CapPrm, c.CapEff = setuid, setuid
+		if errno := c.Capset(tt.eff, tt.prm, tt.inh); errno != tt.errno {
+			t.Errorf("%s: capset = %v, want %v", tt.name, errno, tt.errno)
+		}
+	}
+	c := New(1000, 1000, nil)
+	if errno := c.Capset(0, 0, 1<<CapChown); errno != unix.EPERM {
+		t.Errorf("inheritable without it permitted nor CAP_SETPCAP: %v, want EPERM", errno)
+	}
+}
+
+func TestAccessCapable(t *testing.T) {
+	root := New(0, 0, nil)
+	dropped := withUIDs(ids{0, 5, 0, 5})
+	user := New(5, 5, nil)
+	setuidRoot := withUIDs(ids{5, 0, 0, 0})
+	for _, tt := range []struct {
+		name         string
+		c            Creds
+		access, eacc bool
+	}{
+		{"root", root, true, true},
+		{"real root, euid 5", dropped, true, false},
+		{"user", user, false, false},
+		{"real user, euid root", setuidRoot, false, true},
+	} {
+		if a, e := tt.c.AccessCapable(CapDacOverride, false), tt.c.AccessCapable(CapDacOverride, true); a != tt.access || e != tt.eacc {
+			t.Errorf("%s: access %v eaccess %v; want %v %v", tt.name, a, e, tt.access, tt.eacc)
 		}
 	}
 }
