@@ -2,8 +2,6 @@ package emul
 
 import (
 	"encoding/binary"
-	"os"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -28,48 +26,10 @@ func InitialCreds(cfg Config) *ident.Creds {
 		c := ident.New(cfg.Identity.UID, cfg.Identity.GID, []uint32{cfg.Identity.GID})
 		return &c
 	case cfg.EmulateSetID:
-		r, e, s := unix.Getresuid()
-		rg, eg, sg := unix.Getresgid()
-		var groups []uint32
-		if gs, err := unix.Getgroups(); err == nil {
-			for _, g := range gs {
-				groups = append(groups, uint32(g))
-			}
-		}
-		c := ident.New(uint32(r), uint32(rg), groups)
-		c.EUID, c.SUID, c.FSUID = uint32(e), uint32(s), uint32(e)
-		c.EGID, c.SGID, c.FSGID = uint32(eg), uint32(sg), uint32(eg)
-		c.CapEff, c.CapPrm, c.CapInh = realCaps()
+		c := ident.Real()
 		return &c
 	}
 	return nil
-}
-
-// realCaps reads droidroot's own capability sets from /proc/self/status.
-func realCaps() (eff, prm, inh uint64) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":\t")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "CapEff":
-			eff = n
-		case "CapPrm":
-			prm = n
-		case "CapInh":
-			inh = n
-		}
-	}
-	return eff, prm, inh
 }
 
 // addIdentity puts the identity handlers into t for cfg: the get*id and
@@ -87,11 +47,19 @@ func addIdentity(t tracer.Table, cfg Config) {
 		return
 	}
 	realUID, realGID := uint32(unix.Getuid()), uint32(unix.Getgid())
-	owner := ownerFix{realUID: realUID, realGID: realGID, uid: cfg.Identity.UID, gid: cfg.Identity.GID}
-	for name, arg := range map[string]int{"stat": 1, "lstat": 1, "fstat": 1, "newfstatat": 2, "fstatat": 2} {
-		chainExit(t, name, owner.stat(arg))
+	if realUID != cfg.Identity.UID || realGID != cfg.Identity.GID {
+		owner := ownerFix{realUID: realUID, realGID: realGID, uid: cfg.Identity.UID, gid: cfg.Identity.GID}
+		for name, arg := range map[string]int{"stat": 1, "lstat": 1, "fstat": 1, "newfstatat": 2, "fstatat": 2} {
+			chainExit(t, name, owner.stat(arg))
+		}
+		chainExit(t, "statx", owner.statx)
 	}
-	chainExit(t, "statx", owner.statx)
+	// The privilege fix-ups matter only for a fake root that is not really
+	// root: the kernel refuses nothing to real root, and a fake non-root
+	// identity never gains capabilities.
+	if cfg.Identity.UID != 0 || unix.Geteuid() == 0 {
+		return
+	}
 	for _, name := range []string{"chown", "lchown", "fchown", "fchownat"} {
 		chainExit(t, name, privileged(ident.CapChown))
 	}
@@ -101,9 +69,8 @@ func addIdentity(t tracer.Table, cfg Config) {
 	for _, name := range []string{"setxattr", "lsetxattr", "fsetxattr"} {
 		chainExit(t, name, privilegedXattr)
 	}
-	realRoot := unix.Geteuid() == 0
-	mknodHandler(t, "mknod", 1, realRoot)
-	mknodHandler(t, "mknodat", 2, realRoot)
+	mknodHandler(t, "mknod", 1)
+	mknodHandler(t, "mknodat", 2)
 	accessHandler(t, "access", -1, 0, 1, -1)
 	accessHandler(t, "faccessat", 0, 1, 2, -1)
 	accessHandler(t, "faccessat2", 0, 1, 2, 3)
@@ -425,10 +392,10 @@ func privilegedXattr(c *tracer.Call) {
 }
 
 // mknodHandler makes a fake root's mknod of a device create an empty
-// regular file with the same permissions when droidroot is not really root
-// (the kernel would say EPERM): dpkg and tar then find a file to rename
-// and chown. A remaining EPERM becomes success, as under termux proot.
-func mknodHandler(t tracer.Table, name string, modeArg int, realRoot bool) {
+// regular file with the same permissions (droidroot is not really root, so
+// the kernel would say EPERM): dpkg and tar then find a file to rename and
+// chown. A remaining EPERM becomes success, as under termux proot.
+func mknodHandler(t tracer.Table, name string, modeArg int) {
 	h, ok := t[name]
 	if !ok {
 		return
@@ -436,7 +403,7 @@ func mknodHandler(t tracer.Table, name string, modeArg int, realRoot bool) {
 	inner := h.Enter
 	h.Enter = func(c *tracer.Call) {
 		inner(c)
-		if c.Answered() || realRoot || !c.Creds().Capable(ident.CapMknod) {
+		if c.Answered() || !c.Creds().Capable(ident.CapMknod) {
 			return
 		}
 		mode := uint32(c.Arg(modeArg))

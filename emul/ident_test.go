@@ -1,6 +1,7 @@
 package emul
 
 import (
+	"os"
 	"testing"
 
 	"github.com/droidroot/droidroot/seccomp"
@@ -39,10 +40,21 @@ func TestIdentityTable(t *testing.T) {
 			}
 		}
 	}
-	table := Table(Config{Identity: &Identity{UID: 1000, GID: 1000}})
-	for _, n := range []string{"fstat", "stat", "newfstatat", "fstatat", "statx", "fchown", "fchmod", "fsetxattr", "mknodat", "faccessat"} {
+	table := Table(Config{Identity: &Identity{UID: 4242, GID: 4242}})
+	for _, n := range []string{"fstat", "stat", "newfstatat", "fstatat", "statx"} {
 		if h, ok := table[n]; ok && h.Exit == nil {
-			t.Errorf("-i: %s has no exit handler (owner or privilege fix-up)", n)
+			t.Errorf("-i 4242:4242: %s has no exit handler (owner fix-up)", n)
+		}
+	}
+	if h := table["fchown"]; h.Exit != nil {
+		t.Error("-i 4242:4242: fchown has a privilege fix-up, but a fake non-root never has privileges")
+	}
+	if os.Geteuid() != 0 {
+		table := Table(Config{Identity: &Identity{}})
+		for _, n := range []string{"fchown", "fchmod", "fsetxattr", "mknodat", "faccessat"} {
+			if h := table[n]; h.Exit == nil {
+				t.Errorf("-0 as a real user: %s has no privilege fix-up", n)
+			}
 		}
 	}
 	if _, ok := Table(Config{EmulateSetID: true})["fstat"]; ok {

@@ -357,3 +357,13 @@ func TestExec(t *testing.T) {
 		t.Error("exec with equal ids is secure")
 	}
 }
+
+func TestReal(t *testing.T) {
+	c := Real()
+	if int(c.UID) != unix.Getuid() || int(c.EUID) != unix.Geteuid() || int(c.GID) != unix.Getgid() {
+		t.Errorf("Real() = %+v, want this process's ids", c)
+	}
+	if unix.Geteuid() == 0 && c.CapEff == 0 {
+		t.Errorf("Real() as root has no effective capabilities: %+v", c)
+	}
+}

@@ -7,33 +7,31 @@ import (
 	"github.com/droidroot/droidroot/loader"
 )
 
-// Creds returns the calling thread's emulated credentials, or nil when the
-// tracer does not emulate them (Config.Creds is nil). Credentials are per
-// thread as in the kernel: a new thread or process starts with a copy of
-// its creator's, and glibc's setxid broadcast makes every thread of a
-// process make the same set*id call.
-func (c *Call) Creds() *ident.Creds {
-	if c.t.cfg.Creds == nil {
-		return nil
-	}
-	return &c.th.creds
-}
+// Creds returns the calling thread's emulated credentials: those of
+// Config.Creds as changed since, or droidroot's own real ones when
+// Config.Creds is nil (so that a set*id handler is consistent even when the
+// table has one without them). Credentials are per thread as in the
+// kernel: a new thread or process starts with a copy of its creator's, and
+// glibc's setxid broadcast makes every thread of a process make the same
+// set*id call.
+func (c *Call) Creds() *ident.Creds { return &c.th.creds }
 
 // ThreadCreds returns the emulated credentials of traced thread tid, or nil.
 func (t *Tracer) ThreadCreds(tid int) *ident.Creds {
-	if th := t.threads[tid]; th != nil && t.cfg.Creds != nil {
+	if th := t.threads[tid]; th != nil {
 		return &th.creds
 	}
 	return nil
 }
 
 // execCreds applies exec's credential rules to th and returns the auxv ids
-// the loader must publish, or nil when credentials are not emulated.
+// the loader must publish, or nil when Config.Creds is not set (the kernel's
+// are right then, and a loader from PROOT_LOADER need not know the flag).
 func (t *Tracer) execCreds(th *Thread) *loader.IDs {
+	secure := th.creds.Exec()
 	if t.cfg.Creds == nil {
 		return nil
 	}
-	secure := th.creds.Exec()
 	return &loader.IDs{UID: th.creds.UID, EUID: th.creds.EUID, GID: th.creds.GID, EGID: th.creds.EGID, Secure: secure}
 }
 

@@ -45,9 +45,10 @@ type Config struct {
 	// Log receives diagnostics; nil means os.Stderr.
 	Log io.Writer
 	// Creds, when set, are the first guest process's emulated credentials
-	// (-0 / -i, or set*id emulation): the tracer keeps them per thread,
-	// applies exec's rules and publishes them in the auxiliary vector.
-	// Handlers reach them through Call.Creds.
+	// (-0 / -i, or set*id emulation), which the loader publishes in the
+	// auxiliary vector; nil starts from droidroot's real ones, unpublished.
+	// The tracer keeps credentials per thread and applies exec's rules;
+	// handlers reach them through Call.Creds.
 	Creds *ident.Creds
 	// Stdin, Stdout, Stderr are the guest's standard files (nil: ours).
 	Stdin, Stdout, Stderr *os.File
@@ -249,6 +250,8 @@ func (t *Tracer) Run() (int, error) {
 	th := &Thread{Tid: pid, Proc: proc, FS: &FS{Cwd: t.cfg.Cwd}, ready: true}
 	if t.cfg.Creds != nil {
 		th.creds = *t.cfg.Creds
+	} else {
+		th.creds = ident.Real()
 	}
 	t.threads[pid] = th
 	// Hand stage 2 its filter; it installs it and execs the guest.
