@@ -18,7 +18,7 @@ import (
 // root); the privileged calls run droidroot as an unprivileged user (nobody), where they fail
 // in the kernel and droidroot must answer as root's.
 
-// nobody is the unprivileged user the privilege tests run droidroot as.
+// nobody is the unprivileged user the privilege tests run droidroot as (nobodyCred).
 const nobody = "65534"
 
 // idProbe returns the guest directory holding idprobe (test/progs/idprobe.c) and .dyn for
@@ -63,18 +63,11 @@ func chownTree(t testing.TB, dir string) {
 	}
 }
 
-// asUser prefixes argv so that it runs as uid:gid with no supplementary groups ("" for groups
-// [0], root's login groups, which is what -0 starts with).
-func asUser(t testing.TB, uid string, argv ...string) []string {
-	t.Helper()
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		missing(t, "setpriv (util-linux) is needed to run droidroot as another user")
-	}
-	if uid == "" {
-		return append([]string{"setpriv", "--groups=0"}, argv...)
-	}
-	return append([]string{"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"}, argv...)
-}
+// rootLogin is root with root's login groups ([0]), what -0 starts with; the oracle runs as it.
+var rootLogin = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{0}}
+
+// nobodyCred is nobody with no supplementary groups.
+var nobodyCred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
 
 // withIdentity puts identity options after "run" in a droidroot command line.
 func withIdentity(argv []string, opts ...string) []string {
@@ -127,7 +120,7 @@ func TestIdentityShell(t *testing.T) {
 	// As root in a real chroot, the kernel says the same as -0.
 	argv := []string{repoPath(t, "test/oracle/chroot.sh"), g.Root}
 	argv = append(append(argv, g.Binds...), "--", "/bin/sh", "-c", script)
-	if res := run(t, "", asUser(t, "", argv...)...); res.Code != 0 || !strings.HasPrefix(res.Stdout, "uid=0(root) gid=0(root) groups=0(root)\nroot\n0:0 /bin/busybox\n") {
+	if res := runAs(t, rootLogin, "", argv...); res.Code != 0 || !strings.HasPrefix(res.Stdout, "uid=0(root) gid=0(root) groups=0(root)\nroot\n0:0 /bin/busybox\n") {
 		t.Errorf("the oracle disagrees with the -0 expectation:\n%s", res)
 	}
 }
@@ -143,7 +136,7 @@ func TestIdentitySetID(t *testing.T) {
 	g.Binds = append(g.Binds, binds...)
 	bin := droidrootBin(t)
 	for _, prog := range []string{dir + "/idprobe", dir + "/idprobe.dyn"} {
-		want := run(t, "", asUser(t, "", append(append([]string{repoPath(t, "test/oracle/chroot.sh"), g.Root}, g.Binds...), "--", prog)...)...)
+		want := runAs(t, rootLogin, "", append(append([]string{repoPath(t, "test/oracle/chroot.sh"), g.Root}, g.Binds...), "--", prog)...)
 		if want.Code != 0 || want.Stderr != "" || !strings.Contains(want.Stdout, "auxv uid 1000 euid 2000 gid 7 egid 7 secure 1\n") {
 			t.Fatalf("oracle %s:\n%s", prog, want)
 		}
@@ -152,9 +145,9 @@ func TestIdentitySetID(t *testing.T) {
 			argv []string
 		}{
 			{"-0", withIdentity(droidrootArgs(bin, g, prog), "-0")},
-			{"emulated set*id", asUser(t, "", append([]string{"env", "DROIDROOT_EMULATE_SETID=1"}, droidrootArgs(bin, g, prog)...)...)},
+			{"emulated set*id", append([]string{"env", "DROIDROOT_EMULATE_SETID=1"}, droidrootArgs(bin, g, prog)...)},
 		} {
-			got := run(t, "", variant.argv...)
+			got := runAs(t, rootLogin, "", variant.argv...)
 			if got.Code != 0 || got.Stderr != "" {
 				t.Errorf("%s %s:\n%s", variant.name, prog, got)
 				continue
@@ -221,7 +214,7 @@ func TestIdentityPrivileged(t *testing.T) {
 				os.Remove(filepath.Join(work, f))
 			}
 			argv := withIdentity(droidrootArgs(bin, g, probeDir+"/idprobe", "priv", "/mnt/b2"), strings.Fields(tc.opt)...)
-			res := run(t, "", asUser(t, nobody, argv...)...)
+			res := runAs(t, nobodyCred, "", argv...)
 			if res.Code != 0 || res.Stderr != "" {
 				t.Fatalf("%s:\n%s", tc.opt, res)
 			}
@@ -309,7 +302,7 @@ apt-get install -y -q /tmp/b.deb >/tmp/apt.log 2>&1 || { cat /tmp/apt.log; exit 
 grep -c 'Setting up droidroot-b' /tmp/apt.log
 dpkg-query -W -f '${Package} ${Version} ${Status}\n' droidroot-a droidroot-b
 stat -c '%u:%g %a %n' /opt/droidroot-a/hello.sh /opt/droidroot-b/data`
-	res := run(t, "", asUser(t, nobody, withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")...)...)
+	res := runAs(t, nobodyCred, "", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")...)
 	want := "Selecting previously unselected package droidroot-a.\n" +
 		"(Reading database ... 12534 files and directories currently installed.)\n" +
 		"Preparing to unpack /tmp/a.deb ...\nUnpacking droidroot-a (1.0) ...\nSetting up droidroot-a (1.0) ...\n" +
@@ -388,10 +381,10 @@ except OSError as e:
 		name string
 		argv []string
 	}{
-		{"chroot", asUser(t, "", oracle...)},
+		{"chroot", oracle},
 		{"droidroot -0", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")},
 	} {
-		res := run(t, "", r.argv...)
+		res := runAs(t, rootLogin, "", r.argv...)
 		if res.Code != 0 || res.Stdout != want || res.Stderr != wantErr {
 			t.Errorf("%s: got %s\nwant stdout:\n%s--- stderr:\n%s", r.name, res, want, wantErr)
 		}
