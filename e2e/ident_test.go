@@ -127,8 +127,8 @@ func TestIdentityShell(t *testing.T) {
 
 // TestIdentitySetID walks idprobe through set*id transitions (setgroups, setfsuid, setres*id,
 // setre*id, set*id, -1 and EPERM cases, fork, a thread, exec with AT_SECURE) and compares
-// every step with the kernel's answers as root in a real chroot: under -0, and with the set*id
-// emulation alone (DROIDROOT_EMULATE_SETID=1, starting from the real ids).
+// every step with the kernel's answers as root in a real chroot: under -0 (also in ptrace-only
+// mode), and with the set*id emulation alone (DROIDROOT_EMULATE_SETID=1, from the real ids).
 func TestIdentitySetID(t *testing.T) {
 	needRoot(t)
 	g := busyboxGuest(t)
@@ -146,6 +146,7 @@ func TestIdentitySetID(t *testing.T) {
 		}{
 			{"-0", withIdentity(droidrootArgs(bin, g, prog), "-0")},
 			{"emulated set*id", append([]string{"env", "DROIDROOT_EMULATE_SETID=1"}, droidrootArgs(bin, g, prog)...)},
+			{"-0 ptrace-only", append([]string{"env", "PROOT_NO_SECCOMP=1"}, withIdentity(droidrootArgs(bin, g, prog), "-0")...)},
 		} {
 			got := runAs(t, rootLogin, "", variant.argv...)
 			if got.Code != 0 || got.Stderr != "" {
