@@ -126,7 +126,8 @@ func TestIdentityShell(t *testing.T) {
 }
 
 // TestIdentitySetID walks idprobe through set*id transitions (setgroups, setfsuid, setres*id,
-// setre*id, set*id, -1 and EPERM cases, fork, a thread, exec with AT_SECURE) and compares
+// setre*id, set*id, -1 and EPERM cases, fork, a thread, exec with AT_SECURE; capabilities after
+// each step, PR_SET_KEEPCAPS and capset) and compares
 // every step with the kernel's answers as root in a real chroot: under -0 (also in ptrace-only
 // mode), and with the set*id emulation alone (DROIDROOT_EMULATE_SETID=1, from the real ids).
 func TestIdentitySetID(t *testing.T) {

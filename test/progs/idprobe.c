@@ -4,7 +4,8 @@
  * (a real chroot as root) and droidroot's identity emulation (-0, DROIDROOT_EMULATE_SETID=1).
  *
  *   idprobe            the transition walk (must start as root)
- *   idprobe auxv       only the auxv ids and the credentials (also used after exec)
+ *   idprobe auxv [caps]  only the auxv ids and the credentials (with caps: and capabilities;
+ *                        the walk execs this)
  *   idprobe priv DIR   privileged file calls on DIR (chown, chmod, mknod, xattr, access)
  *
  * Every line is "step: result | uids r e s fs | gids r e s fs | groups".
@@ -18,13 +19,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+/* In the walk, state() also prints the capability sets, masked to the low word without
+ * CAP_SYS_RESOURCE (24), which containers often lack from their bounding set. */
+static int show_caps;
+#define CAP_MASK 0xfeffffffu
+
+static void caps(unsigned *eff, unsigned *prm)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d) != 0) {
+		*eff = *prm = ~0u;
+		return;
+	}
+	*eff = d[0].effective & CAP_MASK;
+	*prm = d[0].permitted & CAP_MASK;
+}
+
+static long capset_eff_prm(unsigned eff, unsigned prm)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d) != 0)
+		return -1;
+	d[0].effective = eff;
+	d[0].permitted = prm;
+	d[1].effective = d[1].permitted = 0;
+	return syscall(SYS_capset, &h, d);
+}
 
 static void state(const char *step, long ret)
 {
@@ -49,6 +83,11 @@ static void state(const char *step, long ret)
 		printf(" %u", groups[i]);
 	if (getuid() != r || geteuid() != e || getgid() != rg || getegid() != eg)
 		printf(" | get*id DISAGREES: %u %u %u %u", getuid(), geteuid(), getgid(), getegid());
+	if (show_caps) {
+		unsigned ce, cp;
+		caps(&ce, &cp);
+		printf(" | caps %x %x", ce, cp);
+	}
 	printf("\n");
 	fflush(stdout);
 }
@@ -77,6 +116,38 @@ static void walk(const char *self)
 	pid_t pid;
 	pthread_t th;
 	int st;
+
+	show_caps = 1;
+	/* Capabilities: PR_SET_KEEPCAPS keeps the permitted set across the drop; capset brings
+	 * the effective set back (what setpriv does); bad capset calls fail. */
+	pid = fork();
+	if (pid == 0) {
+		STEP(prctl(PR_SET_KEEPCAPS, 2, 0, 0, 0));
+		STEP(prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0));
+		STEP(prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0));
+		STEP(setresuid(1000, 1000, 1000));
+		STEP(setresgid(5, 5, 5));
+		STEP(capset_eff_prm(CAP_MASK, CAP_MASK));
+		STEP(setresgid(5, 5, 5));
+		STEP(capset_eff_prm(1u << CAP_SETUID, 1u << CAP_SETUID));
+		STEP(capset_eff_prm(1u << CAP_SETGID, 1u << CAP_SETUID));
+		STEP(capset_eff_prm(1u << CAP_CHOWN, 1u << CAP_CHOWN));
+		STEP(setresuid(0, 0, 0));
+		STEP(setgroups(0, 0));
+		STEP(capset_eff_prm(0, 0));
+		STEP(setresuid(-1, 1000, -1));
+		STEP(setresuid(2, 2, 2));
+		exit(0);
+	}
+	waitpid(pid, &st, 0);
+	pid = fork();
+	if (pid == 0) {
+		STEP(prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0));
+		STEP(setresuid(1000, 1000, 1000));
+		STEP(capset_eff_prm(1u << CAP_SETUID, 1u << CAP_SETUID));
+		exit(0);
+	}
+	waitpid(pid, &st, 0);
 
 	STEP(setgroups(2, two));
 	STEP(getgroups(1, one));
@@ -116,7 +187,7 @@ static void walk(const char *self)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		execl(self, self, "auxv", (char *)0);
+		execl(self, self, "auxv", "caps", (char *)0);
 		printf("exec: %s\n", strerror(errno));
 		exit(1);
 	}
@@ -174,6 +245,7 @@ static void priv(const char *dir)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "auxv")) {
+		show_caps = argc > 2;
 		auxv();
 		return 0;
 	}
