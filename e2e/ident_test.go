@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // The identity model (-0, -i, set*id emulation): what guest programs see of their ids, of file
@@ -242,11 +243,21 @@ func statOwner(t testing.TB, path string) (int, int) {
 }
 
 // makeDeb builds a .deb of the tree files (path -> content; DEBIAN/* are the control files,
-// executable when they are maintainer scripts) into out with dpkg-deb.
-func makeDeb(t testing.TB, out string, files tree) {
+// executable when they are maintainer scripts) and the character devices devs (path ->
+// device number) into out with dpkg-deb.
+func makeDeb(t testing.TB, out string, files tree, devs map[string]int) {
 	t.Helper()
 	dir := t.TempDir()
 	makeTree(t, dir, files)
+	for name, dev := range devs {
+		p := filepath.Join(dir, name)
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, dev); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o666); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
 	for name := range files {
 		if strings.HasPrefix(name, "DEBIAN/post") || strings.HasPrefix(name, "DEBIAN/pre") || strings.HasSuffix(name, ".sh") {
 			if err := os.Chmod(filepath.Join(dir, name), 0o755); err != nil {
@@ -260,8 +271,9 @@ func makeDeb(t testing.TB, out string, files tree) {
 }
 
 // TestIdentityDpkg installs real packages in the Debian rootfs under -0, with droidroot
-// running as nobody as on a phone (where the app owns the rootfs): dpkg -i of a .deb whose
-// postinst checks it runs as root and chowns, then apt-get install of a local .deb that
+// running as nobody as on a phone (where the app owns the rootfs): dpkg -i of a .deb holding a
+// device node (unpacked as an empty regular file) whose postinst checks it runs as root and
+// chowns, then apt-get install of a local .deb that
 // depends on it (apt drops to the _apt user to fetch it). The rootfs stays read-only: the
 // directories dpkg and apt write are writable copies bound over it.
 func TestIdentityDpkg(t *testing.T) {
@@ -286,11 +298,11 @@ func TestIdentityDpkg(t *testing.T) {
 		"DEBIAN/control":           "Package: droidroot-a\nVersion: 1.0\nArchitecture: all\nMaintainer: T <t@example.com>\nDescription: droidroot test a\n",
 		"DEBIAN/postinst":          "#!/bin/sh\nset -e\necho \"postinst a $1 as $(id -u):$(id -g)\"\nchown root:root /opt/droidroot-a/hello.sh\nchmod 0755 /opt/droidroot-a/hello.sh\n",
 		"opt/droidroot-a/hello.sh": "#!/bin/sh\necho hello from a\n",
-	})
+	}, map[string]int{"opt/droidroot-a/null": int(unix.Mkdev(1, 3))})
 	makeDeb(t, filepath.Join(w, "tmp/b.deb"), tree{
 		"DEBIAN/control":       "Package: droidroot-b\nVersion: 1.0\nArchitecture: all\nDepends: droidroot-a\nMaintainer: T <t@example.com>\nDescription: droidroot test b\n",
 		"opt/droidroot-b/data": "b\n",
-	})
+	}, nil)
 	chownTree(t, w)
 	binds := []string{"/proc", "/dev"}
 	for _, d := range []string{"tmp", "opt", "root", "var/lib/dpkg", "var/lib/apt", "var/cache/apt", "var/cache/debconf", "var/log"} {
@@ -303,14 +315,16 @@ dpkg -i /tmp/a.deb
 apt-get install -y -q /tmp/b.deb >/tmp/apt.log 2>&1 || { cat /tmp/apt.log; exit 1; }
 grep -c 'Setting up droidroot-b' /tmp/apt.log
 dpkg-query -W -f '${Package} ${Version} ${Status}\n' droidroot-a droidroot-b
-stat -c '%u:%g %a %n' /opt/droidroot-a/hello.sh /opt/droidroot-b/data`
+stat -c '%u:%g %a %n' /opt/droidroot-a/hello.sh /opt/droidroot-b/data
+stat -c '%F %a %n' /opt/droidroot-a/null`
 	res := runAs(t, nobodyCred, "", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")...)
 	want := "Selecting previously unselected package droidroot-a.\n" +
 		"(Reading database ... 12534 files and directories currently installed.)\n" +
 		"Preparing to unpack /tmp/a.deb ...\nUnpacking droidroot-a (1.0) ...\nSetting up droidroot-a (1.0) ...\n" +
 		"postinst a configure as 0:0\nhello from a\n1\n" +
 		"droidroot-a 1.0 install ok installed\ndroidroot-b 1.0 install ok installed\n" +
-		"0:0 755 /opt/droidroot-a/hello.sh\n0:0 644 /opt/droidroot-b/data\n"
+		"0:0 755 /opt/droidroot-a/hello.sh\n0:0 644 /opt/droidroot-b/data\n" +
+		"regular empty file 666 /opt/droidroot-a/null\n"
 	if res.Code != 0 {
 		t.Fatalf("dpkg/apt under -0 as nobody:\n%s", res)
 	}
