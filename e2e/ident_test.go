@@ -70,6 +70,18 @@ var rootLogin = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{0}}
 // nobodyCred is nobody with no supplementary groups.
 var nobodyCred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
 
+// asNobody prefixes a droidroot command line run as nobody with a PROOT_TMP_DIR nobody owns
+// (for the loader and droidroot's helper files, wherever the system's temporary directory is).
+func asNobody(t testing.TB, argv []string) []string {
+	t.Helper()
+	dir := filepath.Join(openTempDir(t), "proot-tmp")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, dir)
+	return append([]string{"env", "PROOT_TMP_DIR=" + dir}, argv...)
+}
+
 // withIdentity puts identity options after "run" in a droidroot command line.
 func withIdentity(argv []string, opts ...string) []string {
 	out := append([]string{argv[0], argv[1]}, opts...)
@@ -217,7 +229,7 @@ func TestIdentityPrivileged(t *testing.T) {
 				os.Remove(filepath.Join(work, f))
 			}
 			argv := withIdentity(droidrootArgs(bin, g, probeDir+"/idprobe", "priv", "/mnt/b2"), strings.Fields(tc.opt)...)
-			res := runAs(t, nobodyCred, "", argv...)
+			res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
 			if res.Code != 0 || res.Stderr != "" {
 				t.Fatalf("%s:\n%s", tc.opt, res)
 			}
@@ -317,7 +329,7 @@ grep -c 'Setting up droidroot-b' /tmp/apt.log
 dpkg-query -W -f '${Package} ${Version} ${Status}\n' droidroot-a droidroot-b
 stat -c '%u:%g %a %n' /opt/droidroot-a/hello.sh /opt/droidroot-b/data
 stat -c '%F %a %n' /opt/droidroot-a/null`
-	res := runAs(t, nobodyCred, "", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")...)
+	res := runAs(t, nobodyCred, "", asNobody(t, withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0"))...)
 	want := "Selecting previously unselected package droidroot-a.\n" +
 		"(Reading database ... 12534 files and directories currently installed.)\n" +
 		"Preparing to unpack /tmp/a.deb ...\nUnpacking droidroot-a (1.0) ...\nSetting up droidroot-a (1.0) ...\n" +
