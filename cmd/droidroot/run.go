@@ -28,8 +28,10 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -v, --verbose=N          log level
   -V, --version            print the version
   -h, --help               print this help
+  -0, --root-id            the guest runs as root (-i 0:0)
+  -i, --change-id=UID:GID  the guest runs as UID:GID (emulated ids; see docs/identity.md)
 Accepted but not built yet (droidroot refuses to start with them):
-  -k -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
+  -k -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
              PROOT_IGNORE_MISSING_BINDINGS
 `
