@@ -14,6 +14,11 @@
 //	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
 //	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
 //
+// Test-only switches read by droidroot itself (set in a test's command line, not by CI):
+//
+//	DROIDROOT_EMULATE_SETID=1  answer set*id, setgroups and get*id in the tracer without -0/-i,
+//	                           starting from the real ids (what Android needs; TestIdentitySetID)
+//
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see
 // how proot fares on the same tests: DROIDROOT_BIN=$PWD/test/proot-as-droidroot.sh.

@@ -171,6 +171,12 @@ func (r result) String() string {
 // fails the test only when the command could not be run or timed out.
 func run(t testing.TB, stdin string, argv ...string) result {
 	t.Helper()
+	return runAs(t, nil, stdin, argv...)
+}
+
+// runAs is run with the credentials cred (nil: ours).
+func runAs(t testing.TB, cred *syscall.Credential, stdin string, argv ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -179,7 +185,7 @@ func run(t testing.TB, stdin string, argv ...string) result {
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()

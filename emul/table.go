@@ -33,6 +33,13 @@ const (
 // extensions and emulations a command line turns on. The zero Config is
 // plain path translation.
 type Config struct {
+	// Identity is -0 / -i: the guest's ids (nil: the real ones). It turns
+	// on the set*id emulation too, and the owner and privilege fix-ups of
+	// file calls (ident.go).
+	Identity *Identity
+	// EmulateSetID answers the set*id family, setgroups and get*id in the
+	// tracer, starting from the real ids (Android blocks set*id).
+	EmulateSetID bool
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -41,7 +48,7 @@ type Config struct {
 func Table(cfg Config) tracer.Table {
 	socks := newSockets()
 	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
-	return tracer.Table{
+	t := tracer.Table{
 		// open and friends
 		"open":     pathHandler(p(0, openFollow(1))),
 		"creat":    pathHandler(p(0, always)),
@@ -122,4 +129,6 @@ func Table(cfg Config) tracer.Table {
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
 	}
+	addIdentity(t, cfg)
+	return t
 }

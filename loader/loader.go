@@ -73,14 +73,43 @@ type Script struct {
 	Interp string
 	// ExecFn is the guest path the program is published under as AT_EXECFN.
 	ExecFn string
+	// IDs, when set, replace the credentials in the auxiliary vector (the
+	// tracer's emulated ones); nil leaves the kernel's.
+	IDs *IDs
 }
 
+// IDs are the credentials a program reads from its auxiliary vector.
+type IDs struct {
+	UID, EUID, GID, EGID uint32 // AT_UID, AT_EUID, AT_GID, AT_EGID
+	Secure               bool   // AT_SECURE
+}
+
+// FlagIDs in a script's flags says that IDsSize bytes of ids follow the
+// header: uid, euid, gid, egid and secure as little-endian uint64s.
+const FlagIDs = 1
+
+// IDsSize is the size of the ids block that FlagIDs announces.
+const IDsSize = 40
+
 // Encode returns the load script for s in the loader's layout: the header (magic,
-// size, originalSP, offsets of Program, Interp and ExecFn, flags 0) followed by the
-// NUL-terminated strings, padded to a multiple of 16 bytes. originalSP is the stack
+// size, originalSP, offsets of Program, Interp and ExecFn, flags), the ids block
+// when s.IDs is set (flags FlagIDs, else 0), then the NUL-terminated strings,
+// padded to a multiple of 16 bytes. originalSP is the stack
 // pointer the kernel gave the loader, which points at argc.
 func (s Script) Encode(originalSP uint64) []byte {
-	buf := make([]byte, HeaderSize, HeaderSize+len(s.Program)+len(s.Interp)+len(s.ExecFn)+3+15)
+	buf := make([]byte, HeaderSize, HeaderSize+IDsSize+len(s.Program)+len(s.Interp)+len(s.ExecFn)+3+15)
+	le := binary.LittleEndian
+	var flags uint64
+	if s.IDs != nil {
+		flags = FlagIDs
+		secure := uint64(0)
+		if s.IDs.Secure {
+			secure = 1
+		}
+		for _, v := range []uint64{uint64(s.IDs.UID), uint64(s.IDs.EUID), uint64(s.IDs.GID), uint64(s.IDs.EGID), secure} {
+			buf = le.AppendUint64(buf, v)
+		}
+	}
 	put := func(str string) uint64 {
 		off := uint64(len(buf))
 		buf = append(buf, str...)
@@ -96,14 +125,13 @@ func (s Script) Encode(originalSP uint64) []byte {
 	for len(buf)%16 != 0 {
 		buf = append(buf, 0)
 	}
-	le := binary.LittleEndian
 	le.PutUint64(buf[0:], Magic)
 	le.PutUint64(buf[8:], uint64(len(buf)))
 	le.PutUint64(buf[16:], originalSP)
 	le.PutUint64(buf[24:], program)
 	le.PutUint64(buf[32:], interp)
 	le.PutUint64(buf[40:], execfn)
-	le.PutUint64(buf[48:], 0)
+	le.PutUint64(buf[48:], flags)
 	return buf
 }
 

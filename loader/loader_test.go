@@ -19,6 +19,7 @@ func TestEncode(t *testing.T) {
 		{"dynamic", Script{Program: "/data/rootfs/usr/bin/ls", Interp: "/data/rootfs/lib/ld-linux-aarch64.so.1", ExecFn: "/usr/bin/ls"}},
 		{"static", Script{Program: "/data/rootfs/bin/busybox", ExecFn: "/bin/sh"}},
 		{"empty execfn", Script{Program: "/p"}},
+		{"ids", Script{Program: "/p", ExecFn: "/bin/id", IDs: &IDs{UID: 1000, EUID: 0, GID: 0xfffffffe, EGID: 7, Secure: true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,16 +40,27 @@ func TestEncode(t *testing.T) {
 			if got := le.Uint64(b[16:]); got != sp {
 				t.Errorf("original_sp = %#x, want %#x", got, uint64(sp))
 			}
-			if got := le.Uint64(b[48:]); got != 0 {
-				t.Errorf("flags = %#x, want 0", got)
+			wantFlags, minOff := uint64(0), uint64(HeaderSize)
+			if id := tt.script.IDs; id != nil {
+				wantFlags, minOff = FlagIDs, HeaderSize+IDsSize
+				var got [5]uint64
+				for i := range got {
+					got[i] = le.Uint64(b[HeaderSize+8*i:])
+				}
+				if want := [5]uint64{uint64(id.UID), uint64(id.EUID), uint64(id.GID), uint64(id.EGID), 1}; got != want {
+					t.Errorf("ids = %v, want %v", got, want)
+				}
+			}
+			if got := le.Uint64(b[48:]); got != wantFlags {
+				t.Errorf("flags = %#x, want %#x", got, wantFlags)
 			}
 			str := func(field int) (string, bool) {
 				off := le.Uint64(b[field:])
 				if off == 0 {
 					return "", false
 				}
-				if off < HeaderSize || off >= uint64(len(b)) {
-					t.Fatalf("offset at %d = %d, outside [%d, %d)", field, off, HeaderSize, len(b))
+				if off < minOff || off >= uint64(len(b)) {
+					t.Fatalf("offset at %d = %d, outside [%d, %d)", field, off, minOff, len(b))
 				}
 				s, _, ok := strings.Cut(string(b[off:]), "\x00")
 				if !ok {

@@ -37,7 +37,18 @@ struct dr_load_script {
 	uint64_t interp;      /* offset of the HOST path of its PT_INTERP, 0 if none
 	                         (required if the program has a PT_INTERP, ignored if not) */
 	uint64_t execfn;      /* offset of the GUEST path to publish as AT_EXECFN */
-	uint64_t flags;       /* reserved, must be 0 */
+	uint64_t flags;       /* DR_FLAG_IDS or 0; other bits must be 0 */
+};
+
+/*
+ * With DR_FLAG_IDS in flags, a struct dr_ids follows the header (before the
+ * strings): the loader writes its values into AT_UID, AT_EUID, AT_GID, AT_EGID
+ * and AT_SECURE (the tracer's emulated credentials, -0 / -i).
+ */
+#define DR_FLAG_IDS 1
+
+struct dr_ids {
+	uint64_t uid, euid, gid, egid, secure;
 };
 
 /* The header is 56 bytes; the Go mirror (loader.HeaderSize) relies on it. */

@@ -1,5 +1,7 @@
 package tracer
 
+import "github.com/droidroot/droidroot/ident"
+
 // FS is the filesystem context a group of threads shares (CLONE_FS): the
 // guest's current directory.
 type FS struct {
@@ -44,6 +46,8 @@ type Thread struct {
 	// last few translated calls (see undoRewrites).
 	rewrites rewriteLog
 	call     Call
+	// creds are the thread's emulated credentials (when Config.Creds is set).
+	creds ident.Creds
 }
 
 // rewriteLog is a small ring of argument rewrites: which register of which

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/ident"
 	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
@@ -43,6 +44,12 @@ type Config struct {
 	Verbose int
 	// Log receives diagnostics; nil means os.Stderr.
 	Log io.Writer
+	// Creds, when set, are the first guest process's emulated credentials
+	// (-0 / -i, or set*id emulation), which the loader publishes in the
+	// auxiliary vector; nil starts from droidroot's real ones, unpublished.
+	// The tracer keeps credentials per thread and applies exec's rules;
+	// handlers reach them through Call.Creds.
+	Creds *ident.Creds
 	// Stdin, Stdout, Stderr are the guest's standard files (nil: ours).
 	Stdin, Stdout, Stderr *os.File
 }
@@ -241,6 +248,11 @@ func (t *Tracer) Run() (int, error) {
 	}
 	proc := &Process{Pid: pid}
 	th := &Thread{Tid: pid, Proc: proc, FS: &FS{Cwd: t.cfg.Cwd}, ready: true}
+	if t.cfg.Creds != nil {
+		th.creds = *t.cfg.Creds
+	} else {
+		th.creds = ident.Real()
+	}
 	t.threads[pid] = th
 	// Hand stage 2 its filter; it installs it and execs the guest.
 	var hdr [4]byte
@@ -389,6 +401,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 		ct.FS = &fs
 	}
 	ct.inSyscall = th.inSyscall
+	ct.creds = th.creds
 	ct.ready = true
 	if wasStopped {
 		ct.stopped = false
@@ -530,6 +543,7 @@ func (t *Tracer) execEvent(th *Thread) {
 	// Other threads of the process are gone; the process gets its own FS.
 	fs := *th.FS
 	th.FS = &fs
+	ids := t.execCreds(th)
 	if plan == nil {
 		t.cont(th, 0)
 		return
@@ -542,7 +556,7 @@ func (t *Tracer) execEvent(th *Thread) {
 		return
 	}
 	sp := r.SP()
-	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn}.Encode(sp)
+	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids}.Encode(sp)
 	addr := loader.Address(sp, len(script))
 	if err := writeMem(th.Tid, addr, script); err != nil {
 		t.warnOnce("script", "cannot hand the load script to process %d: %v", th.Tid, err)

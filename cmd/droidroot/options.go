@@ -82,10 +82,13 @@ var prootOptions = []prootOption{
 		o.KernelRelease = v
 		return unbuilt("-k/--kernel-release")(o, v)
 	}},
-	{[]string{"-0", "--root-id"}, flagOpt, func(o *Options, v string) error { o.RootID = true; return unbuilt("-0/--root-id")(o, v) }},
+	{[]string{"-0", "--root-id"}, flagOpt, func(o *Options, v string) error { o.RootID, o.ChangeID = true, "0:0"; return nil }},
 	{[]string{"-i", "--change-id"}, valueOpt, func(o *Options, v string) error {
+		if _, _, err := parseChangeID(v); err != nil {
+			return err
+		}
 		o.ChangeID = v
-		return unbuilt("-i/--change-id")(o, v)
+		return nil
 	}},
 	{[]string{"-l", "--link2symlink"}, flagOpt, func(o *Options, v string) error {
 		o.Link2Symlink = true
@@ -102,6 +105,17 @@ var prootOptions = []prootOption{
 	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; return unbuilt("-R")(o, v) }},
 	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; return unbuilt("-S")(o, v) }},
 	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return unbuilt("-q/--qemu")(o, v) }},
+}
+
+// parseChangeID parses -i's UID:GID (decimal ids, below 4294967295).
+func parseChangeID(v string) (uid, gid uint32, err error) {
+	u, g, ok := strings.Cut(v, ":")
+	uid64, err1 := strconv.ParseUint(u, 10, 32)
+	gid64, err2 := strconv.ParseUint(g, 10, 32)
+	if !ok || err1 != nil || err2 != nil || uid64 == 1<<32-1 || gid64 == 1<<32-1 {
+		return 0, 0, fmt.Errorf("-i/--change-id: %q is not UID:GID (two decimal ids, e.g. -i 1000:1000)", v)
+	}
+	return uint32(uid64), uint32(gid64), nil
 }
 
 // parseBind splits HOST[:GUEST][!] on the first ':'.

@@ -29,8 +29,10 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -v, --verbose=N          log level
   -V, --version            print the version
   -h, --help               print this help
+  -0, --root-id            the guest runs as root (-i 0:0)
+  -i, --change-id=UID:GID  the guest runs as UID:GID (emulated ids; see docs/identity.md)
 Accepted but not built yet (droidroot refuses to start with them):
-  -k -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
+  -k -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
              PROOT_IGNORE_MISSING_BINDINGS
 `
@@ -218,6 +220,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
 		noSeccomp = true
 	}
+	ecfg := emulConfig(o)
 	return &tracer.Config{
 		Mapper:     m,
 		Cwd:        cwd,
@@ -226,7 +229,8 @@ func configure(o *Options) (*tracer.Config, int) {
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
-		Table:      emul.Table(emulConfig(o)),
+		Table:      emul.Table(ecfg),
+		Creds:      emul.InitialCreds(ecfg),
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
@@ -281,5 +285,12 @@ func virtualDir(tmpDir string) (string, error) {
 // emulConfig turns the command line's options into the handler table's
 // configuration.
 func emulConfig(o *Options) emul.Config {
-	return emul.Config{}
+	var c emul.Config
+	if o.ChangeID != "" {
+		uid, gid, _ := parseChangeID(o.ChangeID) // checked when parsed
+		c.Identity = &emul.Identity{UID: uid, GID: gid}
+	}
+	// Test switch: the set*id emulation without -0/-i (see e2e/doc.go).
+	c.EmulateSetID = os.Getenv("DROIDROOT_EMULATE_SETID") == "1"
+	return c
 }

@@ -4,7 +4,8 @@
  *
  * Freestanding: no libc, raw system calls only, no writable data of its own. It
  * writes nothing to the original stack except the values of the auxv entries it
- * fixes (AT_PHDR, AT_PHENT, AT_PHNUM, AT_ENTRY, AT_BASE, AT_EXECFN).
+ * fixes (AT_PHDR, AT_PHENT, AT_PHNUM, AT_ENTRY, AT_BASE, AT_EXECFN, and with
+ * DR_FLAG_IDS AT_UID, AT_EUID, AT_GID, AT_EGID, AT_SECURE).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +42,11 @@
 #define AT_PAGESZ 6
 #define AT_BASE 7
 #define AT_ENTRY 9
+#define AT_UID 11
+#define AT_EUID 12
+#define AT_GID 13
+#define AT_EGID 14
+#define AT_SECURE 23
 #define AT_EXECFN 31
 
 /* mmap, open (the same values on x86_64 and arm64). */
@@ -424,6 +430,8 @@ void loader_main(const struct dr_load_script *s)
 	const char *program, *interp = 0, *execfn;
 	uint64_t *sp, *envp, *auxv, *a, pagesz = 4096, entry, base = 0, len;
 	struct image prog, ld;
+	const struct dr_ids *ids = 0;
+	struct dr_ids idv;
 	char *copy;
 	long r;
 
@@ -431,8 +439,11 @@ void loader_main(const struct dr_load_script *s)
 		die(0, "no load script (the loader is started by droidroot, not directly)", 0, 0);
 	if (s->magic != DR_SCRIPT_MAGIC)
 		die(0, "bad load script (wrong magic)", 0, 0);
-	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX || s->flags != 0)
+	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX || (s->flags & ~(uint64_t)DR_FLAG_IDS) ||
+	    ((s->flags & DR_FLAG_IDS) && s->size < sizeof *s + sizeof *ids))
 		die(0, "bad load script (size or flags)", 0, 0);
+	if (s->flags & DR_FLAG_IDS)
+		ids = (const struct dr_ids *)(s + 1);
 	if (s->original_sp & 7 || s->original_sp < (uint64_t)s + s->size)
 		die(0, "bad load script (original sp)", 0, 0);
 	program = script_string(s, s->program);
@@ -461,7 +472,11 @@ void loader_main(const struct dr_load_script *s)
 		base = ld.bias;
 	}
 
-	/* The script's memory becomes the program's stack: copy the execfn out of it. */
+	/* The script's memory becomes the program's stack: copy what we need out of it. */
+	if (ids) {
+		idv = *ids;
+		ids = &idv;
+	}
 	len = dr_strlen(execfn) + 1;
 	r = sys_mmap(0, page_up(len, pagesz), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (failed(r))
@@ -488,6 +503,26 @@ void loader_main(const struct dr_load_script *s)
 			break;
 		case AT_EXECFN:
 			a[1] = (uint64_t)copy;
+			break;
+		case AT_UID:
+			if (ids)
+				a[1] = ids->uid;
+			break;
+		case AT_EUID:
+			if (ids)
+				a[1] = ids->euid;
+			break;
+		case AT_GID:
+			if (ids)
+				a[1] = ids->gid;
+			break;
+		case AT_EGID:
+			if (ids)
+				a[1] = ids->egid;
+			break;
+		case AT_SECURE:
+			if (ids)
+				a[1] = ids->secure;
 			break;
 		}
 	}

@@ -1,0 +1,420 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+// The identity model (-0, -i, set*id emulation): what guest programs see of their ids, of file
+// owners and of privileged calls. The set*id walk is compared with the kernel (a real chroot as
+// root); the privileged calls run droidroot as an unprivileged user (nobody), where they fail
+// in the kernel and droidroot must answer as root's.
+
+// nobody is the unprivileged user the privilege tests run droidroot as (nobodyCred).
+const nobody = "65534"
+
+// idProbe returns the guest directory holding idprobe (test/progs/idprobe.c) and .dyn for
+// root, and the binds that make it visible: the rootfs's own /progs when it has them, else a
+// fresh build with the host's gcc bound at /mnt/b1.
+func idProbe(t testing.TB, root string) (string, []string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(root, "progs/idprobe.dyn")); err == nil {
+		return "/progs", nil
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		missing(t, "the rootfs has no /progs/idprobe and there is no gcc to build it")
+	}
+	dir := openTempDir(t)
+	src := repoPath(t, "test/progs/idprobe.c")
+	for _, v := range []struct{ name, flag string }{{"idprobe", "-static"}, {"idprobe.dyn", "-O2"}} {
+		out, err := exec.Command("gcc", "-O2", "-Wall", "-pthread", v.flag, "-o", filepath.Join(dir, v.name), src).CombinedOutput()
+		if err != nil {
+			t.Fatalf("building idprobe: %v\n%s", err, out)
+		}
+	}
+	return "/mnt/b1", []string{dir + ":/mnt/b1"}
+}
+
+// openTempDir returns a fresh directory that every user may enter and nobody may write.
+func openTempDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// chownTree gives everything under dir to nobody.
+func chownTree(t testing.TB, dir string) {
+	t.Helper()
+	if out, err := exec.Command("chown", "-R", nobody+":"+nobody, dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown -R %s: %v\n%s", dir, err, out)
+	}
+}
+
+// rootLogin is root with root's login groups ([0]), what -0 starts with; the oracle runs as it.
+var rootLogin = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{0}}
+
+// nobodyCred is nobody with no supplementary groups.
+var nobodyCred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+
+// asNobody prefixes a droidroot command line run as nobody with a PROOT_TMP_DIR nobody owns
+// (for the loader and droidroot's helper files, wherever the system's temporary directory is).
+func asNobody(t testing.TB, argv []string) []string {
+	t.Helper()
+	dir := filepath.Join(openTempDir(t), "proot-tmp")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, dir)
+	return append([]string{"env", "PROOT_TMP_DIR=" + dir}, argv...)
+}
+
+// withIdentity puts identity options after "run" in a droidroot command line.
+func withIdentity(argv []string, opts ...string) []string {
+	out := append([]string{argv[0], argv[1]}, opts...)
+	return append(out, argv[2:]...)
+}
+
+// TestIdentityShell: id, whoami, stat owners and the auxv ids under -0 and -i, in the busybox
+// rootfs (and -0 against the chroot oracle as root).
+func TestIdentityShell(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	dir, binds := idProbe(t, g.Root)
+	g.Binds = append(g.Binds, binds...)
+	// A file the real user does not own keeps its owner.
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(other, 4242, 4343); err != nil {
+		t.Fatal(err)
+	}
+	g.Binds = append(g.Binds, other+":/mnt/file")
+	script := `id; whoami 2>&1; stat -c '%u:%g %n' /bin/busybox /tmp /mnt/file; ` + dir + `/idprobe auxv; ` + dir + `/idprobe.dyn auxv | head -1`
+	bin := droidrootBin(t)
+	for _, tc := range []struct {
+		opts []string
+		want string
+	}{
+		{[]string{"-0"}, "uid=0(root) gid=0(root) groups=0(root)\nroot\n0:0 /bin/busybox\n0:0 /tmp\n4242:4343 /mnt/file\n" +
+			"auxv uid 0 euid 0 gid 0 egid 0 secure 0\nafter exec: 0 | uids 0 0 0 0 | gids 0 0 0 0 | groups 0\n" +
+			"auxv uid 0 euid 0 gid 0 egid 0 secure 0\n"},
+		{[]string{"-i", "1000:1000"}, "uid=1000 gid=1000 groups=1000\nwhoami: unknown uid 1000\n1000:1000 /bin/busybox\n1000:1000 /tmp\n4242:4343 /mnt/file\n" +
+			"auxv uid 1000 euid 1000 gid 1000 egid 1000 secure 0\nafter exec: 0 | uids 1000 1000 1000 1000 | gids 1000 1000 1000 1000 | groups 1000\n" +
+			"auxv uid 1000 euid 1000 gid 1000 egid 1000 secure 0\n"},
+		{[]string{"--change-id=10123:10124"}, "uid=10123 gid=10124 groups=10124\nwhoami: unknown uid 10123\n10123:10124 /bin/busybox\n10123:10124 /tmp\n4242:4343 /mnt/file\n" +
+			"auxv uid 10123 euid 10123 gid 10124 egid 10124 secure 0\nafter exec: 0 | uids 10123 10123 10123 10123 | gids 10124 10124 10124 10124 | groups 10124\n" +
+			"auxv uid 10123 euid 10123 gid 10124 egid 10124 secure 0\n"},
+	} {
+		t.Run(strings.Join(tc.opts, " "), func(t *testing.T) {
+			res := run(t, "", withIdentity(droidrootArgs(bin, g, "/bin/sh", "-c", script), tc.opts...)...)
+			if res.Code != 0 || res.Stderr != "" {
+				t.Fatalf("droidroot %v:\n%s", tc.opts, res)
+			}
+			if diff := cmp.Diff(tc.want, res.Stdout); diff != "" {
+				t.Errorf("droidroot %v (-want +got):\n%s", tc.opts, diff)
+			}
+		})
+	}
+	// As root in a real chroot, the kernel says the same as -0.
+	argv := []string{repoPath(t, "test/oracle/chroot.sh"), g.Root}
+	argv = append(append(argv, g.Binds...), "--", "/bin/sh", "-c", script)
+	if res := runAs(t, rootLogin, "", argv...); res.Code != 0 || !strings.HasPrefix(res.Stdout, "uid=0(root) gid=0(root) groups=0(root)\nroot\n0:0 /bin/busybox\n") {
+		t.Errorf("the oracle disagrees with the -0 expectation:\n%s", res)
+	}
+}
+
+// TestIdentitySetID walks idprobe through set*id transitions (setgroups, setfsuid, setres*id,
+// setre*id, set*id, -1 and EPERM cases, fork, a thread, exec with AT_SECURE; capabilities after
+// each step, PR_SET_KEEPCAPS and capset) and compares
+// every step with the kernel's answers as root in a real chroot: under -0 (also in ptrace-only
+// mode), and with the set*id emulation alone (DROIDROOT_EMULATE_SETID=1, from the real ids).
+func TestIdentitySetID(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	dir, binds := idProbe(t, g.Root)
+	g.Binds = append(g.Binds, binds...)
+	bin := droidrootBin(t)
+	for _, prog := range []string{dir + "/idprobe", dir + "/idprobe.dyn"} {
+		want := runAs(t, rootLogin, "", append(append([]string{repoPath(t, "test/oracle/chroot.sh"), g.Root}, g.Binds...), "--", prog)...)
+		if want.Code != 0 || want.Stderr != "" || !strings.Contains(want.Stdout, "auxv uid 1000 euid 2000 gid 7 egid 7 secure 1\n") {
+			t.Fatalf("oracle %s:\n%s", prog, want)
+		}
+		for _, variant := range []struct {
+			name string
+			argv []string
+		}{
+			{"-0", withIdentity(droidrootArgs(bin, g, prog), "-0")},
+			{"emulated set*id", append([]string{"env", "DROIDROOT_EMULATE_SETID=1"}, droidrootArgs(bin, g, prog)...)},
+			{"-0 ptrace-only", append([]string{"env", "PROOT_NO_SECCOMP=1"}, withIdentity(droidrootArgs(bin, g, prog), "-0")...)},
+		} {
+			got := runAs(t, rootLogin, "", variant.argv...)
+			if got.Code != 0 || got.Stderr != "" {
+				t.Errorf("%s %s:\n%s", variant.name, prog, got)
+				continue
+			}
+			if diff := cmp.Diff(want.Stdout, got.Stdout); diff != "" {
+				t.Errorf("%s %s differs from the kernel (-kernel +droidroot):\n%s", variant.name, prog, diff)
+			}
+		}
+	}
+}
+
+// TestIdentityPrivileged runs droidroot as nobody, where chown, chmod of another's file, mknod
+// of a device, trusted/security xattrs and access to an unreadable file fail in the kernel:
+// under -0 they answer as for root (a device node becomes an empty regular file; nothing
+// changes owner), under -i 1000:1000 and after dropping root they fail as before.
+func TestIdentityPrivileged(t *testing.T) {
+	needRoot(t)
+	root := rootfs(t, "busybox")
+	probeDir, binds := idProbe(t, root)
+	work := filepath.Join(openTempDir(t), "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, work)
+	for _, b := range binds {
+		chownTree(t, strings.Split(b, ":")[0])
+	}
+	rootFile := filepath.Join(work, "rootfile")
+	if err := os.WriteFile(rootFile, nil, 0o600); err != nil { // owned by the real root
+		t.Fatal(err)
+	}
+	g := guest{Root: root, Binds: append([]string{"/proc", "/dev", work + ":/mnt/b2"}, binds...), Cwd: "/"}
+	bin := droidrootBin(t)
+	ids := func(u, g, grp string) string {
+		return " | uids " + u + " " + u + " " + u + " " + u + " | gids " + g + " " + g + " " + g + " " + g + " | groups " + grp + "\n"
+	}
+	root0, user := ids("0", "0", "0"), ids("1000", "1000", "1000")
+	dropped := ids("1000", "0", "0")
+	tests := []struct {
+		opt, want string
+	}{
+		{"-0", "chown(f, 123, 456): 0" + root0 + "lchown(f, 123, 456): 0" + root0 + "fchown(fd, 123, 456): 0" + root0 +
+			"fchownat(AT_FDCWD, f, 0, 0, 0): 0" + root0 + "chmod(rootf, 0644): 0" + root0 + "fchmodat(AT_FDCWD, rootf, 0644, 0): 0" + root0 +
+			"access(rootf, R_OK | W_OK): 0" + root0 + "access(rootf, X_OK): EACCES" + root0 +
+			"faccessat(AT_FDCWD, rootf, R_OK, AT_EACCESS): 0" + root0 + "access(dir, X_OK): 0" + root0 +
+			"mknod(dev, S_IFCHR | 0666, makedev(1, 3)): 0" + root0 + "mknod made: regular file 644\n" +
+			`setxattr(f, "trusted.droidroot", "x", 1, 0): 0` + root0 + `fsetxattr(fd, "security.droidroot", "x", 1, 0): 0` + root0 +
+			"rootfile: mode 600\n" +
+			"setresuid(1000, 1000, 1000): 0" + dropped + "chown(f, 123, 456): EPERM" + dropped + "access(rootf, R_OK): EACCES" + dropped +
+			"mknod(dev, S_IFCHR | 0666, makedev(1, 3)): EEXIST" + dropped},
+		{"-i 1000:1000", "chown(f, 123, 456): EPERM" + user + "lchown(f, 123, 456): EPERM" + user + "fchown(fd, 123, 456): EPERM" + user +
+			"fchownat(AT_FDCWD, f, 0, 0, 0): EPERM" + user + "chmod(rootf, 0644): EPERM" + user + "fchmodat(AT_FDCWD, rootf, 0644, 0): EPERM" + user +
+			"access(rootf, R_OK | W_OK): EACCES" + user + "access(rootf, X_OK): EACCES" + user +
+			"faccessat(AT_FDCWD, rootf, R_OK, AT_EACCESS): EACCES" + user + "access(dir, X_OK): 0" + user +
+			"mknod(dev, S_IFCHR | 0666, makedev(1, 3)): EPERM" + user +
+			`setxattr(f, "trusted.droidroot", "x", 1, 0): EPERM` + user + `fsetxattr(fd, "security.droidroot", "x", 1, 0): EPERM` + user +
+			"rootfile: mode 600\n" +
+			"setresuid(1000, 1000, 1000): 0" + user + "chown(f, 123, 456): EPERM" + user + "access(rootf, R_OK): EACCES" + user +
+			"mknod(dev, S_IFCHR | 0666, makedev(1, 3)): EPERM" + user},
+	}
+	for _, tc := range tests {
+		t.Run(tc.opt, func(t *testing.T) {
+			for _, f := range []string{"file", "null"} {
+				os.Remove(filepath.Join(work, f))
+			}
+			argv := withIdentity(droidrootArgs(bin, g, probeDir+"/idprobe", "priv", "/mnt/b2"), strings.Fields(tc.opt)...)
+			res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
+			if res.Code != 0 || res.Stderr != "" {
+				t.Fatalf("%s:\n%s", tc.opt, res)
+			}
+			if diff := cmp.Diff(tc.want, res.Stdout); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.opt, diff)
+			}
+			if uid, gid := statOwner(t, filepath.Join(work, "file")); uid != 65534 || gid != 65534 {
+				t.Errorf("the file's real owner changed to %d:%d", uid, gid)
+			}
+		})
+	}
+}
+
+// statOwner returns the real owner of path.
+func statOwner(t testing.TB, path string) (int, int) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid)
+}
+
+// makeDeb builds a .deb of the tree files (path -> content; DEBIAN/* are the control files,
+// executable when they are maintainer scripts) and the character devices devs (path ->
+// device number) into out with dpkg-deb.
+func makeDeb(t testing.TB, out string, files tree, devs map[string]int) {
+	t.Helper()
+	dir := t.TempDir()
+	makeTree(t, dir, files)
+	for name, dev := range devs {
+		p := filepath.Join(dir, name)
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, dev); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o666); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	for name := range files {
+		if strings.HasPrefix(name, "DEBIAN/post") || strings.HasPrefix(name, "DEBIAN/pre") || strings.HasSuffix(name, ".sh") {
+			if err := os.Chmod(filepath.Join(dir, name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if b, err := exec.Command("dpkg-deb", "--root-owner-group", "-b", dir, out).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v\n%s", err, b)
+	}
+}
+
+// TestIdentityDpkg installs real packages in the Debian rootfs under -0, with droidroot
+// running as nobody as on a phone (where the app owns the rootfs): dpkg -i of a .deb holding a
+// device node (unpacked as an empty regular file) whose postinst checks it runs as root and
+// chowns, then apt-get install of a local .deb that
+// depends on it (apt drops to the _apt user to fetch it). The rootfs stays read-only: the
+// directories dpkg and apt write are writable copies bound over it.
+func TestIdentityDpkg(t *testing.T) {
+	needRoot(t)
+	root := rootfs(t, "debian")
+	if _, err := exec.LookPath("dpkg-deb"); err != nil {
+		missing(t, "dpkg-deb is needed to build the test packages")
+	}
+	top := openTempDir(t)
+	w := filepath.Join(top, "w")
+	for _, d := range []string{"tmp", "opt", "root", "var/lib", "var/cache"} {
+		if err := os.MkdirAll(filepath.Join(w, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTree(t, filepath.Join(root, "var/lib/dpkg"), filepath.Join(w, "var/lib/dpkg"))
+	copyTree(t, filepath.Join(root, "var/lib/apt"), filepath.Join(w, "var/lib/apt"))
+	copyTree(t, filepath.Join(root, "var/cache/apt"), filepath.Join(w, "var/cache/apt"))
+	copyTree(t, filepath.Join(root, "var/cache/debconf"), filepath.Join(w, "var/cache/debconf"))
+	copyTree(t, filepath.Join(root, "var/log"), filepath.Join(w, "var/log"))
+	makeDeb(t, filepath.Join(w, "tmp/a.deb"), tree{
+		"DEBIAN/control":           "Package: droidroot-a\nVersion: 1.0\nArchitecture: all\nMaintainer: T <t@example.com>\nDescription: droidroot test a\n",
+		"DEBIAN/postinst":          "#!/bin/sh\nset -e\necho \"postinst a $1 as $(id -u):$(id -g)\"\nchown root:root /opt/droidroot-a/hello.sh\nchmod 0755 /opt/droidroot-a/hello.sh\n",
+		"opt/droidroot-a/hello.sh": "#!/bin/sh\necho hello from a\n",
+	}, map[string]int{"opt/droidroot-a/null": int(unix.Mkdev(1, 3))})
+	makeDeb(t, filepath.Join(w, "tmp/b.deb"), tree{
+		"DEBIAN/control":       "Package: droidroot-b\nVersion: 1.0\nArchitecture: all\nDepends: droidroot-a\nMaintainer: T <t@example.com>\nDescription: droidroot test b\n",
+		"opt/droidroot-b/data": "b\n",
+	}, nil)
+	chownTree(t, w)
+	binds := []string{"/proc", "/dev"}
+	for _, d := range []string{"tmp", "opt", "root", "var/lib/dpkg", "var/lib/apt", "var/cache/apt", "var/cache/debconf", "var/log"} {
+		binds = append(binds, filepath.Join(w, d)+":/"+d)
+	}
+	g := guest{Root: root, Binds: binds, Cwd: "/tmp"}
+	script := `set -e
+dpkg -i /tmp/a.deb
+/opt/droidroot-a/hello.sh
+apt-get install -y -q /tmp/b.deb >/tmp/apt.log 2>&1 || { cat /tmp/apt.log; exit 1; }
+grep -c 'Setting up droidroot-b' /tmp/apt.log
+dpkg-query -W -f '${Package} ${Version} ${Status}\n' droidroot-a droidroot-b
+stat -c '%u:%g %a %n' /opt/droidroot-a/hello.sh /opt/droidroot-b/data
+stat -c '%F %a %n' /opt/droidroot-a/null`
+	res := runAs(t, nobodyCred, "", asNobody(t, withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0"))...)
+	want := "Selecting previously unselected package droidroot-a.\n" +
+		"(Reading database ... 12534 files and directories currently installed.)\n" +
+		"Preparing to unpack /tmp/a.deb ...\nUnpacking droidroot-a (1.0) ...\nSetting up droidroot-a (1.0) ...\n" +
+		"postinst a configure as 0:0\nhello from a\n1\n" +
+		"droidroot-a 1.0 install ok installed\ndroidroot-b 1.0 install ok installed\n" +
+		"0:0 755 /opt/droidroot-a/hello.sh\n0:0 644 /opt/droidroot-b/data\n" +
+		"regular empty file 666 /opt/droidroot-a/null\n"
+	if res.Code != 0 {
+		t.Fatalf("dpkg/apt under -0 as nobody:\n%s", res)
+	}
+	// The database size depends on the rootfs: compare that line by its shape.
+	got := res.Stdout
+	if i := strings.Index(got, "(Reading database ... "); i >= 0 {
+		if j := strings.Index(got[i:], ")\n"); j >= 0 {
+			got = got[:i] + "(Reading database ... 12534 files and directories currently installed.)\n" + got[i+j+2:]
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dpkg/apt under -0 as nobody (-want +got):\n%s\nstderr:\n%s", diff, res.Stderr)
+	}
+	if res.Stderr != "" {
+		t.Logf("stderr:\n%s", res.Stderr)
+	}
+	if uid, _ := statOwner(t, filepath.Join(w, "opt/droidroot-a/hello.sh")); uid != 65534 {
+		t.Errorf("hello.sh really owned by %d, want nobody's files to stay nobody's", uid)
+	}
+}
+
+// TestIdentityDebian: id, whoami and ls -ln of glibc programs (which read /etc/passwd through
+// NSS) under -0 and -i in the Debian rootfs.
+func TestIdentityDebian(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	script := `id; whoami 2>&1; ls -lnd /etc/passwd /tmp/. | awk '{print $3, $4, $NF}'; python3 -c 'import os; print(os.getresuid(), os.getresgid(), os.getgroups(), os.fstat(0).st_uid)' </etc/hostname`
+	for _, tc := range []struct{ opt, want string }{
+		{"-0", "uid=0(root) gid=0(root) groups=0(root)\nroot\n0 0 /etc/passwd\n0 0 /tmp/.\n(0, 0, 0) (0, 0, 0) [0] 0\n"},
+		{"-i 1000:1000", "uid=1000 gid=1000 groups=1000\nwhoami: cannot find name for user ID 1000\n1000 1000 /etc/passwd\n1000 1000 /tmp/.\n(1000, 1000, 1000) (1000, 1000, 1000) [1000] 1000\n"},
+		{"-i 65534:65534", "uid=65534(nobody) gid=65534(nogroup) groups=65534(nogroup)\nnobody\n65534 65534 /etc/passwd\n65534 65534 /tmp/.\n(65534, 65534, 65534) (65534, 65534, 65534) [65534] 65534\n"},
+	} {
+		res := run(t, "", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), strings.Fields(tc.opt)...)...)
+		if res.Stdout != tc.want || res.Stderr != "" {
+			t.Errorf("%s: got %s\nwant stdout:\n%s", tc.opt, res, tc.want)
+		}
+	}
+}
+
+// TestIdentityUserSwitch runs the tools that switch users under -0 in the Debian rootfs (su,
+// runuser, setpriv with its PR_SET_KEEPCAPS + capset dance, and a python3 program doing apt's
+// privilege drop, then failing to regain root) and compares them with the kernel's answers as
+// root in a real chroot.
+func TestIdentityUserSwitch(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	script := `su -s /bin/sh -c 'id; whoami' nobody
+runuser -u _apt -- id
+setpriv --reuid=1000 --regid=1000 --clear-groups id
+setpriv --reuid=_apt --regid=nogroup --init-groups sh -c 'id; setpriv --reuid=0 --regid=0 --clear-groups id'
+setpriv --reuid=1000 --regid=1000 --keep-groups id
+python3 -c '
+import os
+os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(42, 42, 42)
+print(os.getresuid(), os.getresgid(), os.getgroups())
+try:
+    os.setuid(0)
+except OSError as e:
+    print("setuid(0):", e.strerror)
+'`
+	want := "uid=65534(nobody) gid=65534(nogroup) groups=65534(nogroup)\nnobody\n" +
+		"uid=42(_apt) gid=65534(nogroup) groups=65534(nogroup)\n" +
+		"uid=1000 gid=1000 groups=1000\n" +
+		"uid=42(_apt) gid=65534(nogroup) groups=65534(nogroup)\n" +
+		"uid=1000 gid=1000 groups=1000,0(root)\n" +
+		"(42, 42, 42) (65534, 65534, 65534) []\nsetuid(0): Operation not permitted\n"
+	wantErr := "setpriv: setresuid failed: Operation not permitted\n"
+	oracle := append(append([]string{repoPath(t, "test/oracle/chroot.sh"), "-w", g.Cwd, g.Root}, g.Binds...), "--", "/bin/sh", "-c", script)
+	for _, r := range []struct {
+		name string
+		argv []string
+	}{
+		{"chroot", oracle},
+		{"droidroot -0", withIdentity(droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script), "-0")},
+	} {
+		res := runAs(t, rootLogin, "", r.argv...)
+		if res.Code != 0 || res.Stdout != want || res.Stderr != wantErr {
+			t.Errorf("%s: got %s\nwant stdout:\n%s--- stderr:\n%s", r.name, res, want, wantErr)
+		}
+	}
+}
