@@ -33,6 +33,15 @@ const (
 // extensions and emulations a command line turns on. The zero Config is
 // plain path translation.
 type Config struct {
+	// SysVIPC answers msg*/sem*/shm* in the tracer for the whole tree
+	// (termux proot's --sysvipc; Android forbids them to apps).
+	SysVIPC bool
+	// EmulateRobustList answers set_robust_list/get_robust_list per thread
+	// and does the kernel's owner-died handling at thread exit.
+	EmulateRobustList bool
+	// TmpDir is where emulations keep files (SysV shared memory); "" means
+	// the system's.
+	TmpDir string
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -41,7 +50,7 @@ type Config struct {
 func Table(cfg Config) tracer.Table {
 	socks := newSockets()
 	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
-	return tracer.Table{
+	t := tracer.Table{
 		// open and friends
 		"open":     pathHandler(p(0, openFollow(1))),
 		"creat":    pathHandler(p(0, always)),
@@ -122,4 +131,11 @@ func Table(cfg Config) tracer.Table {
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
 	}
+	if cfg.SysVIPC {
+		addSysvIPC(t, cfg.TmpDir)
+	}
+	if cfg.EmulateRobustList {
+		addRobustList(t)
+	}
+	return t
 }

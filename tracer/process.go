@@ -41,6 +41,9 @@ type Thread struct {
 	// stopped is true while a not-ready task waits in its initial stop.
 	stopped bool
 	call    Call
+	// op is a call that takes more than one stop to answer: parked
+	// until woken, or running injected syscalls (op.go).
+	op *threadOp
 }
 
 // ExecPlan is what an execve handler decided: the loader runs the program

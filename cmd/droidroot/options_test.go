@@ -30,7 +30,7 @@ func TestParseProot(t *testing.T) {
 		{"verbose level", []string{"-v", "2"}, &Options{Rootfs: "/", Cwd: ".", Verbose: 2}, false},
 		{"unbuilt features are recorded", []string{"-0", "--link2symlink", "--sysvipc"},
 			&Options{Rootfs: "/", Cwd: ".", RootID: true, Link2Symlink: true, SysVIPC: true,
-				Unbuilt: []string{"-0/--root-id", "-l/--link2symlink", "--sysvipc"}}, false},
+				Unbuilt: []string{"-0/--root-id", "-l/--link2symlink"}}, false},
 		{"kernel release backslash form", []string{`--kernel-release=\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`},
 			&Options{Rootfs: "/", Cwd: ".", KernelRelease: `\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`, Unbuilt: []string{"-k/--kernel-release"}}, false},
 		{"unknown option", []string{"--frobnicate"}, nil, true},

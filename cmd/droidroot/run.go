@@ -268,5 +268,10 @@ func virtualDir(tmpDir string) (string, error) {
 // emulConfig turns the command line's options into the handler table's
 // configuration.
 func emulConfig(o *Options) emul.Config {
-	return emul.Config{}
+	return emul.Config{
+		SysVIPC: o.SysVIPC,
+		// Test-only switch until the Android policy turns it on (e2e/doc.go).
+		EmulateRobustList: os.Getenv("DROIDROOT_EMULATE_ROBUST") == "1",
+		TmpDir:            os.Getenv("PROOT_TMP_DIR"),
+	}
 }
