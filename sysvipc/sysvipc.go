@@ -57,13 +57,13 @@ const (
 
 // Limits, as a default Linux 6.x kernel has them (/proc/sys/kernel/sem, shm*).
 const (
-	SemMSL = 32000          // semaphores per set
-	SemMNI = 32000          // sets
+	SemMSL = 32000           // semaphores per set
+	SemMNI = 32000           // sets
 	SemMNS = SemMNI * SemMSL // semaphores in all
-	SemOPM = 500            // operations per semop
-	SemVMX = 32767          // largest semaphore value
-	SemAEM = SemVMX         // largest adjust-on-exit value
-	SemUSZ = 20             // size of struct sem_undo (reported by IPC_INFO)
+	SemOPM = 500             // operations per semop
+	SemVMX = 32767           // largest semaphore value
+	SemAEM = SemVMX          // largest adjust-on-exit value
+	SemUSZ = 20              // size of struct sem_undo (reported by IPC_INFO)
 
 	ShmMNI = 4096
 	ShmMIN = 1
@@ -103,14 +103,14 @@ func (c *Caller) privileged() bool { return c.UID == 0 }
 
 // Perm is struct kern_ipc_perm: an object's key, owner, creator and mode.
 type Perm struct {
-	Key            int32
-	UID, GID       uint32
-	CUID, CGID     uint32
-	Mode           uint32 // the low 9 bits are permissions
-	Seq            uint16
-	ID             int
-	deleted        bool
-	index          int
+	Key        int32
+	UID, GID   uint32
+	CUID, CGID uint32
+	Mode       uint32 // the low 9 bits are permissions
+	Seq        uint16
+	ID         int
+	deleted    bool
+	index      int
 }
 
 // allowed is the kernel's ipcperms: may c access p with flag (S_IRUGO-like
