@@ -14,6 +14,11 @@
 //	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
 //	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
 //
+// Test-only switches of droidroot (passed through to it like every DROIDROOT_* variable):
+//
+//	DROIDROOT_EMULATE_ROBUST=1 emulate set_robust_list/get_robust_list as under the Android
+//	                           policy (TestRobustList sets it itself)
+//
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see
 // how proot fares on the same tests: DROIDROOT_BIN=$PWD/test/proot-as-droidroot.sh.

@@ -1,7 +1,9 @@
 /*
  * sysvipc - System V semaphores and shared memory across processes, with the kernel's errnos.
  *
- * usage: sysvipc
+ * usage: sysvipc          run every check
+ *        sysvipc where    print "kernel" if the kernel holds this process's semaphore set
+ *                         (it is in /proc/sysvipc/sem), "tracer" if not (emulated)
  *
  * Prints one line per check; the output is deterministic (no ids, pids or times), so a run under
  * droidroot --sysvipc must print exactly what a native run prints. Exits 0 unless a call that
@@ -287,9 +289,29 @@ static void shm(void)
 	SHOW("shmctl bad cmd", shmctl(0, 1234, &ds));
 }
 
-int main(void)
+static void where(void)
+{
+	int id = semget(key(3), 1, IPC_CREAT | 0600);
+	MUST(id);
+	FILE *f = fopen("/proc/sysvipc/sem", "r");
+	char line[512];
+	int found = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		int k, i;
+		if (sscanf(line, "%d %d", &k, &i) == 2 && k == key(3) && i == id)
+			found = 1;
+	}
+	printf("%s\n", found ? "kernel" : "tracer");
+	semctl(id, 0, IPC_RMID);
+}
+
+int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && strcmp(argv[1], "where") == 0) {
+		where();
+		return 0;
+	}
 	errnos();
 	prodcons();
 	undo();
