@@ -34,7 +34,7 @@ const (
 
 func addRobustList(t tracer.Table) {
 	r := &robustLists{heads: map[int]uint64{}}
-	t["set_robust_list"] = tracer.Handler{Enter: r.set, Events: r.events}
+	t["set_robust_list"] = tracer.Handler{Enter: r.set, Events: r.events, ExitingEvents: true}
 	t["get_robust_list"] = tracer.Handler{Enter: r.get}
 }
 

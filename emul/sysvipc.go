@@ -22,10 +22,12 @@ import (
 type sysvIPC struct {
 	ns      *sysvipc.Namespace
 	backing *fileBacking
+	// creds caches callers' credentials by tid (see caller).
+	creds map[int]*sysvipc.Caller
 }
 
 func newSysvIPC(tmpDir string) *sysvIPC {
-	s := &sysvIPC{ns: sysvipc.NewNamespace(), backing: &fileBacking{tmpDir: tmpDir}}
+	s := &sysvIPC{ns: sysvipc.NewNamespace(), backing: &fileBacking{tmpDir: tmpDir}, creds: map[int]*sysvipc.Caller{}}
 	s.ns.SetBacking(s.backing)
 	return s
 }
@@ -43,9 +45,26 @@ func addSysvIPC(t tracer.Table, tmpDir string) {
 	t["shmctl"] = tracer.Handler{Enter: s.shmctl}
 }
 
-// caller describes the calling thread: its effective ids from
-// /proc/TID/status (the tracees' real credentials).
-func caller(c *tracer.Call) *sysvipc.Caller {
+// caller describes the calling thread with its real credentials. They are
+// read from /proc/TID/status once and then only checked with a stat of
+// /proc/TID, whose owner is the task's effective uid and gid: a set*id
+// call that changes them is noticed (one that only changes the
+// supplementary groups is not).
+func (s *sysvIPC) caller(c *tracer.Call) *sysvipc.Caller {
+	var st unix.Stat_t
+	statErr := unix.Stat(fmt.Sprintf("/proc/%d", c.Tid()), &st)
+	if cl := s.creds[c.Tid()]; cl != nil && statErr == nil && cl.UID == st.Uid && cl.GID == st.Gid && cl.Pid == c.Pid() {
+		return cl
+	}
+	cl := readCaller(c)
+	if statErr == nil && cl.UID == st.Uid && cl.GID == st.Gid {
+		s.creds[c.Tid()] = cl
+	}
+	return cl
+}
+
+// readCaller reads the calling thread's effective ids from /proc/TID/status.
+func readCaller(c *tracer.Call) *sysvipc.Caller {
 	cl := &sysvipc.Caller{Pid: c.Pid(), Tid: c.Tid(), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.Tid()))
 	if err != nil {
@@ -94,7 +113,7 @@ func fail(c *tracer.Call, err error) {
 }
 
 func (s *sysvIPC) semget(c *tracer.Call) {
-	id, err := s.ns.SemGet(caller(c), int32(c.Arg(0)), int(int32(c.Arg(1))), int(int32(c.Arg(2))))
+	id, err := s.ns.SemGet(s.caller(c), int32(c.Arg(0)), int(int32(c.Arg(1))), int(int32(c.Arg(2))))
 	if err != nil {
 		fail(c, err)
 		return
@@ -126,7 +145,7 @@ func (s *sysvIPC) semtimedop(c *tracer.Call, timed bool) {
 			return
 		}
 	}
-	blocked, wakes, err := s.ns.SemOp(caller(c), semid, sysvipc.DecodeSemBufs(buf))
+	blocked, wakes, err := s.ns.SemOp(s.caller(c), semid, sysvipc.DecodeSemBufs(buf))
 	s.wake(c, wakes)
 	switch {
 	case err != nil:
@@ -158,7 +177,7 @@ func (s *sysvIPC) semctl(c *tracer.Call) {
 			return
 		}
 	}
-	ret, wakes, err := s.ns.SemCtl(caller(c), semid, semnum, cmd, arg)
+	ret, wakes, err := s.ns.SemCtl(s.caller(c), semid, semnum, cmd, arg)
 	s.wake(c, wakes)
 	if err != nil {
 		fail(c, err)
@@ -172,7 +191,7 @@ func (s *sysvIPC) semctl(c *tracer.Call) {
 }
 
 func (s *sysvIPC) shmget(c *tracer.Call) {
-	id, err := s.ns.ShmGet(caller(c), int32(c.Arg(0)), c.Arg(1), int(int32(c.Arg(2))))
+	id, err := s.ns.ShmGet(s.caller(c), int32(c.Arg(0)), c.Arg(1), int(int32(c.Arg(2))))
 	if err != nil {
 		fail(c, err)
 		return
@@ -185,7 +204,7 @@ const mapFixedNoReplace = 0x100000
 // shmat maps the segment's backing file into the caller: the call becomes
 // openat(backing) + mmap(MAP_SHARED) + close, run by the thread itself.
 func (s *sysvIPC) shmat(c *tracer.Call) {
-	cl := caller(c)
+	cl := s.caller(c)
 	plan, err := s.ns.ShmAttachPlan(cl, int(int32(c.Arg(0))), c.Arg(1), int(int32(c.Arg(2))))
 	if err != nil {
 		fail(c, err)
@@ -234,7 +253,7 @@ func (s *sysvIPC) shmat(c *tracer.Call) {
 }
 
 func (s *sysvIPC) shmdt(c *tracer.Call) {
-	a, err := s.ns.ShmDetach(caller(c), c.Arg(0))
+	a, err := s.ns.ShmDetach(s.caller(c), c.Arg(0))
 	if err != nil {
 		fail(c, err)
 		return
@@ -253,7 +272,7 @@ func (s *sysvIPC) shmctl(c *tracer.Call) {
 			return
 		}
 	}
-	ret, out, err := s.ns.ShmCtl(caller(c), shmid, cmd, in)
+	ret, out, err := s.ns.ShmCtl(s.caller(c), shmid, cmd, in)
 	if err != nil {
 		fail(c, err)
 		return
@@ -278,6 +297,7 @@ func (s *sysvIPC) events(e *tracer.Event) {
 		s.ns.DropAttaches(e.Pid)
 	case tracer.EventThreadGone:
 		s.ns.RemoveWaiter(e.Tid)
+		delete(s.creds, e.Tid)
 	case tracer.EventProcessGone:
 		for _, w := range s.ns.ExitProcess(e.Pid) {
 			e.Tracer().Wake(w.Tid, w.Result)

@@ -20,6 +20,9 @@ type Handler struct {
 	// per-process state hang it on one of their handlers (once per
 	// state, not on every handler that shares it).
 	Events func(e *Event)
+	// ExitingEvents makes Events also see EventExiting, which costs one
+	// more stop per thread exit (PTRACE_O_TRACEEXIT) for the whole tree.
+	ExitingEvents bool
 }
 
 // Table maps syscall names of the host's native ABI to their handlers.

@@ -62,9 +62,10 @@ func (t *Tracer) emit(e Event) {
 	}
 }
 
-// wantsExitStops reports whether some hook needs PTRACE_EVENT_EXIT stops.
+// options are the ptrace options of the first tracee: PTRACE_EVENT_EXIT
+// stops only when a hook wants them.
 func (t *Tracer) options() int {
-	if len(t.hooks) > 0 {
+	if t.exitStops {
 		return ptraceOptions | unix.PTRACE_O_TRACEEXIT
 	}
 	return ptraceOptions

@@ -63,6 +63,8 @@ type Tracer struct {
 	warned             map[string]bool
 	// hooks are the Events hooks of the table (events.go).
 	hooks []func(*Event)
+	// exitStops is set when a hook wants EventExiting.
+	exitStops bool
 }
 
 // New prepares a tracer; nothing runs until Run.
@@ -86,6 +88,7 @@ func New(cfg Config) (*Tracer, error) {
 	for _, h := range cfg.Table {
 		if h.Events != nil {
 			t.hooks = append(t.hooks, h.Events)
+			t.exitStops = t.exitStops || h.ExitingEvents
 		}
 	}
 	if cfg.Loader != "" {
