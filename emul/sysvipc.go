@@ -24,10 +24,12 @@ type sysvIPC struct {
 	backing *fileBacking
 	// creds caches callers' credentials by tid (see caller).
 	creds map[int]*sysvipc.Caller
+	// rcvBuf holds the buffer of every blocked msgrcv, by tid.
+	rcvBuf map[int]uint64
 }
 
 func newSysvIPC(tmpDir string) *sysvIPC {
-	s := &sysvIPC{ns: sysvipc.NewNamespace(), backing: &fileBacking{tmpDir: tmpDir}, creds: map[int]*sysvipc.Caller{}}
+	s := &sysvIPC{ns: sysvipc.NewNamespace(), backing: &fileBacking{tmpDir: tmpDir}, creds: map[int]*sysvipc.Caller{}, rcvBuf: map[int]uint64{}}
 	s.ns.SetBacking(s.backing)
 	return s
 }
@@ -43,6 +45,10 @@ func addSysvIPC(t tracer.Table, tmpDir string) {
 	t["shmat"] = tracer.Handler{Enter: s.shmat}
 	t["shmdt"] = tracer.Handler{Enter: s.shmdt}
 	t["shmctl"] = tracer.Handler{Enter: s.shmctl}
+	t["msgget"] = tracer.Handler{Enter: s.msgget}
+	t["msgsnd"] = tracer.Handler{Enter: s.msgsnd}
+	t["msgrcv"] = tracer.Handler{Enter: s.msgrcv}
+	t["msgctl"] = tracer.Handler{Enter: s.msgctl}
 }
 
 // caller describes the calling thread with its real credentials. They are
@@ -297,6 +303,8 @@ func (s *sysvIPC) events(e *tracer.Event) {
 		s.ns.DropAttaches(e.Pid)
 	case tracer.EventThreadGone:
 		s.ns.RemoveWaiter(e.Tid)
+		s.ns.RemoveMsgWaiter(e.Tid)
+		delete(s.rcvBuf, e.Tid)
 		delete(s.creds, e.Tid)
 	case tracer.EventProcessGone:
 		for _, w := range s.ns.ExitProcess(e.Pid) {
@@ -350,4 +358,113 @@ func (b *fileBacking) removeAll() {
 		os.RemoveAll(b.dir)
 		b.dir = ""
 	}
+}
+
+func (s *sysvIPC) msgget(c *tracer.Call) {
+	id, err := s.ns.MsgGet(s.caller(c), int32(c.Arg(0)), int(int32(c.Arg(1))))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Return(int64(id))
+}
+
+// putMsg writes m (type, then text) into tid's buffer at addr.
+func putMsg(t *tracer.Tracer, tid int, addr uint64, m *sysvipc.Message) error {
+	b := make([]byte, 8+len(m.Text))
+	binary.LittleEndian.PutUint64(b, uint64(m.Type))
+	copy(b[8:], m.Text)
+	return t.WriteMem(tid, addr, b)
+}
+
+// msgWake answers the blocked msgsnd/msgrcv calls an operation completed,
+// copying each received message into its receiver's buffer first.
+func (s *sysvIPC) msgWake(t *tracer.Tracer, wakes []sysvipc.MsgWake) {
+	for _, w := range wakes {
+		if w.Msg != nil {
+			if putMsg(t, w.Tid, s.rcvBuf[w.Tid], w.Msg) != nil {
+				w.Result = -int64(unix.EFAULT)
+			}
+		}
+		delete(s.rcvBuf, w.Tid)
+		t.Wake(w.Tid, w.Result)
+	}
+}
+
+func (s *sysvIPC) msgPark(c *tracer.Call) {
+	tid := c.Tid()
+	c.Park(nil, func(tracer.ParkEnd) int64 {
+		s.ns.RemoveMsgWaiter(tid)
+		delete(s.rcvBuf, tid)
+		return -int64(unix.EINTR)
+	})
+}
+
+func (s *sysvIPC) msgsnd(c *tracer.Call) {
+	msqid, addr, size, flg := int(int32(c.Arg(0))), c.Arg(1), int64(c.Arg(2)), int(int32(c.Arg(3)))
+	var b [8]byte
+	if c.ReadMem(addr, b[:]) != nil {
+		c.Fail(unix.EFAULT)
+		return
+	}
+	m := sysvipc.Message{Type: int64(binary.LittleEndian.Uint64(b[:]))}
+	if err := sysvipc.MsgSndCheck(msqid, size, m.Type); err != nil {
+		fail(c, err)
+		return
+	}
+	m.Text = make([]byte, size)
+	if c.ReadMem(addr+8, m.Text) != nil {
+		c.Fail(unix.EFAULT)
+		return
+	}
+	blocked, wakes, err := s.ns.MsgSnd(s.caller(c), msqid, m, flg)
+	s.msgWake(c.Tracer(), wakes)
+	switch {
+	case err != nil:
+		fail(c, err)
+	case blocked:
+		s.msgPark(c)
+	default:
+		c.Return(0)
+	}
+}
+
+func (s *sysvIPC) msgrcv(c *tracer.Call) {
+	msqid, addr, size, typ, flg := int(int32(c.Arg(0))), c.Arg(1), int64(c.Arg(2)), int64(c.Arg(3)), int(int32(c.Arg(4)))
+	m, blocked, wakes, err := s.ns.MsgRcv(s.caller(c), msqid, size, typ, flg)
+	s.msgWake(c.Tracer(), wakes)
+	switch {
+	case err != nil:
+		fail(c, err)
+	case blocked:
+		s.rcvBuf[c.Tid()] = addr
+		s.msgPark(c)
+	case putMsg(c.Tracer(), c.Tid(), addr, m) != nil:
+		c.Fail(unix.EFAULT)
+	default:
+		c.Return(int64(len(m.Text)))
+	}
+}
+
+func (s *sysvIPC) msgctl(c *tracer.Call) {
+	msqid, cmd := int(int32(c.Arg(0))), int(int32(c.Arg(1)))
+	var in []byte
+	if n := sysvipc.MsgCtlInput(cmd); n > 0 && msqid >= 0 {
+		in = make([]byte, n)
+		if c.ReadMem(c.Arg(2), in) != nil {
+			c.Fail(unix.EFAULT)
+			return
+		}
+	}
+	ret, out, wakes, err := s.ns.MsgCtl(s.caller(c), msqid, cmd, in)
+	s.msgWake(c.Tracer(), wakes)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if out != nil && c.WriteMem(c.Arg(2), out) != nil {
+		c.Fail(unix.EFAULT)
+		return
+	}
+	c.Return(ret)
 }

@@ -142,9 +142,12 @@ type Namespace struct {
 	// IPC_STAT); nil means the real clock.
 	Now func() int64
 
-	sems  ids[*SemSet]
-	shms  ids[*Segment]
-	undos map[int]map[int][]int16 // process -> semid -> adjustments
+	sems ids[*SemSet]
+	shms ids[*Segment]
+	msgs ids[*MsgQueue]
+	// msgWaiting holds the queue of every blocked msgsnd/msgrcv, by tid.
+	msgWaiting map[int]*MsgQueue
+	undos      map[int]map[int][]int16 // process -> semid -> adjustments
 	// waiting holds every blocked semop, by tid.
 	waiting  map[int]*semWaiter
 	usedSems int
@@ -154,7 +157,7 @@ type Namespace struct {
 
 // NewNamespace returns an empty IPC namespace.
 func NewNamespace() *Namespace {
-	return &Namespace{undos: map[int]map[int][]int16{}, waiting: map[int]*semWaiter{}, shm: shmState{attaches: map[int][]Attach{}}}
+	return &Namespace{undos: map[int]map[int][]int16{}, waiting: map[int]*semWaiter{}, msgWaiting: map[int]*MsgQueue{}, shm: shmState{attaches: map[int][]Attach{}}}
 }
 
 func (ns *Namespace) now() int64 {

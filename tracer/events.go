@@ -106,3 +106,7 @@ func (t *Tracer) Traced(tid int) bool { return t.threads[tid] != nil }
 
 // NumThreads returns how many threads are traced.
 func (t *Tracer) NumThreads() int { return len(t.threads) }
+
+// WriteMem writes b into the memory of traced thread tid (which may be
+// running or parked).
+func (t *Tracer) WriteMem(tid int, addr uint64, b []byte) error { return writeMem(tid, addr, b) }

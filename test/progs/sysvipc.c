@@ -5,6 +5,9 @@
  *        sysvipc where    print "kernel" if the kernel holds this process's semaphore set
  *                         (it is in /proc/sysvipc/sem), "tracer" if not (emulated)
  *
+ * Message queues too: errnos, type selection, a receiver blocked until a send, a sender blocked
+ * on a full queue, IPC_RMID waking a receiver with EIDRM.
+ *
  * Prints one line per check; the output is deterministic (no ids, pids or times), so a run under
  * droidroot --sysvipc must print exactly what a native run prints. Exits 0 unless a call that
  * must work fails.
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/time.h>
@@ -305,6 +309,95 @@ static void where(void)
 	semctl(id, 0, IPC_RMID);
 }
 
+struct m {
+	long type;
+	char text[64];
+};
+
+static void rcvshow(const char *what, int id, size_t size, long type, int flg)
+{
+	struct m m;
+	memset(&m, 0, sizeof m);
+	long n = msgrcv(id, &m, size, type, flg);
+	if (n < 0)
+		printf("%s: %s\n", what, strerrorname_np(errno));
+	else
+		printf("%s: type %ld %ld bytes \"%.*s\"\n", what, m.type, n, (int)n, m.text);
+}
+
+static int snd(int id, long type, const char *text, int flg)
+{
+	struct m m = {type, ""};
+	strncpy(m.text, text, sizeof m.text - 1);
+	return msgsnd(id, &m, strlen(text), flg);
+}
+
+static void msg(void)
+{
+	struct m big;
+	memset(&big, 0, sizeof big);
+	SHOW("msgget missing", msgget(key(4), 0600));
+	int id = msgget(key(4), IPC_CREAT | 0600);
+	MUST(id);
+	SHOW("msgget excl", msgget(key(4), IPC_CREAT | IPC_EXCL | 0600));
+	SHOW("msgsnd type 0", snd(id, 0, "x", 0));
+	SHOW("msgsnd too big", msgsnd(id, &big, 8193, 0));
+	SHOW("msgsnd bad pointer", msgsnd(id, (void *)8, 1, 0));
+	SHOW("msgsnd bad id", snd(-1, 1, "x", 0));
+	MUST(snd(id, 1, "one", 0));
+	MUST(snd(id, 2, "two", 0));
+	MUST(snd(id, 3, "three", 0));
+	struct msqid_ds ds;
+	MUST(msgctl(id, IPC_STAT, &ds));
+	printf("qnum %lu cbytes %lu qbytes %lu lspid ok %d\n", (unsigned long)ds.msg_qnum,
+	       (unsigned long)ds.__msg_cbytes, (unsigned long)ds.msg_qbytes, ds.msg_lspid == getpid());
+	rcvshow("small buffer", id, 2, 1, 0);
+	rcvshow("type <= 3", id, 64, -3, 0);
+	rcvshow("except 2", id, 64, 2, MSG_EXCEPT);
+	rcvshow("noerror", id, 2, 0, MSG_NOERROR);
+	rcvshow("empty nowait", id, 64, 0, IPC_NOWAIT);
+	SHOW("msgrcv bad id", msgrcv(-1, &big, 10, 0, 0));
+
+	pid_t c = fork();
+	if (c == 0) {
+		rcvshow("child got", id, 64, 7, 0);
+		_exit(0);
+	}
+	usleep(200000);
+	MUST(snd(id, 5, "not for the child", 0));
+	MUST(snd(id, 7, "for the child", 0));
+	printf("child exit %d\n", reap(c));
+	rcvshow("left", id, 64, 0, 0);
+
+	MUST(msgctl(id, IPC_STAT, &ds));
+	ds.msg_qbytes = 16;
+	MUST(msgctl(id, IPC_SET, &ds));
+	SHOW("full nowait", snd(id, 1, "0123456789abcdefg", IPC_NOWAIT));
+	c = fork();
+	if (c == 0) {
+		for (int i = 0; i < 3; i++)
+			MUST(snd(id, 1 + i, "12345678", 0));
+		_exit(0);
+	}
+	usleep(200000);
+	MUST(msgctl(id, IPC_STAT, &ds));
+	printf("full: qnum %lu\n", (unsigned long)ds.msg_qnum);
+	for (int i = 0; i < 3; i++)
+		rcvshow("drain", id, 64, 0, 0);
+	printf("sender exit %d\n", reap(c));
+
+	c = fork();
+	if (c == 0) {
+		struct m m;
+		int r = msgrcv(id, &m, sizeof m.text, 0, 0);
+		_exit(r < 0 ? errno : 0);
+	}
+	usleep(200000);
+	MUST(msgctl(id, IPC_RMID, NULL));
+	printf("receiver after rmid: %s\n", strerrorname_np(reap(c)));
+	SHOW("msgsnd removed", snd(id, 1, "x", 0));
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -317,5 +410,6 @@ int main(int argc, char **argv)
 	undo();
 	rmid_and_eintr();
 	shm();
+	msg();
 	return 0;
 }
