@@ -106,10 +106,11 @@ func (r *robustLists) exitList(e *tracer.Event, head uint64) {
 		next := le.Uint64(nb[:])
 		if entry != pending {
 			w, ok := r.death(e, entry+offset, pi, false)
-			if !ok {
-				return
-			}
 			woke = append(woke, w...)
+			if !ok {
+				pending = 0 // the kernel stops at a bad entry
+				break
+			}
 		}
 		if rc != nil {
 			pending = 0 // the kernel gives up on a bad list
