@@ -61,6 +61,10 @@ func (r *robustLists) get(c *tracer.Call) {
 			}
 			return
 		}
+		if pid != tid && !mayRead(tid, pid) {
+			c.Fail(unix.EPERM)
+			return
+		}
 		tid = pid
 	}
 	var b [8]byte
@@ -186,4 +190,41 @@ func kickFutexWaiters(t *tracer.Tracer, dying int, words []uint64) {
 			}
 		}
 	})
+}
+
+// ids returns the Uid and Gid lines of /proc/TID/status (real, effective,
+// saved, filesystem).
+func ids(tid int) (uid, gid []string) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return nil, nil
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			uid = strings.Fields(v)
+		} else if v, ok := strings.CutPrefix(line, "Gid:"); ok {
+			gid = strings.Fields(v)
+		}
+	}
+	return uid, gid
+}
+
+// mayRead approximates ptrace_may_access(PTRACE_MODE_READ_REALCREDS): root
+// may, others only when the target's real, effective and saved ids all
+// equal the caller's real ones.
+func mayRead(caller, target int) bool {
+	cu, cg := ids(caller)
+	tu, tg := ids(target)
+	if len(cu) < 3 || len(cg) < 3 || len(tu) < 3 || len(tg) < 3 {
+		return true
+	}
+	if cu[1] == "0" {
+		return true
+	}
+	for i := 0; i < 3; i++ {
+		if tu[i] != cu[0] || tg[i] != cg[0] {
+			return false
+		}
+	}
+	return true
 }

@@ -82,6 +82,35 @@ static void lists(void)
 	printf("set_robust_list(bad len): %s\n", en(setrl(h, 1)));
 }
 
+/* Many short threads: each one's glibc-registered head is what get_robust_list returns. */
+static int heads_ok;
+static pthread_mutex_t count_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *shortthread(void *arg)
+{
+	(void)arg;
+	void *h;
+	size_t len;
+	if (getrl(0, &h, &len) == 0 && h != NULL && len == sizeof(struct robust_list_head)) {
+		pthread_mutex_lock(&count_mu);
+		heads_ok++;
+		pthread_mutex_unlock(&count_mu);
+	}
+	return NULL;
+}
+
+static void many(void)
+{
+	pthread_t th[50];
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 50; i++)
+			pthread_create(&th[i], NULL, shortthread, NULL);
+		for (int i = 0; i < 50; i++)
+			pthread_join(th[i], NULL);
+	}
+	printf("1000 threads: heads ok %d\n", heads_ok);
+}
+
 static pthread_mutex_t *shared_mutex(void)
 {
 	pthread_mutex_t *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -187,6 +216,7 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	lists();
+	many();
 	mutexes();
 	return 0;
 }
