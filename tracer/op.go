@@ -279,3 +279,16 @@ func handlerRuns(tid int, sig syscall.Signal) bool {
 	}
 	return true
 }
+
+// sigsysOp is for the SIGSYS path (a call the Android policy blocks,
+// answered by the same Enter handler): after Enter, if the handler parked
+// the call or started injected syscalls, it starts them from the SIGSYS
+// stop (callAddr is si_call_addr) and reports true; the thread is then
+// resumed (signal 0, PTRACE_SYSCALL) and the caller must not touch it.
+func (t *Tracer) sigsysOp(th *Thread, c *Call, callAddr uint64) bool {
+	if th.op == nil {
+		return false
+	}
+	t.startOp(th, c, true, callAddr)
+	return true
+}
