@@ -124,7 +124,7 @@ func (t *Tracer) startOp(th *Thread, c *Call, restart bool, contPC uint64) {
 			addr, err := c.Push(b[:])
 			if err != nil {
 				th.op = nil
-				t.answer(th, &c.Regs, op, op.end(ParkSignal), 0)
+				t.answer(th, op, op.end(ParkSignal), 0)
 				return
 			}
 			op.args[2] = addr
@@ -156,9 +156,10 @@ func (t *Tracer) setupSyscall(th *Thread, r *Regs, op *threadOp, inPlace bool) {
 }
 
 // answer ends th's op: the call returns v, every other register as at its
-// entry; the thread resumes with signal sig. atEntry tells a syscall-entry
-// stop (the syscall there is skipped).
-func (t *Tracer) answer(th *Thread, _ *Regs, op *threadOp, v int64, sig syscall.Signal) {
+// entry; the thread resumes with signal sig. At a syscall-entry stop (a
+// restarted ppoll) the syscall is skipped; at a signal-delivery stop no
+// restart happens.
+func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
 	r := op.entry
 	r.SetNr(-1) // no restart, and skip the call at an entry stop
 	r.SetRet(v)
@@ -192,7 +193,7 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		}
 		if syscallInfoOp(th.Tid) == syscallInfoEntry {
 			if op.park && op.woken {
-				t.answer(th, &r, op, op.result, 0)
+				t.answer(th, op, op.result, 0)
 			} else {
 				resume(unix.PTRACE_SYSCALL, th.Tid, 0)
 			}
@@ -202,13 +203,13 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		if op.park {
 			switch {
 			case op.woken:
-				t.answer(th, &r, op, op.result, 0)
+				t.answer(th, op, op.result, 0)
 			case ret == 0:
-				t.answer(th, &r, op, op.end(ParkTimeout), 0)
+				t.answer(th, op, op.end(ParkTimeout), 0)
 			case isRestart(ret):
 				resume(unix.PTRACE_SYSCALL, th.Tid, 0)
 			default:
-				t.answer(th, &r, op, op.end(ParkSignal), 0)
+				t.answer(th, op, op.end(ParkSignal), 0)
 			}
 			return true
 		}
@@ -219,11 +220,11 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		op.then(c, ret)
 		switch {
 		case op.answer != nil:
-			t.answer(th, &r, op, *op.answer, 0)
+			t.answer(th, op, *op.answer, 0)
 		case op.next:
 			t.setupSyscall(th, &r, op, false)
 		default:
-			t.answer(th, &r, op, -int64(unix.ENOSYS), 0)
+			t.answer(th, op, -int64(unix.ENOSYS), 0)
 		}
 		return true
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
@@ -237,13 +238,11 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 			resume(unix.PTRACE_SYSCALL, th.Tid, 0)
 			return true
 		}
-		var r Regs
-		getRegs(th.Tid, &r)
 		switch {
 		case op.woken:
-			t.answer(th, &r, op, op.result, sig)
+			t.answer(th, op, op.result, sig)
 		case handlerRuns(th.Tid, sig):
-			t.answer(th, &r, op, op.end(ParkSignal), sig)
+			t.answer(th, op, op.end(ParkSignal), sig)
 		default:
 			resume(unix.PTRACE_SYSCALL, th.Tid, sig)
 		}
