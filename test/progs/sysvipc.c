@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,7 +244,50 @@ static void rmid_and_eintr(void)
 	usleep(100000);
 	MUST(op(id, 0, 1, 0));
 	printf("sleeper after ignored SIGCHLD and post: %d\n", reap(c));
+
+	/* A sleeper killed by SIGKILL leaves the queue. */
+	c = fork();
+	if (c == 0) {
+		op(id, 0, -1, 0);
+		_exit(0);
+	}
+	waitncnt(id, 0, GETNCNT, 1);
+	kill(c, SIGKILL);
+	printf("killed sleeper: %d\n", reap(c));
+	waitncnt(id, 0, GETNCNT, 0);
+	MUST(op(id, 0, 1, 0));
+	printf("value after post %d\n", semval(id, 0));
 	MUST(semctl(id, 0, IPC_RMID));
+}
+
+static int tsem;
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	int r = op(tsem, 0, -2, SEM_UNDO);
+	return (void *)(long)(r < 0 ? errno : 0);
+}
+
+/* Threads of one process: one sleeps, another posts; SEM_UNDO belongs to the process. */
+static void threads(void)
+{
+	tsem = semget(IPC_PRIVATE, 1, 0600);
+	pid_t c = fork();
+	if (c == 0) {
+		pthread_t t[3];
+		void *r[3];
+		for (int i = 0; i < 3; i++)
+			pthread_create(&t[i], NULL, sleeper, NULL);
+		waitncnt(tsem, 0, GETNCNT, 3);
+		MUST(op(tsem, 0, 6, 0));
+		for (int i = 0; i < 3; i++)
+			pthread_join(t[i], &r[i]);
+		printf("threads woke: %ld %ld %ld, value %d\n", (long)r[0], (long)r[1], (long)r[2], semval(tsem, 0));
+		_exit(0);
+	}
+	reap(c);
+	printf("after the process exited (undo of 3 x -2): %d\n", semval(tsem, 0));
+	MUST(semctl(tsem, 0, IPC_RMID));
 }
 
 static void shm(void)
@@ -409,6 +453,7 @@ int main(int argc, char **argv)
 	prodcons();
 	undo();
 	rmid_and_eintr();
+	threads();
 	shm();
 	msg();
 	return 0;
