@@ -160,7 +160,17 @@ func (t *Tracer) setupSyscall(th *Thread, r *Regs, op *threadOp, inPlace bool) {
 // restarted ppoll) the syscall is skipped; at a signal-delivery stop no
 // restart happens.
 func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
-	r := op.entry
+	// Start from the registers now (on arm64 a syscall stop shows x7 as
+	// the kernel's entry/exit marker, so an entry snapshot must not be
+	// written back whole) and restore what the ops changed.
+	var r Regs
+	if err := getRegs(th.Tid, &r); err != nil {
+		r = op.entry
+	}
+	for i := 0; i < 6; i++ {
+		r.SetArg(i, op.entry.Arg(i))
+	}
+	r.restoreSyscallReg(&op.entry)
 	r.SetNr(-1) // no restart, and skip the call at an entry stop
 	r.SetRet(v)
 	r.SetPC(op.contPC)

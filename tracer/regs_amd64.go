@@ -86,3 +86,7 @@ func (r *Regs) setRestartNr(nr int) {}
 // setSyscallReg sets the register the syscall instruction takes the
 // number from (rax), for a thread sent back to that instruction.
 func (r *Regs) setSyscallReg(nr int) { r.r.Rax = uint64(int64(nr)) }
+
+// restoreSyscallReg restores the syscall-number register the ops changed:
+// on x86_64 that is rax, which holds the result anyway.
+func (r *Regs) restoreSyscallReg(from *Regs) {}

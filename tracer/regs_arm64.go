@@ -68,3 +68,6 @@ func (r *Regs) setRestartNr(nr int) { r.r.Regs[8] = uint64(int64(nr)) }
 // setSyscallReg sets the register the syscall instruction takes the
 // number from (x8), for a thread sent back to that instruction.
 func (r *Regs) setSyscallReg(nr int) { r.r.Regs[8] = uint64(int64(nr)) }
+
+// restoreSyscallReg restores x8, which the ops changed, from from.
+func (r *Regs) restoreSyscallReg(from *Regs) { r.r.Regs[8] = from.r.Regs[8] }
