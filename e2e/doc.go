@@ -18,6 +18,8 @@
 //
 //	DROIDROOT_EMULATE_SETID=1  answer set*id, setgroups and get*id in the tracer without -0/-i,
 //	                           starting from the real ids (what Android needs; TestIdentitySetID)
+//	DROIDROOT_EMULATE_ROBUST=1 emulate set_robust_list/get_robust_list as under the Android
+//	                           policy (TestRobustList sets it itself)
 //
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see

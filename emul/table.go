@@ -40,6 +40,15 @@ type Config struct {
 	// EmulateSetID answers the set*id family, setgroups and get*id in the
 	// tracer, starting from the real ids (Android blocks set*id).
 	EmulateSetID bool
+	// SysVIPC answers msg*/sem*/shm* in the tracer for the whole tree
+	// (termux proot's --sysvipc; Android forbids them to apps).
+	SysVIPC bool
+	// EmulateRobustList answers set_robust_list/get_robust_list per thread
+	// and does the kernel's owner-died handling at thread exit.
+	EmulateRobustList bool
+	// TmpDir is where emulations keep files (SysV shared memory); "" means
+	// the system's.
+	TmpDir string
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -128,6 +137,12 @@ func Table(cfg Config) tracer.Table {
 		"getpeername": socks.sockNameHandler(1, 2),
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
+	}
+	if cfg.SysVIPC {
+		addSysvIPC(t, cfg.TmpDir)
+	}
+	if cfg.EmulateRobustList {
+		addRobustList(t)
 	}
 	addIdentity(t, cfg)
 	return t

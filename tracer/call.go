@@ -15,6 +15,14 @@ type Handler struct {
 	Enter func(c *Call)
 	// Exit, when set, runs at the syscall-exit stop of the same call.
 	Exit func(c *Call)
+	// Events, when set, is told about every fork, exec and exit of the
+	// traced tree (events.go): emulations that keep per-thread or
+	// per-process state hang it on one of their handlers (once per
+	// state, not on every handler that shares it).
+	Events func(e *Event)
+	// ExitingEvents makes Events also see EventExiting, which costs one
+	// more stop per thread exit (PTRACE_O_TRACEEXIT) for the whole tree.
+	ExitingEvents bool
 }
 
 // Table maps syscall names of the host's native ABI to their handlers.
@@ -121,6 +129,9 @@ func (c *Call) SetNr(nr int) { c.Regs.SetNr(nr); c.dirty = true }
 // Return answers the call at entry without running it: the guest sees v
 // (a negative errno for failure). At exit it replaces the result.
 func (c *Call) Return(v int64) {
+	if c.opReturn(v) {
+		return
+	}
 	if !c.inExit() {
 		c.Regs.SetNr(-1)
 		c.skipped = true

@@ -48,6 +48,9 @@ type Thread struct {
 	call     Call
 	// creds are the thread's emulated credentials (when Config.Creds is set).
 	creds ident.Creds
+	// op is a call that takes more than one stop to answer: parked
+	// until woken, or running injected syscalls (op.go).
+	op *threadOp
 }
 
 // rewriteLog is a small ring of argument rewrites: which register of which

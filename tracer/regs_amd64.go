@@ -77,3 +77,16 @@ func (r *Regs) SetPC(v uint64) { r.r.Rip = v }
 // SetEntryArg sets the first-argument register the loader reads its
 // script address from at a fresh exec.
 func (r *Regs) SetEntryArg(v uint64) { r.r.Rdi = v }
+
+// setRestartNr makes a kernel restart of the current call (after a
+// signal) run nr: on x86_64 a restart reloads rax from orig_rax, which
+// SetNr already sets.
+func (r *Regs) setRestartNr(nr int) {}
+
+// setSyscallReg sets the register the syscall instruction takes the
+// number from (rax), for a thread sent back to that instruction.
+func (r *Regs) setSyscallReg(nr int) { r.r.Rax = uint64(int64(nr)) }
+
+// restoreSyscallReg restores the syscall-number register the ops changed:
+// on x86_64 that is rax, which holds the result anyway.
+func (r *Regs) restoreSyscallReg(from *Regs) {}

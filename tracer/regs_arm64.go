@@ -60,3 +60,14 @@ func (r *Regs) SetPC(v uint64) { r.r.Pc = v }
 // at a fresh exec: x1, because execve's return value still lands in x0
 // after the PTRACE_EVENT_EXEC stop.
 func (r *Regs) SetEntryArg(v uint64) { r.r.Regs[1] = v }
+
+// setRestartNr makes a kernel restart of the current call (after a
+// signal) run nr: on arm64 a restart re-executes svc, which reads x8.
+func (r *Regs) setRestartNr(nr int) { r.r.Regs[8] = uint64(int64(nr)) }
+
+// setSyscallReg sets the register the syscall instruction takes the
+// number from (x8), for a thread sent back to that instruction.
+func (r *Regs) setSyscallReg(nr int) { r.r.Regs[8] = uint64(int64(nr)) }
+
+// restoreSyscallReg restores x8, which the ops changed, from from.
+func (r *Regs) restoreSyscallReg(from *Regs) { r.r.Regs[8] = from.r.Regs[8] }

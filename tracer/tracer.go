@@ -68,6 +68,10 @@ type Tracer struct {
 	loaderLo, loaderHi uint64
 	lastStatus         int
 	warned             map[string]bool
+	// hooks are the Events hooks of the table (events.go).
+	hooks []func(*Event)
+	// exitStops is set when a hook wants EventExiting.
+	exitStops bool
 }
 
 // New prepares a tracer; nothing runs until Run.
@@ -87,6 +91,12 @@ func New(cfg Config) (*Tracer, error) {
 		}
 		h := h
 		t.handlers[nr] = &h
+	}
+	for _, h := range cfg.Table {
+		if h.Events != nil {
+			t.hooks = append(t.hooks, h.Events)
+			t.exitStops = t.exitStops || h.ExitingEvents
+		}
 	}
 	if cfg.Loader != "" {
 		lo, hi, err := imageRange(cfg.Loader)
@@ -230,7 +240,7 @@ func (t *Tracer) Run() (int, error) {
 		pw.Close()
 		return 1, fmt.Errorf("starting the guest: %w", err)
 	}
-	if err := seize(pid, ptraceOptions); err != nil {
+	if err := seize(pid, t.options()); err != nil {
 		pw.Close()
 		unix.Kill(pid, unix.SIGKILL)
 		var ws unix.WaitStatus
@@ -306,6 +316,9 @@ func (t *Tracer) loop() (int, error) {
 		}
 		sig := ws.StopSignal()
 		event := int(ws) >> 16 & 0xff
+		if th.op != nil && t.opStop(th, sig, event) {
+			continue
+		}
 		switch {
 		case sig == unix.SIGTRAP|0x80:
 			t.syscallStop(th)
@@ -315,6 +328,8 @@ func (t *Tracer) loop() (int, error) {
 			t.forked(th, event)
 		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXEC:
 			t.execEvent(th)
+		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
+			t.exitingStop(th)
 		case event == unix.PTRACE_EVENT_STOP:
 			if !th.ready {
 				th.stopped = true
@@ -337,7 +352,7 @@ func (t *Tracer) loop() (int, error) {
 
 func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 	req := t.resumeReq()
-	if th.pendingExit != nil {
+	if th.pendingExit != nil || th.op != nil {
 		req = unix.PTRACE_SYSCALL
 	}
 	if err := resume(req, th.Tid, sig); err != nil && err != unix.ESRCH {
@@ -347,6 +362,13 @@ func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 
 func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	delete(t.threads, tid)
+	if th != nil && th.Proc != nil && len(t.hooks) > 0 {
+		th.op = nil
+		t.emit(Event{Kind: EventThreadGone, Tid: tid, Pid: th.Proc.Pid})
+		if th.Proc.Pid == tid {
+			t.emit(Event{Kind: EventProcessGone, Tid: tid, Pid: tid})
+		}
+	}
 	if th == nil || th.Proc == nil || th.Proc.Pid != tid {
 		return
 	}
@@ -403,6 +425,9 @@ func (t *Tracer) forked(th *Thread, event int) {
 	ct.inSyscall = th.inSyscall
 	ct.creds = th.creds
 	ct.ready = true
+	if len(t.hooks) > 0 {
+		t.emit(Event{Kind: EventFork, Tid: child, Pid: ct.Proc.Pid, ParentTid: th.Tid, ParentPid: th.Proc.Pid, Flags: flags})
+	}
 	if wasStopped {
 		ct.stopped = false
 		t.cont(ct, 0)
@@ -478,6 +503,10 @@ func (t *Tracer) enter(th *Thread) {
 	c.reset(th)
 	c.undoRewrites()
 	h.Enter(c)
+	if th.op != nil {
+		t.startOp(th, c, false, c.Entry.PC())
+		return
+	}
 	if c.dirty {
 		if err := putRegs(th.Tid, &c.Regs); err != nil {
 			t.logf(1, "setregs %d: %v", th.Tid, err)
@@ -540,6 +569,9 @@ func (t *Tracer) execEvent(th *Thread) {
 	}
 	plan := th.exec
 	th.exec = nil
+	if len(t.hooks) > 0 {
+		t.emit(Event{Kind: EventExec, Tid: th.Tid, Pid: th.Proc.Pid})
+	}
 	// Other threads of the process are gone; the process gets its own FS.
 	fs := *th.FS
 	th.FS = &fs

@@ -94,7 +94,7 @@ var prootOptions = []prootOption{
 		o.Link2Symlink = true
 		return unbuilt("-l/--link2symlink")(o, v)
 	}},
-	{[]string{"--sysvipc"}, flagOpt, func(o *Options, v string) error { o.SysVIPC = true; return unbuilt("--sysvipc")(o, v) }},
+	{[]string{"--sysvipc"}, flagOpt, func(o *Options, v string) error { o.SysVIPC = true; return nil }},
 	{[]string{"--ashmem-memfd"}, flagOpt, func(o *Options, v string) error {
 		o.AshmemMemfd = true
 		return unbuilt("--ashmem-memfd")(o, v)

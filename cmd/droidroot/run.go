@@ -285,7 +285,12 @@ func virtualDir(tmpDir string) (string, error) {
 // emulConfig turns the command line's options into the handler table's
 // configuration.
 func emulConfig(o *Options) emul.Config {
-	var c emul.Config
+	c := emul.Config{
+		SysVIPC: o.SysVIPC,
+		// Test-only switch until the Android policy turns it on (e2e/doc.go).
+		EmulateRobustList: os.Getenv("DROIDROOT_EMULATE_ROBUST") == "1",
+		TmpDir:            os.Getenv("PROOT_TMP_DIR"),
+	}
 	if o.ChangeID != "" {
 		uid, gid, _ := parseChangeID(o.ChangeID) // checked when parsed
 		c.Identity = &emul.Identity{UID: uid, GID: gid}

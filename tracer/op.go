@@ -1,0 +1,303 @@
+package tracer
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/seccomp"
+)
+
+// This file holds calls that take more than one stop to answer:
+//
+//   - Park: a blocking emulated call (semop on a semaphore that is 0). The
+//     thread sleeps in the kernel, in an interruptible ppoll(NULL, 0,
+//     timeout, NULL) the tracer puts in place of the call, until another
+//     thread's call makes it possible (Tracer.Wake interrupts the ppoll
+//     and the answer is set at its exit stop), its timeout elapses (ppoll
+//     returns 0: the kernel keeps the time), or a signal whose handler
+//     must run arrives (the call fails, usually with EINTR, as semop does).
+//     Signals without a handler (ignored, stop/continue) restart the ppoll
+//     transparently. Nothing in the tracer waits: a parked thread costs no
+//     tracer time.
+//   - Run: syscall injection. The thread executes syscalls the tracer
+//     chooses (shmat = openat + mmap + close), each one's result passed to
+//     a continuation at its exit stop, before the call is answered. The
+//     injected calls bypass the handlers (their paths are host paths).
+//     Signals arriving between them are held back and re-sent with tgkill
+//     once the call is answered.
+//
+// Both end with the original call answered as if by the kernel: every
+// register as at the call's entry except the result.
+//
+// At a SIGSYS stop (a call the Android policy blocks), the tracer starts
+// these with startOp(th, c, true, siCallAddr): the first syscall is made
+// by restarting at the syscall instruction rather than in place.
+
+// ParkEnd says why a parked call ends without a Wake.
+type ParkEnd int
+
+const (
+	// ParkTimeout: the timeout given to Park elapsed.
+	ParkTimeout ParkEnd = iota
+	// ParkSignal: a signal handler is about to run in the thread (or the
+	// sleep failed): the call must fail now (semop: EINTR).
+	ParkSignal
+)
+
+type threadOp struct {
+	park   bool
+	entry  Regs   // the registers at the call's entry
+	contPC uint64 // the address after the call's syscall instruction
+
+	// Park.
+	ts     *unix.Timespec
+	woken  bool
+	result int64
+	end    func(ParkEnd) int64
+
+	// Run.
+	nr     int
+	args   [6]uint64
+	then   func(c *Call, ret int64)
+	next   bool // then called Run
+	answer *int64
+	held   []syscall.Signal
+}
+
+// Park leaves the call unanswered: the thread sleeps until Tracer.Wake
+// answers it, its timeout (nil: none) elapses, or a signal handler must
+// run. Then end is called with the reason and returns the call's result.
+// Whoever keeps the sleeper (an emulation's wait queue) must also forget it
+// when the thread dies (EventThreadGone). Park is for Enter handlers.
+func (c *Call) Park(timeout *unix.Timespec, end func(ParkEnd) int64) {
+	c.th.op = &threadOp{park: true, entry: c.Entry, ts: timeout, end: end}
+}
+
+// Run makes the thread execute syscall nr(args) and calls then with its
+// result at its exit stop. Called from Enter, the syscall replaces the call;
+// called from then, it is the next one. then ends the sequence with
+// c.Return (the answer to the original call) or calls Run again.
+func (c *Call) Run(nr int, args [6]uint64, then func(c *Call, ret int64)) {
+	op := c.th.op
+	if op == nil {
+		op = &threadOp{entry: c.Entry}
+		c.th.op = op
+	}
+	op.nr, op.args, op.then, op.next = nr, args, then, true
+}
+
+// Wake answers tid's parked call with v (a result or a negative errno).
+// It does nothing if tid is not parked or already woken.
+func (t *Tracer) Wake(tid int, v int64) {
+	th := t.threads[tid]
+	if th == nil || th.op == nil || !th.op.park || th.op.woken {
+		return
+	}
+	th.op.woken, th.op.result = true, v
+	if err := ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0); err != nil {
+		t.logf(1, "interrupt %d: %v", tid, err)
+	}
+}
+
+// startOp starts the op a handler set up on th. restart is false at a
+// syscall-entry stop (the first syscall replaces the call in place) and
+// true at a signal-delivery stop of a skipped call (SIGSYS): the thread is
+// sent back to the syscall instruction before contPC.
+func (t *Tracer) startOp(th *Thread, c *Call, restart bool, contPC uint64) {
+	op := th.op
+	op.contPC = contPC
+	abi := seccomp.NativeABI(t.goarch)
+	if op.park {
+		op.nr, _ = abi.Nr("ppoll")
+		op.args = [6]uint64{}
+		if op.ts != nil {
+			var b [16]byte
+			binary.LittleEndian.PutUint64(b[:], uint64(op.ts.Sec))
+			binary.LittleEndian.PutUint64(b[8:], uint64(op.ts.Nsec))
+			addr, err := c.Push(b[:])
+			if err != nil {
+				th.op = nil
+				t.answer(th, op, op.end(ParkSignal), 0)
+				return
+			}
+			op.args[2] = addr
+		}
+	}
+	op.next = false
+	r := c.Regs
+	t.setupSyscall(th, &r, op, !restart)
+}
+
+// setupSyscall makes th execute op.nr(op.args) and resumes it.
+func (t *Tracer) setupSyscall(th *Thread, r *Regs, op *threadOp, inPlace bool) {
+	for i, a := range op.args {
+		r.SetArg(i, a)
+	}
+	if inPlace {
+		r.SetNr(op.nr)
+		r.setRestartNr(op.nr)
+	} else {
+		// Back to the syscall instruction, with no restart pending.
+		r.SetNr(-1)
+		r.setSyscallReg(op.nr)
+		r.SetPC(op.contPC - syscallInsnLen)
+	}
+	if err := putRegs(th.Tid, r); err != nil {
+		t.logf(1, "setregs %d: %v", th.Tid, err)
+	}
+	resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+}
+
+// answer ends th's op: the call returns v, every other register as at its
+// entry; the thread resumes with signal sig. At a syscall-entry stop (a
+// restarted ppoll) the syscall is skipped; at a signal-delivery stop no
+// restart happens.
+func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
+	// Start from the registers now (on arm64 a syscall stop shows x7 as
+	// the kernel's entry/exit marker, so an entry snapshot must not be
+	// written back whole) and restore what the ops changed.
+	var r Regs
+	if err := getRegs(th.Tid, &r); err != nil {
+		r = op.entry
+	}
+	for i := 0; i < 6; i++ {
+		r.SetArg(i, op.entry.Arg(i))
+	}
+	r.restoreSyscallReg(&op.entry)
+	r.SetNr(-1) // no restart, and skip the call at an entry stop
+	r.SetRet(v)
+	r.SetPC(op.contPC)
+	if err := putRegs(th.Tid, &r); err != nil {
+		t.logf(1, "setregs %d: %v", th.Tid, err)
+	}
+	th.op = nil
+	th.inSyscall = false
+	pid := th.Tid
+	if th.Proc != nil {
+		pid = th.Proc.Pid
+	}
+	for _, s := range op.held {
+		unix.Tgkill(pid, th.Tid, s)
+	}
+	t.cont(th, sig)
+}
+
+func isRestart(ret int64) bool { return ret <= -512 && ret >= -516 }
+
+// opStop handles a stop of a thread with an op. It returns false for stops
+// the usual handling must see (events, group stops).
+func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
+	op := th.op
+	switch {
+	case sig == unix.SIGTRAP|0x80:
+		var r Regs
+		if err := getRegs(th.Tid, &r); err != nil {
+			return true
+		}
+		if syscallInfoOp(th.Tid) == syscallInfoEntry {
+			if op.park && op.woken {
+				t.answer(th, op, op.result, 0)
+			} else {
+				resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+			}
+			return true
+		}
+		ret := r.Ret()
+		if op.park {
+			switch {
+			case op.woken:
+				t.answer(th, op, op.result, 0)
+			case ret == 0:
+				t.answer(th, op, op.end(ParkTimeout), 0)
+			case isRestart(ret):
+				resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+			default:
+				t.answer(th, op, op.end(ParkSignal), 0)
+			}
+			return true
+		}
+		c := &th.call
+		c.Regs = r
+		c.dirty = false
+		op.next, op.answer = false, nil
+		op.then(c, ret)
+		switch {
+		case op.answer != nil:
+			t.answer(th, op, *op.answer, 0)
+		case op.next:
+			t.setupSyscall(th, &r, op, false)
+		default:
+			t.answer(th, op, -int64(unix.ENOSYS), 0)
+		}
+		return true
+	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
+		// An injected call our filter traps: it is not translated.
+		resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+		return true
+	case event == 0:
+		// A signal-delivery stop.
+		if !op.park {
+			op.held = append(op.held, sig)
+			resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+			return true
+		}
+		switch {
+		case op.woken:
+			t.answer(th, op, op.result, sig)
+		case handlerRuns(th.Tid, sig):
+			t.answer(th, op, op.end(ParkSignal), sig)
+		default:
+			resume(unix.PTRACE_SYSCALL, th.Tid, sig)
+		}
+		return true
+	}
+	return false
+}
+
+// opReturn is Call.Return inside a Run continuation.
+func (c *Call) opReturn(v int64) bool {
+	op := c.th.op
+	if op == nil || op.park {
+		return false
+	}
+	op.answer = &v
+	return true
+}
+
+// handlerRuns reports whether delivering sig to tid runs a handler
+// (SigCgt of /proc/tid/status).
+func handlerRuns(tid int, sig syscall.Signal) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "SigCgt:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err != nil || m&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	return true
+}
+
+// sigsysOp is for the SIGSYS path (a call the Android policy blocks,
+// answered by the same Enter handler): after Enter, if the handler parked
+// the call or started injected syscalls, it starts them from the SIGSYS
+// stop (callAddr is si_call_addr) and reports true; the thread is then
+// resumed (signal 0, PTRACE_SYSCALL) and the caller must not touch it.
+func (t *Tracer) sigsysOp(th *Thread, c *Call, callAddr uint64) bool {
+	if th.op == nil {
+		return false
+	}
+	t.startOp(th, c, true, callAddr)
+	return true
+}
