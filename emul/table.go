@@ -33,6 +33,13 @@ const (
 // extensions and emulations a command line turns on. The zero Config is
 // plain path translation.
 type Config struct {
+	// EmulateAt2 answers faccessat2, fchmodat2, openat2 and close_range in
+	// the tracer with calls Android allows (see at2.go); openat2 honours
+	// every RESOLVE_* flag with or without it.
+	EmulateAt2 bool
+	// Uname is the -k / --kernel-release emulation (nil: none): uname,
+	// sethostname, setdomainname and /proc/sys/kernel's names.
+	Uname *Uname
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -41,12 +48,12 @@ type Config struct {
 func Table(cfg Config) tracer.Table {
 	socks := newSockets()
 	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
-	return tracer.Table{
+	t := tracer.Table{
 		// open and friends
 		"open":     pathHandler(p(0, openFollow(1))),
 		"creat":    pathHandler(p(0, always)),
 		"openat":   pathHandler(at(0, 1, openFollow(2))),
-		"openat2":  openat2Handler,
+		"openat2":  openat2Handler(cfg.EmulateAt2),
 		"truncate": pathHandler(p(0, always)),
 		// stat family
 		"stat":       pathHandler(p(0, always)),
@@ -122,4 +129,16 @@ func Table(cfg Config) tracer.Table {
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
 	}
+	activeUname.Store(cfg.Uname)
+	if cfg.Uname != nil {
+		for name, h := range cfg.Uname.handlers() {
+			t[name] = h
+		}
+	}
+	if cfg.EmulateAt2 {
+		for name, h := range at2Handlers() {
+			t[name] = h
+		}
+	}
+	return t
 }

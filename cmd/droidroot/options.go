@@ -23,6 +23,8 @@ type Options struct {
 	Verbose       int
 	Version, Help bool
 	KernelRelease string
+	// KernelReleaseSet: -k was given (its value may be empty, an error).
+	KernelReleaseSet bool
 	RootID        bool
 	ChangeID      string
 	Link2Symlink  bool
@@ -79,8 +81,8 @@ var prootOptions = []prootOption{
 	{[]string{"-V", "--version", "--about"}, flagOpt, func(o *Options, v string) error { o.Version = true; return nil }},
 	{[]string{"-h", "--help", "--usage"}, flagOpt, func(o *Options, v string) error { o.Help = true; return nil }},
 	{[]string{"-k", "--kernel-release"}, valueOpt, func(o *Options, v string) error {
-		o.KernelRelease = v
-		return unbuilt("-k/--kernel-release")(o, v)
+		o.KernelRelease, o.KernelReleaseSet = v, true
+		return nil
 	}},
 	{[]string{"-0", "--root-id"}, flagOpt, func(o *Options, v string) error { o.RootID = true; return unbuilt("-0/--root-id")(o, v) }},
 	{[]string{"-i", "--change-id"}, valueOpt, func(o *Options, v string) error {

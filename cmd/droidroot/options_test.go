@@ -32,7 +32,7 @@ func TestParseProot(t *testing.T) {
 			&Options{Rootfs: "/", Cwd: ".", RootID: true, Link2Symlink: true, SysVIPC: true,
 				Unbuilt: []string{"-0/--root-id", "-l/--link2symlink", "--sysvipc"}}, false},
 		{"kernel release backslash form", []string{`--kernel-release=\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`},
-			&Options{Rootfs: "/", Cwd: ".", KernelRelease: `\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`, Unbuilt: []string{"-k/--kernel-release"}}, false},
+			&Options{Rootfs: "/", Cwd: ".", KernelRelease: `\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`, KernelReleaseSet: true}, false},
 		{"unknown option", []string{"--frobnicate"}, nil, true},
 		{"missing value", []string{"-r"}, nil, true},
 		{"long value option without =", []string{"--rootfs", "/r"}, nil, true},

@@ -28,8 +28,9 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -v, --verbose=N          log level
   -V, --version            print the version
   -h, --help               print this help
+  -k, --kernel-release=R   uname release R, or \\sysname\\nodename\\release\\version\\machine\\domainname\\hwcap\\
 Accepted but not built yet (droidroot refuses to start with them):
-  -k -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
+  -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
              PROOT_IGNORE_MISSING_BINDINGS
 `
@@ -87,6 +88,9 @@ func runMain(args []string, edit func(tracer.Table)) int {
 		return errorf("%v", err)
 	}
 	status, err := t.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	if err != nil {
 		return errorf("%v", err)
 	}
@@ -200,6 +204,11 @@ func configure(o *Options) (*tracer.Config, int) {
 		}
 	}
 
+	ecfg := emulConfig(o)
+	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
+		return nil, code
+	}
+
 	noSeccomp := os.Getenv("PROOT_NO_SECCOMP") != "" && os.Getenv("PROOT_NO_SECCOMP") != "0"
 	if !noSeccomp && !seccomp.Available() {
 		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
@@ -213,7 +222,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
-		Table:      emul.Table(emulConfig(o)),
+		Table:      emul.Table(ecfg),
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
