@@ -51,3 +51,29 @@ func TestEmulateAt2(t *testing.T) {
 		})
 	}
 }
+
+// TestOracleOpenat2Emulated runs test/oracle/openat2.ops with openat2 emulated
+// (DROIDROOT_EMULATE_AT2=1: droidroot checks the RESOLVE_* rules and the tracee makes an
+// openat instead) against the chroot oracle.
+func TestOracleOpenat2Emulated(t *testing.T) {
+	needRoot(t)
+	base := rootfs(t, "busybox")
+	bin := droidrootBin(t)
+	ops, ok := opsFiles(t)["openat2"]
+	if !ok {
+		t.Fatal("no test/oracle/openat2.ops")
+	}
+	emulated := func(t testing.TB, g guest, stdin string, cmd ...string) result {
+		return run(t, stdin, append([]string{"env", "DROIDROOT_EMULATE_AT2=1"}, droidrootArgs(bin, g, cmd...)...)...)
+	}
+	for _, prog := range probeVariants {
+		t.Run(prog, func(t *testing.T) {
+			t.Parallel()
+			want := probe(t, "chroot", viaChroot, base, prog, "openat2", ops)
+			got := probe(t, "droidroot-at2", emulated, base, prog, "openat2", ops)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("emulated openat2 differs from the chroot oracle (-chroot +droidroot):\n%s", diff)
+			}
+		})
+	}
+}

@@ -38,6 +38,11 @@ type scopeWalk struct {
 	cur     string // canonical guest path of the current directory
 	isDir   bool
 	links   int
+	// rootSet mirrors the kernel's nd->root being taken: for scoped
+	// lookups, absolute paths and after the first "..". Until then an
+	// absolute symlink under RESOLVE_NO_XDEV is EXDEV whatever the mounts
+	// (nd_jump_root compares the current mount with a root not yet set).
+	rootSet bool
 	// pendingAfterLink: the components left after a followed link.
 	pendingAfterLink []string
 }
@@ -72,9 +77,9 @@ func resolveScoped(c *tracer.Call, dirfdArg int, p string, resolve uint64, follo
 			start = dir
 		}
 	}
-	w := &scopeWalk{c: c, resolve: resolve, root: "/", cur: start, isDir: true}
+	w := &scopeWalk{c: c, resolve: resolve, root: "/", cur: start, isDir: true, rootSet: abs}
 	if resolve&(resolveBeneath|resolveInRoot) != 0 {
-		w.root = start
+		w.root, w.rootSet = start, true
 	}
 	trailing := strings.HasSuffix(p, "/")
 	if trailing {
@@ -202,6 +207,7 @@ func hostMount(host string, follow bool) uint64 {
 // under RESOLVE_BENEATH) and leaving a mount is EXDEV under
 // RESOLVE_NO_XDEV.
 func (w *scopeWalk) dotdot() unix.Errno {
+	w.rootSet = true
 	if w.cur == w.root || w.cur == "/" {
 		if w.resolve&resolveBeneath != 0 {
 			return unix.EXDEV
@@ -261,6 +267,9 @@ func (w *scopeWalk) link(host string, pending []string, last bool) (done bool, r
 			return true, res, unix.EXDEV
 		}
 		if w.resolve&resolveNoXdev != 0 {
+			if !w.rootSet {
+				return true, res, unix.EXDEV
+			}
 			a, errno := w.key(w.cur, false)
 			if errno != 0 {
 				return true, res, errno
@@ -273,7 +282,7 @@ func (w *scopeWalk) link(host string, pending []string, last bool) (done bool, r
 				return true, res, unix.EXDEV
 			}
 		}
-		w.cur, w.isDir = w.root, true
+		w.cur, w.isDir, w.rootSet = w.root, true, true
 	}
 	w.pendingAfterLink = append(strings.Split(body, "/"), pending...)
 	return false, res, 0
