@@ -14,6 +14,14 @@
 //	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
 //	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
 //
+// Test switches read by droidroot itself (the tests set them on the droidroot command line):
+//
+//	DROIDROOT_EMULATE_AT2=1    droidroot answers faccessat2, fchmodat2, openat2 and close_range
+//	                           itself with allowed calls, as it must under Android's policy
+//	                           (emul.Config.EmulateAt2), so the emulation runs on plain Linux
+//	                           and is compared with the kernel (TestEmulateAt2,
+//	                           TestOracleOpenat2Emulated)
+//
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see
 // how proot fares on the same tests: DROIDROOT_BIN=$PWD/test/proot-as-droidroot.sh.
