@@ -17,6 +17,7 @@ var syscallInsnLen = map[string]uint64{"amd64": 2, "arm64": 4}[runtime.GOARCH]
 // closeRangeState is one close_range call in progress in one thread.
 type closeRangeState struct {
 	first, last, flags uint64 // the call's arguments as the guest gave them
+	pc                 uint64 // where the call came from (continuations come back there)
 	next               uint64 // the lowest fd not handled yet
 	unshared           bool   // CLOSE_RANGE_UNSHARE done
 	inUnshare          bool   // the step running now is the unshare
@@ -39,13 +40,16 @@ func closeRangeHandler() tracer.Handler {
 	return tracer.Handler{
 		Enter: func(c *tracer.Call) {
 			st := states[c.Tid()]
+			if st != nil && (c.Regs.PC() != st.pc || c.Arg(1) != st.last || c.Arg(2) != st.flags) {
+				st = nil // left over from a thread that died mid-chain: a new call
+			}
 			if st == nil {
 				flags := uint64(uint32(c.Arg(2)))
 				if flags&^(closeRangeUnshare|closeRangeCloexec) != 0 || uint32(c.Arg(0)) > uint32(c.Arg(1)) {
 					c.Fail(unix.EINVAL)
 					return
 				}
-				st = &closeRangeState{first: c.Arg(0), last: c.Arg(1), flags: c.Arg(2), next: uint64(uint32(c.Arg(0)))}
+				st = &closeRangeState{first: c.Arg(0), last: c.Arg(1), flags: c.Arg(2), next: uint64(uint32(c.Arg(0))), pc: c.Regs.PC()}
 				states[c.Tid()] = st
 			} else {
 				st.next = uint64(uint32(c.Arg(0)))
@@ -81,6 +85,9 @@ func closeRangeHandler() tracer.Handler {
 		},
 		Exit: func(c *tracer.Call) {
 			st := states[c.Tid()]
+			if st != nil && (c.Regs.PC() != st.pc || c.Arg(1) != st.last || c.Arg(2) != st.flags) {
+				st = nil // left over from a thread that died mid-chain: a new call
+			}
 			if st == nil {
 				return
 			}
