@@ -28,7 +28,8 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -v, --verbose=N          log level
   -V, --version            print the version
   -h, --help               print this help
-  -k, --kernel-release=R   uname release R, or \\sysname\\nodename\\release\\version\\machine\\domainname\\hwcap\\
+  -k, --kernel-release=R   uname(2) release R, or all fields as
+                           \sysname\nodename\release\version\machine\domainname\hwcap\
 Accepted but not built yet (droidroot refuses to start with them):
   -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
