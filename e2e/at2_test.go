@@ -19,6 +19,9 @@ func TestEmulateAt2(t *testing.T) {
 	needRoot(t)
 	root := rootfs(t, "busybox")
 	bin := droidrootBin(t)
+	if _, err := os.Stat(filepath.Join(root, "progs/at2probe")); err != nil {
+		missing(t, "%s has no /progs/at2probe: the busybox rootfs predates test/progs/at2probe.c (test/mkrootfs.sh busybox rebuilds it)", root)
+	}
 	for _, prog := range []string{"at2probe", "at2probe.pie", "at2probe.dyn"} {
 		t.Run(prog, func(t *testing.T) {
 			t.Parallel()
