@@ -58,7 +58,7 @@ func ParseKernelRelease(s string) (*Uname, error) {
 		parts = parts[:n-1] // the closing backslash
 	}
 	if len(parts) > 7 {
-		return nil, fmt.Errorf("-k/--kernel-release: %q has %d fields, at most 7 (\\sysname\\nodename\\release\\version\\machine\\domainname\\hwcap\\)", s, len(parts))
+		return nil, fmt.Errorf("-k/--kernel-release: '%s' has %d fields, at most 7 (\\sysname\\nodename\\release\\version\\machine\\domainname\\hwcap\\)", s, len(parts))
 	}
 	for i, p := range parts {
 		if i < 6 {
