@@ -129,11 +129,22 @@ func openat2Handler(emulate bool) tracer.Handler {
 			return
 		}
 		flags := how.flags
-		followLast := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
-		res, errno := resolveScoped(c, 0, guest, how.resolve, followLast)
-		if errno != 0 {
-			c.Fail(errno)
-			return
+		var res scopedResult
+		if how.resolve&^resolveCached == 0 {
+			// No scoping or link rule: openat's translation, with its cache.
+			r, errno := lookupAt(c, 0, guest, openFlags(flags, guest))
+			if errno != 0 {
+				c.Fail(errno)
+				return
+			}
+			res = scopedResult{host: r.Host, kernelFollows: true} // let the kernel follow as openat would
+		} else {
+			followLast := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
+			res, errno = resolveScoped(c, 0, guest, how.resolve, followLast)
+			if errno != 0 {
+				c.Fail(errno)
+				return
+			}
 		}
 		addr, err := c.PushString(res.host)
 		if err != nil {
@@ -150,7 +161,7 @@ func openat2Handler(emulate bool) tracer.Handler {
 			return
 		}
 		resolve := how.resolve & (resolveNoMagiclinks | resolveCached)
-		if !res.magic {
+		if !res.kernelFollows {
 			resolve |= resolveNoSymlinks
 		}
 		var b [openHowSizeVer0]byte

@@ -12,11 +12,11 @@ import (
 )
 
 // scopedResult is what resolveScoped found: the host path to hand to the
-// kernel, and whether it is a procfs magic link the kernel must follow
-// itself (the last component of the path).
+// kernel, and whether the kernel may still have a link to follow (a procfs
+// magic link in the last component): otherwise every link was resolved.
 type scopedResult struct {
-	host  string
-	magic bool
+	host          string
+	kernelFollows bool
 }
 
 // mountKey names the mount a guest path lies on: droidroot's binding
@@ -45,6 +45,26 @@ type scopeWalk struct {
 	rootSet bool
 	// pendingAfterLink: the components left after a followed link.
 	pendingAfterLink []string
+	// curKey is the mount of cur, when curKeyOK.
+	curKey   mountKey
+	curKeyOK bool
+}
+
+// setCur moves to canonical guest path g, whose mount is k if known.
+func (w *scopeWalk) setCur(g string, isDir bool, k mountKey, known bool) {
+	w.cur, w.isDir, w.curKey, w.curKeyOK = g, isDir, k, known
+}
+
+// keyCur returns the mount of the current directory.
+func (w *scopeWalk) keyCur() (mountKey, unix.Errno) {
+	if w.curKeyOK {
+		return w.curKey, 0
+	}
+	k, errno := w.key(w.cur, false)
+	if errno == 0 {
+		w.curKey, w.curKeyOK = k, true
+	}
+	return k, errno
 }
 
 // resolveScoped resolves guest path p relative to the dirfd in argument
@@ -134,20 +154,18 @@ func resolveScoped(c *tracer.Call, dirfdArg int, p string, resolve uint64, follo
 			pending = w.pendingAfterLink
 			continue
 		}
+		var nextKey mountKey
 		if w.resolve&resolveNoXdev != 0 {
-			a, errno := w.key(w.cur, false)
+			a, errno := w.keyCur()
 			if errno != 0 {
 				return scopedResult{}, errno
 			}
-			b, errno := w.key(next, false)
-			if errno != 0 {
-				return scopedResult{}, errno
-			}
-			if a != b {
+			nextKey = mountKey{bind: mountOf(w.c.Mapper(), next), mnt: hostMount(host, false)}
+			if a != nextKey {
 				return scopedResult{}, unix.EXDEV
 			}
 		}
-		w.cur, w.isDir = next, mode == unix.S_IFDIR
+		w.setCur(next, mode == unix.S_IFDIR, nextKey, w.resolve&resolveNoXdev != 0)
 	}
 	host, errno := w.host(w.cur)
 	if errno != 0 {
@@ -215,20 +233,20 @@ func (w *scopeWalk) dotdot() unix.Errno {
 		return 0
 	}
 	parent := path.Dir(w.cur)
+	var b mountKey
 	if w.resolve&resolveNoXdev != 0 {
-		a, errno := w.key(w.cur, false)
+		a, errno := w.keyCur()
 		if errno != 0 {
 			return errno
 		}
-		b, errno := w.key(parent, false)
-		if errno != 0 {
+		if b, errno = w.key(parent, false); errno != 0 {
 			return errno
 		}
 		if a != b {
 			return unix.EXDEV
 		}
 	}
-	w.cur, w.isDir = parent, true
+	w.setCur(parent, true, b, w.resolve&resolveNoXdev != 0)
 	return 0
 }
 
@@ -270,7 +288,7 @@ func (w *scopeWalk) link(host string, pending []string, last bool) (done bool, r
 			if !w.rootSet {
 				return true, res, unix.EXDEV
 			}
-			a, errno := w.key(w.cur, false)
+			a, errno := w.keyCur()
 			if errno != 0 {
 				return true, res, errno
 			}
@@ -282,7 +300,8 @@ func (w *scopeWalk) link(host string, pending []string, last bool) (done bool, r
 				return true, res, unix.EXDEV
 			}
 		}
-		w.cur, w.isDir, w.rootSet = w.root, true, true
+		w.setCur(w.root, true, mountKey{}, false)
+		w.rootSet = true
 	}
 	w.pendingAfterLink = append(strings.Split(body, "/"), pending...)
 	return false, res, 0
@@ -295,7 +314,7 @@ func (w *scopeWalk) magic(host string, pending []string, last bool) (bool, scope
 	}
 	target, terrno := readlinkGuest(w.c, host)
 	if w.resolve&resolveNoXdev != 0 {
-		a, errno := w.key(w.cur, false)
+		a, errno := w.keyCur()
 		if errno != 0 {
 			return true, scopedResult{}, errno
 		}
@@ -311,7 +330,7 @@ func (w *scopeWalk) magic(host string, pending []string, last bool) (bool, scope
 		return true, scopedResult{}, unix.EXDEV
 	}
 	if last {
-		return true, scopedResult{host: procExe(w.c, host), magic: true}, 0
+		return true, scopedResult{host: procExe(w.c, host), kernelFollows: true}, 0
 	}
 	if terrno != 0 {
 		return true, scopedResult{}, terrno
@@ -319,7 +338,7 @@ func (w *scopeWalk) magic(host string, pending []string, last bool) (bool, scope
 	if !strings.HasPrefix(target, "/") {
 		return true, scopedResult{}, unix.ENOTDIR // a pipe, socket, anon inode...
 	}
-	w.cur = path.Clean(target)
+	w.setCur(path.Clean(target), false, mountKey{}, false)
 	var st unix.Stat_t
 	h, errno := w.host(w.cur)
 	if errno != 0 {
