@@ -36,6 +36,8 @@ func TestKernelRelease(t *testing.T) {
 			"5.0\n" + real(uts.Sysname) + "\n" + real(uts.Nodename) + "\n"},
 		{"sethostname", "-k", `hostname guestbox && uname -n && hostname && cat /proc/sys/kernel/hostname; hostname ` + long + `; echo "status $?"; sh -c 'uname -n'`,
 			"guestbox\nguestbox\nguestbox\nstatus 1\nguestbox\n"},
+		{"write /proc/sys/kernel/hostname", "-k", `echo viaproc >/proc/sys/kernel/hostname && uname -n && hostname`,
+			"viaproc\nviaproc\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			argv := []string{bin, "run"}

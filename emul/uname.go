@@ -127,6 +127,28 @@ func (u *Uname) writeFile(name string) error {
 	return os.Rename(tmp, p)
 }
 
+// adoptWrites takes the names the guest wrote into its
+// /proc/sys/kernel/{hostname,domainname} (as a privileged process may on
+// a kernel) as if set by sethostname/setdomainname; u.mu is held.
+func (u *Uname) adoptWrites() {
+	for _, f := range []struct {
+		name  string
+		field int
+	}{{"hostname", 1}, {"domainname", 5}} {
+		b, err := os.ReadFile(filepath.Join(u.Dir, f.name))
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSuffix(string(b), "\n")
+		if i := strings.IndexByte(v, 0); i >= 0 {
+			v = v[:i]
+		}
+		if v != u.field(f.field) {
+			u.Fields[f.field], u.set[f.field] = clip(v), true
+		}
+	}
+}
+
 // redirect returns the host file that stands for host path host, if any.
 func (u *Uname) redirect(host string) (string, bool) {
 	name, ok := strings.CutPrefix(host, "/proc/sys/kernel/")
@@ -170,6 +192,7 @@ func (u *Uname) handlers() map[string]tracer.Handler {
 					return
 				}
 				u.mu.Lock()
+				u.adoptWrites()
 				for i := range utsFields {
 					if !u.set[i] && u.Fields[i] == "" {
 						continue
