@@ -23,22 +23,23 @@ type Options struct {
 	Verbose       int
 	Version, Help bool
 	KernelRelease string
-	// KernelReleaseSet: -k was given (its value may be empty, an error).
-	KernelReleaseSet bool
-	RootID           bool
-	ChangeID         string
-	Link2Symlink     bool
-	SysVIPC          bool
-	AshmemMemfd      bool
-	HideProot        bool // -H
-	PortShift        bool // -p
-	LstatSize        bool // -L
-	Qemu             string
-	StandardR        string // -R
-	StandardS        string // -S
-	Command          []string
+	RootID        bool
+	ChangeID      string
+	Link2Symlink  bool
+	SysVIPC       bool
+	AshmemMemfd   bool
+	HideProot     bool // -H
+	PortShift     bool // -p
+	LstatSize     bool // -L
+	Qemu          string
+	StandardR     string // -R
+	StandardS     string // -S
+	Command       []string
 	// Unbuilt lists the options given whose features droidroot lacks.
 	Unbuilt []string
+
+	// KernelReleaseSet: -k was given (its value may be empty, an error).
+	KernelReleaseSet bool
 }
 
 // optKind says whether an option takes a value.
