@@ -88,6 +88,11 @@ func readCreds(tid string) (creds, error) {
 	return cr, nil
 }
 
+// guestCreds returns the credentials access checks and chmod use for the
+// caller: the kernel's, from /proc/TID/status. An identity model that
+// fakes ids (-0, -i, emulated set*id) is the place to answer instead.
+var guestCreds = func(c *tracer.Call) (creds, error) { return readCreds(strconv.Itoa(c.Tid())) }
+
 // accessCreds are the ids and capabilities an access check uses.
 type accessCreds struct {
 	uid, gid uint32
@@ -168,7 +173,7 @@ func faccessat2(c *tracer.Call) {
 		c.Fail(err.(unix.Errno))
 		return
 	}
-	guestCr, err := readCreds(strconv.Itoa(c.Tid()))
+	guestCr, err := guestCreds(c)
 	if err != nil {
 		c.Fail(unix.ESRCH)
 		return
@@ -280,7 +285,7 @@ func fchmodat2(c *tracer.Call) {
 	}
 	// Same file-system ids and capabilities as droidroot: chmod here, with
 	// the answer taken as it is (no restart of the call needed).
-	if guestCr, err := readCreds(strconv.Itoa(c.Tid())); err == nil {
+	if guestCr, err := guestCreds(c); err == nil {
 		if own, err := readCreds("thread-self"); err == nil && own.forAccess(true).equal(guestCr.forAccess(true)) {
 			if err := unix.Fchmodat(unix.AT_FDCWD, host, uint32(c.Arg(2)), 0); err != nil {
 				c.Fail(err.(unix.Errno))
