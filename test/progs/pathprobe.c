@@ -436,10 +436,14 @@ static int do_openat2(int dirfd, const char *p, const char *flags, const char *r
 	fd = (int)syscall(SYS_openat2, dirfd, p, &how, sizeof how);
 	if (fd < 0)
 		return fail();
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0) {
 		printf("fstat:%s", errname(errno));
-	else
+	} else {
 		put_stat(&st);
+		/* An unnamed file (O_TMPFILE) dies with its descriptor: drop its label. */
+		if (st.st_nlink == 0)
+			forget(st.st_dev, st.st_ino);
+	}
 	close(fd);
 	return 0;
 }
