@@ -20,6 +20,11 @@
 //	                           starting from the real ids (what Android needs; TestIdentitySetID)
 //	DROIDROOT_EMULATE_ROBUST=1 emulate set_robust_list/get_robust_list as under the Android
 //	                           policy (TestRobustList sets it itself)
+//	DROIDROOT_EMULATE_AT2=1    droidroot answers faccessat2, fchmodat2, openat2 and close_range
+//	                           itself with allowed calls, as it must under Android's policy
+//	                           (emul.Config.EmulateAt2), so the emulation runs on plain Linux
+//	                           and is compared with the kernel (TestEmulateAt2,
+//	                           TestOracleOpenat2Emulated)
 //
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see

@@ -129,7 +129,7 @@ func TestOracleNoSeccomp(t *testing.T) {
 	needRoot(t)
 	base := rootfs(t, "busybox")
 	files := opsFiles(t)
-	for _, name := range []string{"paths", "exec", "cwd"} {
+	for _, name := range []string{"paths", "exec", "cwd", "openat2"} {
 		t.Run(name, func(t *testing.T) {
 			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", name, files[name])
 			t.Setenv("PROOT_NO_SECCOMP", "1")

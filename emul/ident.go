@@ -453,25 +453,33 @@ func accessHandler(t tracer.Table, name string, dirfdArg, pathArg, modeArg, flag
 			}
 			host = h
 		}
-		statFlags := 0
-		if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
-			statFlags = unix.AT_SYMLINK_NOFOLLOW
+		if errno, ok := rootAccess(host, c.Arg(modeArg), flags); ok {
+			c.Return(-int64(errno))
 		}
-		var st unix.Stat_t
-		if unix.Fstatat(unix.AT_FDCWD, host, &st, statFlags) != nil {
-			return
-		}
-		mode := c.Arg(modeArg)
-		if mode&unix.X_OK != 0 && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&0o111 == 0 {
-			return
-		}
-		if mode&unix.W_OK != 0 {
-			var fs unix.Statfs_t
-			if unix.Statfs(host, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0 {
-				c.Fail(unix.EROFS)
-				return
-			}
-		}
-		c.Return(0)
 	})
+}
+
+// rootAccess is the answer of an access check of host by a caller with
+// CAP_DAC_OVERRIDE that the kernel refused with EACCES for the real
+// user: read and write are granted (EROFS stays), execute needs an x bit
+// unless on a directory. ok is false when root would be refused too.
+func rootAccess(host string, mode, flags uint64) (errno unix.Errno, ok bool) {
+	statFlags := 0
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
+		statFlags = unix.AT_SYMLINK_NOFOLLOW
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(unix.AT_FDCWD, host, &st, statFlags) != nil {
+		return 0, false
+	}
+	if mode&unix.X_OK != 0 && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&0o111 == 0 {
+		return 0, false
+	}
+	if mode&unix.W_OK != 0 {
+		var fs unix.Statfs_t
+		if unix.Statfs(host, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0 {
+			return unix.EROFS, true
+		}
+	}
+	return 0, true
 }

@@ -154,6 +154,7 @@ func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (
 	if flags&pathmap.Follow != 0 {
 		r.Host = procExe(c, r.Host)
 	}
+	r.Host = unameRedirect(r.Host)
 	return r, 0
 }
 

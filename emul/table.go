@@ -49,6 +49,13 @@ type Config struct {
 	// TmpDir is where emulations keep files (SysV shared memory); "" means
 	// the system's.
 	TmpDir string
+	// EmulateAt2 answers faccessat2, fchmodat2, openat2 and close_range in
+	// the tracer with calls Android allows (see at2.go); openat2 honours
+	// every RESOLVE_* flag with or without it.
+	EmulateAt2 bool
+	// Uname is the -k / --kernel-release emulation (nil: none): uname,
+	// sethostname, setdomainname and /proc/sys/kernel's names.
+	Uname *Uname
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -62,7 +69,7 @@ func Table(cfg Config) tracer.Table {
 		"open":     pathHandler(p(0, openFollow(1))),
 		"creat":    pathHandler(p(0, always)),
 		"openat":   pathHandler(at(0, 1, openFollow(2))),
-		"openat2":  openat2Handler,
+		"openat2":  openat2Handler(cfg.EmulateAt2),
 		"truncate": pathHandler(p(0, always)),
 		// stat family
 		"stat":       pathHandler(p(0, always)),
@@ -137,6 +144,17 @@ func Table(cfg Config) tracer.Table {
 		"getpeername": socks.sockNameHandler(1, 2),
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
+	}
+	activeUname.Store(cfg.Uname)
+	if cfg.Uname != nil {
+		for name, h := range cfg.Uname.handlers() {
+			t[name] = h
+		}
+	}
+	if cfg.EmulateAt2 {
+		for name, h := range at2Handlers() {
+			t[name] = h
+		}
 	}
 	if cfg.SysVIPC {
 		addSysvIPC(t, cfg.TmpDir)

@@ -37,6 +37,9 @@ type Options struct {
 	Command       []string
 	// Unbuilt lists the options given whose features droidroot lacks.
 	Unbuilt []string
+
+	// KernelReleaseSet: -k was given (its value may be empty, an error).
+	KernelReleaseSet bool
 }
 
 // optKind says whether an option takes a value.
@@ -79,8 +82,8 @@ var prootOptions = []prootOption{
 	{[]string{"-V", "--version", "--about"}, flagOpt, func(o *Options, v string) error { o.Version = true; return nil }},
 	{[]string{"-h", "--help", "--usage"}, flagOpt, func(o *Options, v string) error { o.Help = true; return nil }},
 	{[]string{"-k", "--kernel-release"}, valueOpt, func(o *Options, v string) error {
-		o.KernelRelease = v
-		return unbuilt("-k/--kernel-release")(o, v)
+		o.KernelRelease, o.KernelReleaseSet = v, true
+		return nil
 	}},
 	{[]string{"-0", "--root-id"}, flagOpt, func(o *Options, v string) error { o.RootID, o.ChangeID = true, "0:0"; return nil }},
 	{[]string{"-i", "--change-id"}, valueOpt, func(o *Options, v string) error {

@@ -38,7 +38,7 @@ func TestParseProot(t *testing.T) {
 		{"-i ids are decimal", []string{"-i", "a:b"}, nil, true},
 		{"-i -1 is not an id", []string{"-i", "4294967295:0"}, nil, true},
 		{"kernel release backslash form", []string{`--kernel-release=\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`},
-			&Options{Rootfs: "/", Cwd: ".", KernelRelease: `\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`, Unbuilt: []string{"-k/--kernel-release"}}, false},
+			&Options{Rootfs: "/", Cwd: ".", KernelRelease: `\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`, KernelReleaseSet: true}, false},
 		{"unknown option", []string{"--frobnicate"}, nil, true},
 		{"missing value", []string{"-r"}, nil, true},
 		{"long value option without =", []string{"--rootfs", "/r"}, nil, true},

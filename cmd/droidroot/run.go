@@ -31,8 +31,10 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -h, --help               print this help
   -0, --root-id            the guest runs as root (-i 0:0)
   -i, --change-id=UID:GID  the guest runs as UID:GID (emulated ids; see docs/identity.md)
+  -k, --kernel-release=R   uname(2) release R, or all fields as
+                           \sysname\nodename\release\version\machine\domainname\hwcap\
 Accepted but not built yet (droidroot refuses to start with them):
-  -k -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
+  -l --ashmem-memfd -H -p -L -R -S -q
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
              PROOT_IGNORE_MISSING_BINDINGS
 `
@@ -102,6 +104,9 @@ func runMain(args []string, edit func(tracer.Table)) int {
 		defer pprof.StopCPUProfile()
 	}
 	status, err := t.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	if err != nil {
 		return errorf("%v", err)
 	}
@@ -215,12 +220,16 @@ func configure(o *Options) (*tracer.Config, int) {
 		}
 	}
 
+	ecfg := emulConfig(o)
+	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
+		return nil, code
+	}
+
 	noSeccomp := os.Getenv("PROOT_NO_SECCOMP") != "" && os.Getenv("PROOT_NO_SECCOMP") != "0"
 	if !noSeccomp && !seccomp.Available() {
 		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
 		noSeccomp = true
 	}
-	ecfg := emulConfig(o)
 	return &tracer.Config{
 		Mapper:     m,
 		Cwd:        cwd,

@@ -35,8 +35,10 @@
  *   truncate P LEN | write P TEXT | cat P | ls P (sorted names, / for dirs, @ for symlinks)
  *   fd N P FLAGS             open P and keep it as descriptor N (dup2), print fstat
  *   close N
+ *   openat2 P FLAGS RESOLVE [MODE]  openat2(2); RESOLVE: comma list of noxdev nomagiclinks
+ *                            nosymlinks beneath inroot cached, or none; prints fstat of the fd
  *   at FD OP ARGS...         *at variant with dirfd FD: stat lstat empty statx readlink open
- *                            access mkdir rmdir unlink rename link symlink
+ *                            openat2 access mkdir rmdir unlink rename link symlink
  *   bind P                   AF_UNIX stream socket bound at P and listening (kept open);
  *                            prints getsockname
  *   connect P                new AF_UNIX socket connected to P; prints getpeername, closes
@@ -60,6 +62,7 @@
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <linux/openat2.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -397,6 +400,54 @@ static int do_open(int dirfd, const char *p, const char *flags, const char *mode
 	return 0;
 }
 
+static int parse_resolve(const char *s, unsigned long long *out)
+{
+	char buf[256], *tok, *save;
+	unsigned long long r = 0;
+	snprintf(buf, sizeof buf, "%s", s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+#define R(name, val) else if (!strcmp(tok, name)) r |= val;
+		if (!strcmp(tok, "none")) {}
+		R("noxdev", RESOLVE_NO_XDEV) R("nomagiclinks", RESOLVE_NO_MAGICLINKS)
+		R("nosymlinks", RESOLVE_NO_SYMLINKS) R("beneath", RESOLVE_BENEATH)
+		R("inroot", RESOLVE_IN_ROOT) R("cached", RESOLVE_CACHED)
+		else {
+			bad_op2("BADRESOLVE", tok);
+			return -1;
+		}
+#undef R
+	}
+	*out = r;
+	return 0;
+}
+
+/* do_openat2 opens P with openat2(2) and prints fstat of the result, like do_open. */
+static int do_openat2(int dirfd, const char *p, const char *flags, const char *resolve, const char *mode)
+{
+	struct open_how how;
+	struct stat st;
+	int f, fd;
+	memset(&how, 0, sizeof how);
+	if (parse_flags(flags, &f) < 0 || parse_resolve(resolve, &how.resolve) < 0)
+		return -1;
+	how.flags = (unsigned)f;
+	if (mode)
+		how.mode = (unsigned long long)strtol(mode, NULL, 8);
+	fd = (int)syscall(SYS_openat2, dirfd, p, &how, sizeof how);
+	if (fd < 0)
+		return fail();
+	if (fstat(fd, &st) < 0) {
+		printf("fstat:%s", errname(errno));
+	} else {
+		put_stat(&st);
+		/* An unnamed file (O_TMPFILE) dies with its descriptor: drop its label. */
+		if (st.st_nlink == 0)
+			forget(st.st_dev, st.st_ino);
+	}
+	close(fd);
+	return 0;
+}
+
 static int do_readlink(int dirfd, const char *p)
 {
 	static char buf[BIGBUF];
@@ -582,6 +633,13 @@ static int run_at(int dirfd, int argc, char **argv)
 			return -1;
 		}
 		return do_open(dirfd, argv[1], argv[2], argc == 4 ? argv[3] : NULL, -1);
+	}
+	if (!strcmp(op, "openat2")) {
+		if (argc != 4 && argc != 5) {
+			bad_op("USAGE");
+			return -1;
+		}
+		return do_openat2(dirfd, argv[1], argv[2], argv[3], argc == 5 ? argv[4] : NULL);
 	}
 	if (!strcmp(op, "access")) {
 		NEED(2);
