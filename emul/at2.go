@@ -181,7 +181,7 @@ func faccessat2(c *tracer.Call) {
 	}
 	want := guestCr.forAccess(flags&unix.AT_EACCESS != 0)
 	isLink := st.Mode&unix.S_IFMT == unix.S_IFLNK
-	var errno unix.Errno
+	errno = 0
 	if own, err := readCreds("thread-self"); err == nil && !isLink && own.forAccess(false).equal(want) {
 		// The kernel checks with the same ids: ask it (faccessat, no flags).
 		if err := unix.Faccessat(unix.AT_FDCWD, host, mode, 0); err != nil {
