@@ -33,6 +33,31 @@ const (
 // extensions and emulations a command line turns on. The zero Config is
 // plain path translation.
 type Config struct {
+	// Link2Symlink emulates hard links (-l/--link2symlink): see
+	// link2symlink.go.
+	Link2Symlink bool
+	// L2SDir is PROOT_L2S_DIR, the host directory where -l keeps the
+	// shared data of linked files ("" = beside the first name).
+	L2SDir string
+	// FailLink makes every real link the tracer would let the kernel (or
+	// itself) make fail with EPERM, as on Android app storage: a test
+	// switch (DROIDROOT_FAIL_LINK=1).
+	FailLink bool
+	// HideOwnFiles hides droidroot's files from directory listings (-H).
+	HideOwnFiles bool
+	// TmpDir is where droidroot writes its files (PROOT_TMP_DIR): the
+	// generated /proc mount tables, and what -H hides.
+	TmpDir string
+	// PortShift moves AF_INET/AF_INET6 ports below 1024 up by 2000 (-p).
+	PortShift bool
+	// LstatLinkSize makes lstat of a symlink report the length of its
+	// guest readlink result as st_size (-L).
+	LstatLinkSize bool
+	// AshmemMemfd emulates /dev/ashmem with memfd_create (--ashmem-memfd).
+	AshmemMemfd bool
+	// Qemu is the -q/--qemu command (host path and arguments) that runs
+	// ELF programs of another architecture; nil for none.
+	Qemu []string
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -41,7 +66,7 @@ type Config struct {
 func Table(cfg Config) tracer.Table {
 	socks := newSockets()
 	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
-	return tracer.Table{
+	t := tracer.Table{
 		// open and friends
 		"open":     pathHandler(p(0, openFollow(1))),
 		"creat":    pathHandler(p(0, always)),
@@ -122,4 +147,6 @@ func Table(cfg Config) tracer.Table {
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
 	}
+	extend(t, cfg)
+	return t
 }

@@ -11,6 +11,9 @@ type Bind struct {
 	Host, Guest string
 	// NoDeref is the trailing "!": a guest symlink at GUEST is not followed.
 	NoDeref bool
+	// Optional binds (-R and -S's standard set) are skipped silently when
+	// HOST does not exist.
+	Optional bool
 }
 
 // Options is a parsed proot command line.
@@ -87,21 +90,15 @@ var prootOptions = []prootOption{
 		o.ChangeID = v
 		return unbuilt("-i/--change-id")(o, v)
 	}},
-	{[]string{"-l", "--link2symlink"}, flagOpt, func(o *Options, v string) error {
-		o.Link2Symlink = true
-		return unbuilt("-l/--link2symlink")(o, v)
-	}},
+	{[]string{"-l", "--link2symlink"}, flagOpt, func(o *Options, v string) error { o.Link2Symlink = true; return nil }},
 	{[]string{"--sysvipc"}, flagOpt, func(o *Options, v string) error { o.SysVIPC = true; return unbuilt("--sysvipc")(o, v) }},
-	{[]string{"--ashmem-memfd"}, flagOpt, func(o *Options, v string) error {
-		o.AshmemMemfd = true
-		return unbuilt("--ashmem-memfd")(o, v)
-	}},
-	{[]string{"-H"}, flagOpt, func(o *Options, v string) error { o.HideProot = true; return unbuilt("-H")(o, v) }},
-	{[]string{"-p"}, flagOpt, func(o *Options, v string) error { o.PortShift = true; return unbuilt("-p")(o, v) }},
-	{[]string{"-L"}, flagOpt, func(o *Options, v string) error { o.LstatSize = true; return unbuilt("-L")(o, v) }},
-	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; return unbuilt("-R")(o, v) }},
-	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; return unbuilt("-S")(o, v) }},
-	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return unbuilt("-q/--qemu")(o, v) }},
+	{[]string{"--ashmem-memfd"}, flagOpt, func(o *Options, v string) error { o.AshmemMemfd = true; return nil }},
+	{[]string{"-H"}, flagOpt, func(o *Options, v string) error { o.HideProot = true; return nil }},
+	{[]string{"-p"}, flagOpt, func(o *Options, v string) error { o.PortShift = true; return nil }},
+	{[]string{"-L"}, flagOpt, func(o *Options, v string) error { o.LstatSize = true; return nil }},
+	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; standardBinds(o, v, false); return nil }},
+	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; standardBinds(o, v, true); return nil }},
+	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return nil }},
 }
 
 // parseBind splits HOST[:GUEST][!] on the first ':'.

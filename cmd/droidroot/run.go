@@ -118,7 +118,7 @@ func configure(o *Options) (*tracer.Config, int) {
 			guest = filepath.Join(hostCwd, guest)
 		}
 		if _, err := os.Stat(host); err != nil {
-			if os.Getenv("PROOT_IGNORE_MISSING_BINDINGS") == "" {
+			if os.Getenv("PROOT_IGNORE_MISSING_BINDINGS") == "" && !b.Optional {
 				warnf("can't bind %s: %v (ignored)", b.Host, errors.Unwrap(err))
 			}
 			continue
@@ -213,7 +213,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
-		Table:      emul.Table(emulConfig(o)),
+		Table:      emul.Table(emulConfig(o, tmpDir)),
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
@@ -267,6 +267,16 @@ func virtualDir(tmpDir string) (string, error) {
 
 // emulConfig turns the command line's options into the handler table's
 // configuration.
-func emulConfig(o *Options) emul.Config {
-	return emul.Config{}
+func emulConfig(o *Options, tmpDir string) emul.Config {
+	return emul.Config{
+		Link2Symlink:  o.Link2Symlink,
+		L2SDir:        os.Getenv("PROOT_L2S_DIR"),
+		FailLink:      os.Getenv("DROIDROOT_FAIL_LINK") == "1",
+		HideOwnFiles:  o.HideProot,
+		TmpDir:        tmpDir,
+		PortShift:     o.PortShift,
+		LstatLinkSize: o.LstatSize,
+		AshmemMemfd:   o.AshmemMemfd,
+		Qemu:          strings.Fields(o.Qemu),
+	}
 }
