@@ -1,0 +1,164 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runExt runs cmd in g under droidroot with extra options (after "run") and extra
+// environment variables (through env(1), on top of the guest environment).
+func runExt(t testing.TB, env, opts []string, g guest, stdin string, cmd ...string) result {
+	t.Helper()
+	argv := droidrootArgs(droidrootBin(t), g, cmd...)
+	argv = append(append(append([]string{}, argv[:2]...), opts...), argv[2:]...)
+	if len(env) > 0 {
+		argv = append(append([]string{"/usr/bin/env"}, env...), argv...)
+	}
+	return run(t, stdin, argv...)
+}
+
+// l2sGuest is the debian rootfs with a fresh writable host directory at /w (returned too).
+func l2sGuest(t testing.TB) (guest, string) {
+	t.Helper()
+	root := rootfs(t, "debian")
+	w := filepath.Join(t.TempDir(), "w")
+	makeTree(t, w, tree{})
+	return guest{Root: root, Binds: []string{"/proc", "/dev", w + ":/w"}, Cwd: "/w"}, w
+}
+
+// failLink is the test switch that makes every real link fail with EPERM, as on Android.
+var failLink = []string{"DROIDROOT_FAIL_LINK=1"}
+
+// hardLinkScript exercises hard-link semantics through shell tools: shared content and
+// writes, st_nlink, one inode, unlink of one name, rename of names (also across
+// directories), d_type (find -type f), and listings free of droidroot's files.
+const hardLinkScript = `set -e
+echo hi >a; ln a b; echo x >>b; cat a
+stat -c '%n %h %F' a b
+[ "$(stat -c %i a)" = "$(stat -c %i b)" ] && echo same-inode
+ls -li | awk 'NR>1 {print $1==i0 || i0=="" ? "ok" : "differ", $3, $NF; if (i0=="") i0=$1}'
+readlink b || echo not-a-symlink
+python3 -c 'import os, stat; print(stat.S_ISREG(os.lstat("b").st_mode), os.lstat("b").st_nlink, sorted(os.listdir(".")))'
+rm a; cat b; stat -c %h b
+ln b c; mv c d; mkdir sub; ln b sub/e; mv sub/e sub/f; echo y >>sub/f; cat d
+stat -c '%n %h' b d sub/f
+find . -type f | sort
+python3 -c 'import os; os.rename("d", "b")'; stat -c '%n %h' b d sub/f; rm d; stat -c '%n %h' b sub/f
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do ln b n$i; done; stat -c %h b; rm n*
+ls -A . sub
+rm b sub/f; ls -A . sub; rmdir sub; ls -A
+`
+
+const hardLinkOut = `hi
+x
+a 2 regular file
+b 2 regular file
+same-inode
+ok 2 a
+ok 2 b
+not-a-symlink
+True 2 ['a', 'b']
+hi
+x
+1
+hi
+x
+y
+b 3
+d 3
+sub/f 3
+./b
+./d
+./sub/f
+b 3
+d 3
+sub/f 3
+b 2
+sub/f 2
+14
+.:
+b
+sub
+
+sub:
+f
+.:
+sub
+
+sub:
+`
+
+// TestLink2Symlink runs hard-link flows on a filesystem where link() fails (the test switch
+// DROIDROOT_FAIL_LINK=1): with -l they behave as with real hard links (the kernel's answers,
+// droidroot without the switch), without -l they fail.
+func TestLink2Symlink(t *testing.T) {
+	rootfs(t, "debian")
+	gitScript := gitEnv + `set -e
+git init -q -b main r; cd r; git config user.email t@e; git config user.name T
+echo hi >f; git add f; git commit -qm one; echo 2 >>f; git commit -qam two
+git gc -q; git count-objects -v | grep -E '^(count|in-pack)'
+cd ..; git clone -q --local r r2; cd r2; git log --format='%H %s'; git fsck && echo fsck-ok`
+	dpkgScript := `set -e
+for v in 1 2; do mkdir -p p$v/DEBIAN p$v/opt/t
+printf "Package: t\nVersion: $v\nArchitecture: all\nMaintainer: x <x@e>\nDescription: t\n" >p$v/DEBIAN/control
+echo v$v >p$v/opt/t/file; dpkg-deb -Zgzip -b p$v t$v.deb >/dev/null; done
+mkdir -p admin/updates admin/info inst; touch admin/status admin/available
+D="dpkg --force-not-root --force-script-chrootless --root=/w/inst --admindir=/w/admin --log=/dev/null"
+$D -i t1.deb >/dev/null; cat inst/opt/t/file; $D -i t2.deb >/dev/null; cat inst/opt/t/file
+ls -A inst/opt/t; $D -s t | grep Version; ls admin | grep -c l2s || true`
+	for _, tc := range []struct{ name, script, want string }{
+		{"shell", hardLinkScript, hardLinkOut},
+		{"git", gitScript, ""},
+		{"dpkg", dpkgScript, "v1\nv2\nfile\nVersion: 2\n0\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The kernel's own hard links give the expected output.
+			g, _ := l2sGuest(t)
+			ref := runExt(t, nil, nil, g, "", "/bin/bash", "-c", tc.script)
+			if ref.Code != 0 || (tc.want != "" && ref.Stdout != tc.want) {
+				t.Fatalf("with real links: %s\nwant stdout:\n%s", ref, tc.want)
+			}
+			g, w := l2sGuest(t)
+			res := runExt(t, failLink, []string{"-l"}, g, "", "/bin/bash", "-c", tc.script)
+			if res.Code != 0 || res.Stdout != ref.Stdout {
+				t.Errorf("-l with link() failing: %s\nwant stdout:\n%s", res, ref.Stdout)
+			}
+			if tc.name == "shell" {
+				// Everything removed: no data or count file is left behind.
+				if ents, _ := os.ReadDir(w); len(ents) != 0 {
+					t.Errorf("left in the directory: %v", ents)
+				}
+			}
+			g, _ = l2sGuest(t)
+			res = runExt(t, failLink, nil, g, "", "/bin/bash", "-c", tc.script)
+			// (The exit status is the last process's, as proot's: check the output.)
+			if res.Stdout == ref.Stdout || !strings.Contains(res.Stderr, "Operation not permitted") {
+				t.Errorf("without -l, link() failing must make the flow fail with EPERM: %s", res)
+			}
+		})
+	}
+}
+
+// TestLink2SymlinkL2SDir: PROOT_L2S_DIR holds the shared data, which the guest does not see.
+func TestLink2SymlinkL2SDir(t *testing.T) {
+	g, w := l2sGuest(t)
+	l2sDir := filepath.Join(w, "store")
+	makeTree(t, l2sDir, tree{})
+	res := runExt(t, append(failLink, "PROOT_L2S_DIR="+l2sDir), []string{"-l"}, g, "",
+		"/bin/sh", "-c", `mkdir d; echo a >d/f; ln d/f g; ls -A store d; cat g; stat -c %h d/f g`)
+	if want := "d:\nf\n\nstore:\na\n2\n2\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("got %s\nwant stdout:\n%s", res, want)
+	}
+	ents, _ := os.ReadDir(l2sDir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || !strings.HasPrefix(names[0], ".l2s.f.") {
+		t.Errorf("PROOT_L2S_DIR holds %v, want the data file and its count", names)
+	}
+}
