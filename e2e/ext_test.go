@@ -162,3 +162,55 @@ func TestLink2SymlinkL2SDir(t *testing.T) {
 		t.Errorf("PROOT_L2S_DIR holds %v, want the data file and its count", names)
 	}
 }
+
+// TestProcMountsAndShm: single-file binds over /proc entries, the guest's mount table in
+// /proc/self/mountinfo, /proc/PID/mountinfo and /proc/mounts (the rootfs as "/", each bind at
+// its guest path, host mounts under a bound directory), and statfs/fstatfs of /dev/shm
+// answering TMPFS_MAGIC although the bind source is an ordinary directory.
+func TestProcMountsAndShm(t *testing.T) {
+	root := rootfs(t, "debian")
+	dir := t.TempDir()
+	makeTree(t, dir, tree{"stat": "cpu  1 2 3 4\n", "version": "Linux version 9.9.9-fake\n", "shm/x": "", "tmp/": ""})
+	g := guest{Root: root, Binds: []string{"/proc", "/dev", dir + "/tmp:/tmp", dir + "/shm:/dev/shm",
+		dir + "/stat:/proc/stat", dir + "/version:/proc/version"}, Cwd: "/"}
+	script := `cat /proc/stat /proc/version; stat -c '%s %F' /proc/stat /proc/version
+python3 -c 'print(open("/proc/version").read(), end="")'
+awk '{print $5}' /proc/self/mountinfo | grep -xE '/|/proc|/dev|/dev/pts|/tmp|/dev/shm|/proc/stat|/proc/version' | sort -u | tr '\n' ' '; echo
+[ "$(cat /proc/$$/mountinfo)" = "$(cat /proc/self/mountinfo)" ] && echo pid-same
+awk '$2 == "/" || $2 == "/dev/shm" {print $2, $3}' /proc/mounts
+awk '{print $2}' /proc/mounts | grep -c "^$(dirname ` + dir + `)" || true
+awk '$5 == "/proc/version" {print $4}' /proc/self/mountinfo
+stat -f -c %T /dev/shm /dev/shm/x /tmp | tr '\n' ' '; echo
+python3 -c '
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+def fstype(fd):
+    buf = ctypes.create_string_buffer(256)
+    assert libc.fstatfs(fd, buf) == 0
+    return hex(struct.unpack_from("q", buf.raw)[0])
+print(fstype(os.open("/dev/shm/x", os.O_RDONLY)), fstype(os.open("/dev/shm", os.O_RDONLY)), fstype(os.open("/tmp", os.O_RDONLY)) != "0x1021994")
+fd = libc.shm_open(b"/t1", os.O_CREAT | os.O_RDWR, 0o600)
+print("shm_open", fd >= 0, os.path.exists("/dev/shm/t1")); libc.shm_unlink(b"/t1")'
+`
+	res := viaDroidroot(t, g, "", "/bin/bash", "-c", script)
+	want := "cpu  1 2 3 4\nLinux version 9.9.9-fake\n13 regular file\n25 regular file\nLinux version 9.9.9-fake\n" +
+		"/ /dev /dev/pts /dev/shm /proc /proc/stat /proc/version /tmp \npid-same\n" +
+		"/ " + hostFSType(t, root) + "\n/dev/shm tmpfs\n0\n" + dir + "/version\n" +
+		"tmpfs tmpfs " + statfsName(t, dir) + " \n0x1021994 0x1021994 True\nshm_open True True\n"
+	if res.Code != 0 || res.Stdout != want {
+		t.Errorf("got %s\nwant stdout:\n%s", res, want)
+	}
+}
+
+// hostFSType is the file system type of the host mount holding path.
+func hostFSType(t testing.TB, path string) string {
+	t.Helper()
+	out := run(t, "", "findmnt", "-n", "-o", "FSTYPE", "-T", path)
+	return strings.TrimSpace(out.Stdout)
+}
+
+// statfsName is what stat -f -c %T says for host path.
+func statfsName(t testing.TB, path string) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, "", "stat", "-f", "-c", "%T", path).Stdout)
+}

@@ -42,6 +42,11 @@ func extend(t tracer.Table, cfg Config) {
 		s := statPatcher{l2s: true}
 		t["fstat"] = s.handler(pathArg{dirfd: -1, path: -1}, 1, kindStat, no)
 	}
+	views := &procViews{tmpDir: cfg.TmpDir}
+	t["open"] = views.openHandler(p(0, openFollow(1)), 1)
+	t["openat"] = views.openHandler(at(0, 1, openFollow(2)), 2)
+	t["statfs"] = statfsHandler(false)
+	t["fstatfs"] = statfsHandler(true)
 	if cfg.Link2Symlink || cfg.HideOwnFiles {
 		h := hider{l2s: cfg.Link2Symlink, proot: cfg.HideOwnFiles}
 		if cfg.TmpDir != "" {
