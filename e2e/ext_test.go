@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,4 +214,75 @@ func hostFSType(t testing.TB, path string) string {
 func statfsName(t testing.TB, path string) string {
 	t.Helper()
 	return strings.TrimSpace(run(t, "", "stat", "-f", "-c", "%T", path).Stdout)
+}
+
+// portScript serves TCP on 127.0.0.1:871 and UDP on [::1]:999, connects and sends to those
+// ports, and prints the ports the sockets really got.
+const portScript = `python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 871)); s.listen(1)
+c = socket.create_connection(("127.0.0.1", 871)); a, _ = s.accept()
+c.sendall(b"tcp-ok"); print(s.getsockname()[1], a.recv(10).decode(), c.getpeername()[1])
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.bind(("::1", 999))
+v = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); v.sendto(b"udp-ok", ("::1", 999))
+print(u.getsockname()[1], u.recv(10).decode())
+h = socket.socket(); h.bind(("127.0.0.1", 0)); print(h.getsockname()[1] != 0)
+'`
+
+// TestPortShift: with -p, binds to ports below 1024 land 2000 higher, and connect/sendto to
+// loopback reach them; without -p (root here) the ports are the guest's.
+func TestPortShift(t *testing.T) {
+	root := rootfs(t, "debian")
+	g := guest{Root: root, Binds: []string{"/proc", "/dev"}}
+	res := runExt(t, nil, []string{"-p"}, g, "", "/bin/sh", "-c", portScript)
+	if want := "2871 tcp-ok 2871\n2999 udp-ok\nTrue\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("-p: got %s\nwant stdout:\n%s", res, want)
+	}
+	if os.Geteuid() == 0 {
+		res = runExt(t, nil, nil, g, "", "/bin/sh", "-c", portScript)
+		if want := "871 tcp-ok 871\n999 udp-ok\nTrue\n"; res.Code != 0 || res.Stdout != want {
+			t.Errorf("without -p: got %s\nwant stdout:\n%s", res, want)
+		}
+	}
+}
+
+// TestLstatLinkSize: with -L, lstat's st_size of a symlink is the length of what readlink
+// gives the guest (the kernel's magic links report 0); ordinary symlinks are unchanged.
+func TestLstatLinkSize(t *testing.T) {
+	g, _ := l2sGuest(t)
+	script := `ln -s /usr/bin/env e; stat -c %s e /proc/self/exe; python3 -c '
+import os
+print(os.lstat("/proc/self/exe").st_size == len(os.readlink("/proc/self/exe")), os.lstat("/proc/self/exe").st_size > 0)'`
+	res := runExt(t, nil, []string{"-L"}, g, "", "/bin/sh", "-c", script)
+	if want := "12\n13\nTrue True\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("-L: got %s\nwant stdout:\n%s", res, want)
+	}
+	g, _ = l2sGuest(t)
+	res = runExt(t, nil, nil, g, "", "/bin/sh", "-c", script)
+	if want := "12\n0\nFalse False\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("without -L: got %s\nwant stdout:\n%s", res, want)
+	}
+}
+
+// TestHideOwnFiles: with -H, listings leave out ".proot*" names and droidroot's own files in
+// PROOT_TMP_DIR (the loader, ...), also when a whole getdents batch is hidden.
+func TestHideOwnFiles(t *testing.T) {
+	g, w := l2sGuest(t)
+	files := tree{"zz": "", ".prootx": "", ".proot.l2s.y": "", "tmpd/": ""}
+	for i := 0; i < 600; i++ {
+		files[fmt.Sprintf("many/.proot-%0200d", i)] = ""
+	}
+	files["many/visible"] = ""
+	makeTree(t, w, files)
+	env := []string{"PROOT_TMP_DIR=" + filepath.Join(w, "tmpd")}
+	script := `ls -A /w; ls -A /w/many; ls -A /w/tmpd | sed 's/-[0-9a-f]*$//' | sort -u; echo end`
+	res := runExt(t, env, []string{"-H"}, g, "", "/bin/sh", "-c", script)
+	if want := "many\ntmpd\nzz\nvisible\nend\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("-H: got %s\nwant stdout:\n%s", res, want)
+	}
+	res = runExt(t, env, nil, g, "", "/bin/sh", "-c", script)
+	if !strings.Contains(res.Stdout, ".prootx") || !strings.Contains(res.Stdout, "droidroot-loader") || strings.Count(res.Stdout, "\n") < 600 {
+		t.Errorf("without -H everything is listed: got %s", res)
+	}
 }

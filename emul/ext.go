@@ -42,6 +42,11 @@ func extend(t tracer.Table, cfg Config) {
 		s := statPatcher{l2s: true}
 		t["fstat"] = s.handler(pathArg{dirfd: -1, path: -1}, 1, kindStat, no)
 	}
+	if cfg.PortShift {
+		t["bind"] = portShiftHandler(t["bind"], 1, 2, true)
+		t["connect"] = portShiftHandler(t["connect"], 1, 2, false)
+		t["sendto"] = portShiftHandler(t["sendto"], 4, 5, false)
+	}
 	views := &procViews{tmpDir: cfg.TmpDir}
 	t["open"] = views.openHandler(p(0, openFollow(1)), 1)
 	t["openat"] = views.openHandler(at(0, 1, openFollow(2)), 2)
