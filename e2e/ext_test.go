@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -284,5 +285,35 @@ func TestHideOwnFiles(t *testing.T) {
 	res = runExt(t, env, nil, g, "", "/bin/sh", "-c", script)
 	if !strings.Contains(res.Stdout, ".prootx") || !strings.Contains(res.Stdout, "droidroot-loader") || strings.Count(res.Stdout, "\n") < 600 {
 		t.Errorf("without -H everything is listed: got %s", res)
+	}
+}
+
+// TestQemu: with -q, foreign-architecture programs (arm64 static and dynamic ELFs from the
+// arm64 test rootfs, on x86_64) run through qemu-user, their own execs too; without -q their
+// exec fails with ENOEXEC.
+func TestQemu(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("runs arm64 programs through qemu-aarch64-static on an x86_64 host")
+	}
+	root := filepath.Join(cacheDir(), "arm64", "rootfs")
+	if _, err := os.Stat(filepath.Join(root, "progs", "hello-static")); err != nil {
+		missing(t, "arm64 rootfs %s not built (test/arm64)", root)
+	}
+	qemu := "/usr/bin/qemu-aarch64-static"
+	if _, err := os.Stat(qemu); err != nil {
+		missing(t, "%s not installed (apt-get install qemu-user-static)", qemu)
+	}
+	g := guest{Root: root, Cwd: "/"}
+	res := runExt(t, nil, []string{"-q", "qemu-aarch64-static"}, g, "", "/progs/hello-static", "a", "b c")
+	if want := "argv[0]=/progs/hello-static\nargv[1]=a\nargv[2]=b c\nexecfn=/progs/hello-static\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("static: got %s\nwant stdout:\n%s", res, want)
+	}
+	res = runExt(t, nil, []string{"-q", qemu}, g, "", "/bin/sh", "-c", "uname -m; /progs/hello-dynamic x | head -2; cd /progs && ./hello-static | head -1")
+	if want := "aarch64\nargv[0]=/progs/hello-dynamic\nargv[1]=x\nargv[0]=./hello-static\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("shell and dynamic: got %s\nwant stdout:\n%s", res, want)
+	}
+	res = runExt(t, nil, nil, g, "", "/progs/hello-static")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "exec format error") {
+		t.Errorf("without -q: got %s, want an exec format error", res)
 	}
 }

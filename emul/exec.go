@@ -84,6 +84,10 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 			f.Close()
 			return nil, unix.ENOEXEC
 		}
+		if activeQemu != nil && foreignELF(f) {
+			f.Close()
+			return activeQemu.plan(c, host, argv, argvAddr)
+		}
 		interpGuest, errno := elfInterp(f)
 		f.Close()
 		if errno != 0 {

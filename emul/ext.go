@@ -11,6 +11,10 @@ import (
 // mount table and of /dev/shm, which are always on.
 func extend(t tracer.Table, cfg Config) {
 	activeL2S = nil
+	activeQemu = nil
+	if len(cfg.Qemu) > 0 {
+		activeQemu = &qemu{cmd: cfg.Qemu}
+	}
 	l2s := &link2symlink{on: cfg.Link2Symlink, dir: cfg.L2SDir, fail: cfg.FailLink}
 	if cfg.L2SDir != "" {
 		l2s.dir = filepath.Clean(cfg.L2SDir)

@@ -277,6 +277,24 @@ func emulConfig(o *Options, tmpDir string) emul.Config {
 		PortShift:     o.PortShift,
 		LstatLinkSize: o.LstatSize,
 		AshmemMemfd:   o.AshmemMemfd,
-		Qemu:          strings.Fields(o.Qemu),
+		Qemu:          qemuCommand(o.Qemu),
 	}
+}
+
+// qemuCommand splits the -q command and finds its program in the host's
+// PATH when it is a bare name (without os/exec, whose LookPath uses
+// faccessat2).
+func qemuCommand(q string) []string {
+	f := strings.Fields(q)
+	if len(f) == 0 || strings.Contains(f[0], "/") {
+		return f
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		p := filepath.Join(dir, f[0])
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			f[0] = p
+			break
+		}
+	}
+	return f
 }
