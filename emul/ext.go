@@ -51,7 +51,10 @@ func extend(t tracer.Table, cfg Config) {
 		t["connect"] = portShiftHandler(t["connect"], 1, 2, false)
 		t["sendto"] = portShiftHandler(t["sendto"], 4, 5, false)
 	}
-	views := &procViews{tmpDir: cfg.TmpDir}
+	views := &procViews{tmpDir: cfg.TmpDir, ashmem: cfg.AshmemMemfd}
+	if cfg.AshmemMemfd {
+		t["ioctl"] = ashmemIoctl
+	}
 	t["open"] = views.openHandler(p(0, openFollow(1)), 1)
 	t["openat"] = views.openHandler(at(0, 1, openFollow(2)), 2)
 	t["statfs"] = statfsHandler(false)

@@ -280,6 +280,7 @@ func procMountFile(c *tracer.Call, host string) (int, string, bool) {
 
 // procViews writes the generated files.
 type procViews struct {
+	ashmem bool // --ashmem-memfd: /dev/ashmem opens become memfds
 	tmpDir string
 	dir    string
 }
@@ -312,7 +313,7 @@ func (v *procViews) file(c *tracer.Call, pid int, kind string) (string, error) {
 	if err := os.WriteFile(tmp, []byte(content), 0o444); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -324,7 +325,15 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		t, errno := translate(c, a, 0)
 		if errno != 0 {
+			if g, err := c.ReadPath(c.Arg(a.path)); err == nil && v.ashmem && isAshmemOpen(g, "") {
+				ashmemOpen(c, c.Arg(flagsArg))
+				return
+			}
 			c.Fail(errno)
+			return
+		}
+		if v.ashmem && isAshmemOpen(t.guest, t.host) {
+			ashmemOpen(c, c.Arg(flagsArg))
 			return
 		}
 		if c.Arg(flagsArg)&unix.O_ACCMODE == unix.O_RDONLY && strings.HasPrefix(t.host, "/proc/") {
