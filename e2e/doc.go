@@ -14,6 +14,11 @@
 //	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
 //	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
 //
+// Test switches read by droidroot itself (set per command by the tests that need them):
+//
+//	DROIDROOT_FAIL_LINK=1      every real link()/linkat() fails with EPERM in droidroot's
+//	                           handling, as on Android app storage (TestLink2Symlink)
+//
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see
 // how proot fares on the same tests: DROIDROOT_BIN=$PWD/test/proot-as-droidroot.sh.

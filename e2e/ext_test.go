@@ -53,6 +53,7 @@ python3 -c 'import os; os.rename("d", "b")'; stat -c '%n %h' b d sub/f; rm d; st
 for i in 1 2 3 4 5 6 7 8 9 10 11 12; do ln b n$i; done; stat -c %h b; rm n*
 ls -A . sub
 rm b sub/f; ls -A . sub; rmdir sub; ls -A
+mkdir -p d1/d2; echo q >d1/d2/f; ln d1/d2/f g; mv d1 d3; cat d3/d2/f; rm -r d3; cat g; stat -c %h g; rm g; ls -A
 `
 
 const hardLinkOut = `hi
@@ -92,6 +93,9 @@ f
 sub
 
 sub:
+q
+q
+1
 `
 
 // TestLink2Symlink runs hard-link flows on a filesystem where link() fails (the test switch
@@ -131,8 +135,11 @@ ls -A inst/opt/t; $D -s t | grep Version; ls admin | grep -c l2s || true`
 			}
 			if tc.name == "shell" {
 				// Everything removed: no data or count file is left behind.
-				if ents, _ := os.ReadDir(w); len(ents) != 0 {
-					t.Errorf("left in the directory: %v", ents)
+				// (The store at the root of the mount may stay, empty.)
+				ents, _ := os.ReadDir(w)
+				store, _ := os.ReadDir(filepath.Join(w, ".l2s"))
+				if len(ents) > 1 || len(ents) == 1 && ents[0].Name() != ".l2s" || len(store) != 0 {
+					t.Errorf("left in the directory: %v, in its store: %v", ents, store)
 				}
 			}
 			g, _ = l2sGuest(t)
@@ -353,5 +360,40 @@ func TestAshmemMemfd(t *testing.T) {
 	res = runExt(t, nil, nil, g, "", "/bin/sh", "-c", ashmemScript)
 	if res.Code == 0 || !strings.Contains(res.Stderr, "No such file or directory") {
 		t.Errorf("without --ashmem-memfd: got %s, want ENOENT", res)
+	}
+}
+
+// TestStandardBindSets: -R ROOT is -r ROOT plus termux proot's recommended host binds (host
+// /etc/passwd, /proc, /dev, the rootfs at its own path...); -S binds the smaller set (the
+// guest keeps its own /etc/passwd) and asks for -0.
+func TestStandardBindSets(t *testing.T) {
+	root := rootfs(t, "debian")
+	hostPasswd, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Skip(err)
+	}
+	guestPasswd, err := os.ReadFile(filepath.Join(root, "etc/passwd"))
+	if err != nil || string(guestPasswd) == string(hostPasswd) {
+		t.Skip("the rootfs's /etc/passwd must differ from the host's for this test")
+	}
+	script := `md5sum </etc/passwd; test -e /proc/self/status && echo proc; test -c /dev/null && echo dev; test -x ` + root + `/usr/bin/python3 && echo rootfs-at-its-path`
+	sum := func(b []byte) string {
+		r := run(t, string(b), "md5sum")
+		return r.Stdout
+	}
+	for _, tc := range []struct {
+		opt    string
+		passwd []byte
+	}{
+		{"-R", hostPasswd},
+		{"-S", guestPasswd},
+	} {
+		res := run(t, "", droidrootBin(t), tc.opt, root, "/bin/sh", "-c", script)
+		if want := sum(tc.passwd) + "proc\ndev\nrootfs-at-its-path\n"; res.Code != 0 || res.Stdout != want {
+			t.Errorf("%s: got %s\nwant stdout:\n%s", tc.opt, res, want)
+		}
+		if res.Stderr != "" {
+			t.Errorf("%s: missing standard binds must be silent: %s", tc.opt, res.Stderr)
+		}
 	}
 }

@@ -33,11 +33,11 @@ type hider struct {
 
 // hidden reports whether the entry name of host directory dir is hidden.
 func (h hider) hidden(dir, name string) bool {
-	if h.l2s && strings.HasPrefix(name, l2sPrefix) {
+	if h.l2s && (strings.HasPrefix(name, l2sPrefix) || name == l2sStoreName) {
 		return true
 	}
 	if h.proot {
-		if strings.HasPrefix(name, ".proot") || strings.HasPrefix(name, l2sPrefix) {
+		if strings.HasPrefix(name, ".proot") || strings.HasPrefix(name, l2sPrefix) || name == l2sStoreName {
 			return true
 		}
 		if h.tmpDir != "" && dir == h.tmpDir && isOwnTmpName(name) {

@@ -81,6 +81,34 @@ func l2sName(c *tracer.Call, nameHost string) (string, bool) {
 	return data, true
 }
 
+// l2sStoreName is the directory at the root of each mount (the rootfs and
+// every bound directory) where data files go when PROOT_L2S_DIR is not
+// usable: there they survive renames and removals of the directories that
+// hold their names.
+const l2sStoreName = ".l2s"
+
+// mountStore returns the host path of the store of the mount host lies on.
+func mountStore(c *tracer.Call, host string) (string, bool) {
+	guest, ok := toGuest(c, host)
+	if !ok {
+		return "", false
+	}
+	m := mountOf(c.Mapper(), guest)
+	if m == "" {
+		return filepath.Join(c.Mapper().Root(), l2sStoreName), true
+	}
+	for _, b := range c.Mapper().Bindings() {
+		if b.Guest == m {
+			var st unix.Stat_t
+			if unix.Stat(b.Host, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				return "", false
+			}
+			return filepath.Join(b.Host, l2sStoreName), true
+		}
+	}
+	return "", false
+}
+
 // l2sCount reads the number of names of data file data (0 if unknown).
 func l2sCount(data string) int {
 	s, err := readlinkHost(data + l2sCountSuffix)
@@ -230,14 +258,25 @@ func (l *link2symlink) convert(c *tracer.Call, host string) (string, unix.Errno)
 	}
 	dir := filepath.Dir(host)
 	data := ""
+	var stores []string
 	if l.dir != "" {
 		if _, ok := toGuest(c, l.dir); ok {
-			d := filepath.Join(l.dir, name)
-			if unix.Renameat(unix.AT_FDCWD, host, unix.AT_FDCWD, d) == nil {
-				data = d
-			}
+			stores = append(stores, l.dir)
 		} else {
-			c.Tracer().WarnOnce("l2sdir", "PROOT_L2S_DIR %s is not visible in the guest; hard links keep their data beside the first name", l.dir)
+			c.Tracer().WarnOnce("l2sdir", "PROOT_L2S_DIR %s is not visible in the guest; hard links keep their data in %s at the root of each mount", l.dir, l2sStoreName)
+		}
+	}
+	if s, ok := mountStore(c, host); ok {
+		stores = append(stores, s)
+	}
+	for _, s := range stores {
+		if err := unix.Mkdirat(unix.AT_FDCWD, s, 0o700); err != nil && err != unix.EEXIST {
+			continue
+		}
+		d := filepath.Join(s, name)
+		if unix.Renameat(unix.AT_FDCWD, host, unix.AT_FDCWD, d) == nil {
+			data = d
+			break
 		}
 	}
 	if data == "" {

@@ -28,10 +28,18 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -v, --verbose=N          log level
   -V, --version            print the version
   -h, --help               print this help
+  -l, --link2symlink       emulate hard links where link() is refused
+  -H                       hide .proot*, .l2s.* and droidroot's own files from listings
+  -p                       shift AF_INET(6) ports below 1024 up by 2000
+  -L                       lstat st_size of a symlink = length of its readlink
+  -R PATH                  -r PATH plus the recommended host binds
+  -S PATH                  -0 -r PATH plus the minimal host binds
+      --ashmem-memfd       /dev/ashmem backed by memfd
+  -q, --qemu=CMD           run other-architecture programs through CMD (qemu-user)
 Accepted but not built yet (droidroot refuses to start with them):
-  -k -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
+  -k -0 -i --sysvipc
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
-             PROOT_IGNORE_MISSING_BINDINGS
+             PROOT_IGNORE_MISSING_BINDINGS PROOT_L2S_DIR
 `
 
 // errorf prints one line of diagnosis and returns proot's failure status.
