@@ -209,6 +209,17 @@ print("shm_open", fd >= 0, os.path.exists("/dev/shm/t1")); libc.shm_unlink(b"/t1
 	if res.Code != 0 || res.Stdout != want {
 		t.Errorf("got %s\nwant stdout:\n%s", res, want)
 	}
+	// A real chroot with real binds has the same mount points (but for "/", which is no
+	// mount point there) and file system types, /dev/shm apart.
+	if os.Geteuid() != 0 {
+		return
+	}
+	points := `awk '$5 != "/" {print $5, $5 == "/dev/shm" ? "-" : $(NF-2)}' /proc/self/mountinfo | sort -u`
+	oracle := viaChroot(t, g, "", "/bin/sh", "-c", points)
+	got := viaDroidroot(t, g, "", "/bin/sh", "-c", points)
+	if oracle.Code != 0 || got.Stdout != oracle.Stdout {
+		t.Errorf("mount points and types differ from the chroot's:\ndroidroot: %s\nchroot: %s", got, oracle)
+	}
 }
 
 // hostFSType is the file system type of the host mount holding path.
