@@ -44,6 +44,7 @@ stat -c '%n %h %F' a b
 [ "$(stat -c %i a)" = "$(stat -c %i b)" ] && echo same-inode
 ls -li | awk 'NR>1 {print $1==i0 || i0=="" ? "ok" : "differ", $3, $NF; if (i0=="") i0=$1}'
 readlink b || echo not-a-symlink
+exec 3<b; readlink /proc/self/fd/3; exec 3<&-
 python3 -c 'import os, stat; print(stat.S_ISREG(os.lstat("b").st_mode), os.lstat("b").st_nlink, sorted(os.listdir(".")))'
 rm a; cat b; stat -c %h b
 ln b c; mv c d; mkdir sub; ln b sub/e; mv sub/e sub/f; echo y >>sub/f; cat d
@@ -64,6 +65,7 @@ same-inode
 ok 2 a
 ok 2 b
 not-a-symlink
+/w/b
 True 2 ['a', 'b']
 hi
 x

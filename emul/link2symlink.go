@@ -46,6 +46,52 @@ type link2symlink struct {
 	on   bool   // -l given
 	dir  string // PROOT_L2S_DIR (host), "" = beside the first name
 	fail bool   // real links fail with EPERM (DROIDROOT_FAIL_LINK)
+	// opened maps a data file (host path) to the guest path of the name
+	// it was last opened through, so that /proc/PID/fd/N shows a name.
+	opened map[string]string
+}
+
+// maxOpened bounds the opened map; it is cleared when full.
+const maxOpened = 4096
+
+// noteOpen records that the guest opened data file dataHost through the
+// name guest (relative to dirfd argument dirfdArg).
+func (l *link2symlink) noteOpen(c *tracer.Call, dirfdArg int, guest, dataHost string) {
+	if !strings.HasPrefix(guest, "/") {
+		base := c.FS().Cwd
+		if dirfdArg >= 0 && int32(c.Arg(dirfdArg)) != atFDCWD {
+			d, errno := fdGuestPath(c, int(int32(c.Arg(dirfdArg))))
+			if errno != 0 {
+				return
+			}
+			base = d
+		}
+		guest = filepath.Join(base, guest)
+	}
+	if l.opened == nil || len(l.opened) >= maxOpened {
+		l.opened = map[string]string{}
+	}
+	l.opened[dataHost] = filepath.Clean(guest)
+}
+
+// nameOf returns the guest name through which data file dataHost was
+// last opened, if that name still stands for it.
+func (l *link2symlink) nameOf(c *tracer.Call, dataHost string) (string, bool) {
+	if !isL2SData(filepath.Base(dataHost)) {
+		return "", false
+	}
+	name, ok := l.opened[dataHost]
+	if !ok {
+		return "", false
+	}
+	h, err := c.Mapper().Resolve(c.PathProc(), "/", name, false)
+	if err != nil {
+		return "", false
+	}
+	if d, ok := l2sName(c, h); !ok || d != dataHost {
+		return "", false
+	}
+	return name, true
 }
 
 // activeL2S is the emulation of the current table, nil when -l is off;

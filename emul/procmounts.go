@@ -332,6 +332,9 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 			c.Fail(errno)
 			return
 		}
+		if activeL2S != nil && isL2SData(filepath.Base(t.host)) && !isL2SData(filepath.Base(t.guest)) {
+			activeL2S.noteOpen(c, a.dirfd, t.guest, t.host)
+		}
 		if v.ashmem && isAshmemOpen(t.guest, t.host) {
 			ashmemOpen(c, c.Arg(flagsArg))
 			return
