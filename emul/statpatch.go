@@ -76,7 +76,13 @@ func (s statPatcher) handler(a pathArg, bufArg int, kind statKind, noFollow func
 			if s.l2s && isL2SData(filepath.Base(host)) {
 				p.nlink = l2sCount(host)
 			}
-			p.lsize = s.lsize && noFollow(c) && strings.HasPrefix(host, "/")
+			if s.lsize && noFollow(c) && strings.HasPrefix(host, "/") {
+				// Only symlinks need the exit stop: one lstat here is
+				// cheaper than a stop for every lstat.
+				var st unix.Stat_t
+				p.lsize = unix.Fstatat(unix.AT_FDCWD, host, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+					st.Mode&unix.S_IFMT == unix.S_IFLNK
+			}
 			if p.nlink == 0 && !p.lsize {
 				c.NoExit()
 				return
