@@ -55,6 +55,7 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12; do ln b n$i; done; stat -c %h b; rm n*
 ls -A . sub
 rm b sub/f; ls -A . sub; rmdir sub; ls -A
 mkdir -p d1/d2; echo q >d1/d2/f; ln d1/d2/f g; mv d1 d3; cat d3/d2/f; rm -r d3; cat g; stat -c %h g; rm g; ls -A
+echo z >x; ln x y; ln -s y s; ln -L s h; stat -c %h x h; ln nothere n2 2>/dev/null || echo enoent; ln x nodir/n 2>/dev/null || echo enoent; rm x y s h; ls -A
 `
 
 const hardLinkOut = `hi
@@ -98,6 +99,10 @@ sub:
 q
 q
 1
+3
+3
+enoent
+enoent
 `
 
 // TestLink2Symlink runs hard-link flows on a filesystem where link() fails (the test switch

@@ -257,9 +257,19 @@ func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 	} else if err != unix.ENOENT {
 		return -int64(err.(unix.Errno))
 	}
+	var dst unix.Stat_t
+	if err := unix.Fstatat(unix.AT_FDCWD, filepath.Dir(newHost), &dst, 0); err != nil {
+		return -int64(err.(unix.Errno))
+	} else if dst.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return -int64(unix.ENOTDIR)
+	}
 	data, isName := "", false
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		data, isName = l2sName(c, oldHost)
+	case isL2SData(filepath.Base(oldHost)):
+		// Reached through a symlink to a name (AT_SYMLINK_FOLLOW).
+		data, isName = oldHost, true
 	}
 	if !isName && !l.fail {
 		err := unix.Linkat(unix.AT_FDCWD, oldHost, unix.AT_FDCWD, newHost, 0)
