@@ -222,10 +222,19 @@ func (l *link2symlink) linkHandler(oldA, newA pathArg, flagsArg int) tracer.Hand
 		}
 		if old.skip {
 			// linkat(fd, "", ..., AT_EMPTY_PATH): the file open as fd.
-			h, errno := fdHostPath(c, int(int32(c.Arg(0))))
+			fd := int(int32(c.Arg(0)))
+			h, errno := fdHostPath(c, fd)
 			if errno != 0 {
 				c.Fail(errno)
 				return
+			}
+			if l.on && !l.fail {
+				// The kernel's way for an unnamed (O_TMPFILE) file too.
+				proc := "/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(fd)
+				if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, nw.host, unix.AT_SYMLINK_FOLLOW); err == nil {
+					c.Return(0)
+					return
+				}
 			}
 			old.host = strings.TrimSuffix(h, " (deleted)")
 		}

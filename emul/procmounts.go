@@ -302,13 +302,13 @@ func (v *procViews) file(c *tracer.Call, pid int, kind string) (string, error) {
 		if tmp == "" {
 			tmp = os.TempDir()
 		}
-		d, err := os.MkdirTemp(tmp, "droidroot-proc-")
-		if err != nil {
+		d := filepath.Join(tmp, "droidroot-proc-"+strconv.Itoa(os.Getuid()))
+		if err := unix.Mkdirat(unix.AT_FDCWD, d, 0o700); err != nil && err != unix.EEXIST {
 			return "", err
 		}
 		v.dir = d
 	}
-	path := filepath.Join(v.dir, strconv.Itoa(c.Tid())+"-"+kind)
+	path := filepath.Join(v.dir, strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(c.Tid())+"-"+kind)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(content), 0o444); err != nil {
 		return "", err
@@ -321,11 +321,17 @@ func (v *procViews) file(c *tracer.Call, pid int, kind string) (string, error) {
 
 // openHandler is open/openat's path translation, with the opens of mount
 // tables pointed at the guest's view.
+// The generated file is removed once the open has run.
 func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
-	return tracer.Handler{Enter: func(c *tracer.Call) {
+	return tracer.Handler{Exit: func(c *tracer.Call) {
+		if f, ok := c.Data.(string); ok {
+			unix.Unlinkat(unix.AT_FDCWD, f, 0)
+		}
+	}, Enter: func(c *tracer.Call) {
 		t, errno := translate(c, a, 0)
 		if errno != 0 {
 			if g, err := c.ReadPath(c.Arg(a.path)); err == nil && v.ashmem && isAshmemOpen(g, "") {
+				c.NoExit()
 				ashmemOpen(c, c.Arg(flagsArg))
 				return
 			}
@@ -336,6 +342,7 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 			activeL2S.noteOpen(c, a.dirfd, t.guest, t.host)
 		}
 		if v.ashmem && isAshmemOpen(t.guest, t.host) {
+			c.NoExit()
 			ashmemOpen(c, c.Arg(flagsArg))
 			return
 		}
@@ -343,8 +350,12 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 			if pid, kind, ok := procMountFile(c, t.host); ok {
 				if f, err := v.file(c, pid, kind); err == nil {
 					t.host = f
+					c.Data = f
 				}
 			}
+		}
+		if c.Data == nil {
+			c.NoExit()
 		}
 		writeArgs(c, []pathArg{a}, []translated{t})
 	}}
