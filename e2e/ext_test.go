@@ -216,6 +216,11 @@ print("shm_open", fd >= 0, os.path.exists("/dev/shm/t1")); libc.shm_unlink(b"/t1
 	if res.Code != 0 || res.Stdout != want {
 		t.Errorf("got %s\nwant stdout:\n%s", res, want)
 	}
+	// /etc/mtab is a link to /proc/self/mounts (here made in /tmp, the rootfs has none).
+	res = viaDroidroot(t, g, "", "/bin/sh", "-c", `ln -s ../proc/self/mounts /tmp/mtab; awk '$2 == "/dev/shm" || $2 == "/tmp" {print $2}' /tmp/mtab; df /dev/shm | awk 'NR == 2 {print $NF}'`)
+	if want := "/tmp\n/dev/shm\n/dev/shm\n"; res.Code != 0 || res.Stdout != want {
+		t.Errorf("mtab link: got %s\nwant stdout:\n%s", res, want)
+	}
 	// A real chroot with real binds has the same mount points (but for "/", which is no
 	// mount point there) and file system types, /dev/shm apart.
 	if os.Geteuid() != 0 {
