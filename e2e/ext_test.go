@@ -55,7 +55,7 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12; do ln b n$i; done; stat -c %h b; rm n*
 ls -A . sub
 rm b sub/f; ls -A . sub; rmdir sub; ls -A
 mkdir -p d1/d2; echo q >d1/d2/f; ln d1/d2/f g; mv d1 d3; cat d3/d2/f; rm -r d3; cat g; stat -c %h g; rm g; ls -A
-echo z >x; ln x y; ln -s y s; ln -L s h; stat -c %h x h; ln nothere n2 2>/dev/null || echo enoent; ln x nodir/n 2>/dev/null || echo enoent; rm x y s h; ls -A
+echo z >x; ln x y; ln -s y s; ln -L s h; stat -c %h x h; ln nothere n2 2>/dev/null || echo enoent; ln x nodir/n 2>/dev/null || echo enoent; rm x y s h; cp /usr/bin/readlink rl; ln rl rl2; ./rl2 /proc/self/exe; rm rl rl2; ls -A
 `
 
 const hardLinkOut = `hi
@@ -103,6 +103,7 @@ q
 3
 enoent
 enoent
+/w/rl2
 `
 
 // TestLink2Symlink runs hard-link flows on a filesystem where link() fails (the test switch
