@@ -421,3 +421,24 @@ func TestStandardBindSets(t *testing.T) {
 		}
 	}
 }
+
+// TestLink2SymlinkTermuxLinks: hard links that termux proot's -l made (a rootfs unpacked
+// under termux proot: each name a symlink to a host-path intermediate symlink
+// ".l2s.NAME0001", itself pointing at the final file ".l2s.NAME0001.NNNN", NNNN counting the
+// names) keep working as hard links under droidroot -l, counts kept in termux proot's format.
+func TestLink2SymlinkTermuxLinks(t *testing.T) {
+	g, w := l2sGuest(t)
+	d := filepath.Join(w, "d")
+	makeTree(t, d, tree{".l2s.f0001.0002": "data\n", ".l2s.f0001": "->" + d + "/.l2s.f0001.0002",
+		"f": "->" + d + "/.l2s.f0001", "g": "->" + d + "/.l2s.f0001"})
+	script := `cd d; cat f g; ls -A; stat -c '%n %h %F' f g; [ "$(stat -c %i f)" = "$(stat -c %i g)" ] && echo same-inode
+readlink f || echo not-a-symlink; echo more >>g; cat f; ln f h; stat -c %h h; rm f; cat g; mv h /w/h2; stat -c %h g /w/h2; rm g; cat /w/h2; ls -A`
+	res := runExt(t, failLink, []string{"-l"}, g, "", "/bin/sh", "-c", script)
+	want := "data\ndata\nf\ng\nf 2 regular file\ng 2 regular file\nsame-inode\nnot-a-symlink\ndata\nmore\n3\ndata\nmore\n2\n2\ndata\nmore\n"
+	if res.Code != 0 || res.Stdout != want {
+		t.Errorf("got %s\nwant stdout:\n%s", res, want)
+	}
+	if target, err := os.Readlink(filepath.Join(d, ".l2s.f0001")); err != nil || target != d+"/.l2s.f0001.0001" {
+		t.Errorf("the termux intermediate link points at %q (%v), want the final file with count 0001", target, err)
+	}
+}

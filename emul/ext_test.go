@@ -220,3 +220,14 @@ func TestTableNamesAllOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestIsTermuxFinal(t *testing.T) {
+	for name, want := range map[string]bool{
+		".l2s.perl0001.0002": true, ".l2s.a0001.0010": true, ".l2s.perl0001": false, ".l2s.a.0f3c91": false,
+		".l2s.a.0f3c.n": false, ".l2s.x.12a4": false, "a.0002": false,
+	} {
+		if got := isTermuxFinal(name); got != want {
+			t.Errorf("isTermuxFinal(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -104,7 +104,9 @@ func isL2SData(base string) bool {
 }
 
 // l2sName returns the host path of the data file that the host symlink
-// nameHost stands for, if it is a name of an emulated hard link.
+// nameHost stands for, if it is a name of an emulated hard link: one of
+// droidroot's, or one termux proot made (a symlink to an intermediate
+// symlink, both host paths; see termuxFinal).
 func l2sName(c *tracer.Call, nameHost string) (string, bool) {
 	target, err := readlinkHost(nameHost)
 	if err != nil || !isL2SData(filepath.Base(target)) {
@@ -113,18 +115,69 @@ func l2sName(c *tracer.Call, nameHost string) (string, bool) {
 	var data string
 	if !strings.Contains(target, "/") {
 		data = filepath.Join(filepath.Dir(nameHost), target)
-	} else {
-		h, err := c.Mapper().Resolve(c.PathProc(), "/", target, false)
-		if err != nil {
-			return "", false
-		}
+	} else if h, err := c.Mapper().Resolve(c.PathProc(), "/", target, false); err == nil {
 		data = h
 	}
 	var st unix.Stat_t
-	if unix.Fstatat(unix.AT_FDCWD, data, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if data != "" && unix.Fstatat(unix.AT_FDCWD, data, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			if final, ok := termuxFinal(data); ok {
+				return final, true
+			}
+		}
+		return data, true
+	}
+	if strings.HasPrefix(target, "/") {
+		// termux proot's names point at host paths.
+		return termuxFinal(target)
+	}
+	return "", false
+}
+
+// termuxFinal follows a termux proot link2symlink intermediate symlink
+// (".l2s.NAME0001", a host path) to its final file ".l2s.NAME0001.NNNN",
+// NNNN being the number of names.
+func termuxFinal(inter string) (string, bool) {
+	final, err := readlinkHost(inter)
+	if err != nil || !strings.HasPrefix(final, "/") || !isTermuxFinal(filepath.Base(final)) ||
+		strings.TrimSuffix(filepath.Base(final), filepath.Ext(final)) != filepath.Base(inter) {
 		return "", false
 	}
-	return data, true
+	var st unix.Stat_t
+	if unix.Fstatat(unix.AT_FDCWD, final, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return "", false
+	}
+	return final, true
+}
+
+// isTermuxFinal reports whether base looks like the final file of a termux
+// proot hard link: ".l2s." ... "." and four digits.
+func isTermuxFinal(base string) bool {
+	if !strings.HasPrefix(base, l2sPrefix) || len(base) < len(l2sPrefix)+5 || base[len(base)-5] != '.' {
+		return false
+	}
+	for _, ch := range base[len(base)-4:] {
+		if ch < '0' || ch > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// termuxInter returns the intermediate symlink of a termux final file, if
+// data is one (its sibling without the count suffix points at it).
+func termuxInter(data string) (string, bool) {
+	if !isTermuxFinal(filepath.Base(data)) {
+		return "", false
+	}
+	if _, err := readlinkHost(data + l2sCountSuffix); err == nil {
+		return "", false // one of droidroot's
+	}
+	inter := data[:len(data)-5]
+	if f, ok := termuxFinal(inter); !ok || filepath.Base(f) != filepath.Base(data) {
+		return "", false
+	}
+	return inter, true
 }
 
 // l2sStoreName is the directory at the root of each mount (the rootfs and
@@ -159,7 +212,11 @@ func mountStore(c *tracer.Call, host string) (string, bool) {
 func l2sCount(data string) int {
 	s, err := readlinkHost(data + l2sCountSuffix)
 	if err != nil {
-		return 0
+		if _, ok := termuxInter(data); ok {
+			s = data[len(data)-4:]
+		} else {
+			return 0
+		}
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
@@ -169,7 +226,21 @@ func l2sCount(data string) int {
 }
 
 // setL2SCount replaces the count of data atomically (symlink + rename).
+// A termux proot final file is renamed to carry the new count instead, and
+// its intermediate symlink re-pointed.
 func setL2SCount(data string, n int) error {
+	if inter, ok := termuxInter(data); ok {
+		nf := inter + "." + strconv.Itoa(10000 + n)[1:]
+		if err := unix.Renameat(unix.AT_FDCWD, data, unix.AT_FDCWD, nf); err != nil {
+			return err
+		}
+		tmp := inter + ".tmp"
+		unix.Unlinkat(unix.AT_FDCWD, tmp, 0)
+		if err := unix.Symlinkat(nf, unix.AT_FDCWD, tmp); err != nil {
+			return err
+		}
+		return unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, inter)
+	}
 	tmp := data + l2sCountSuffix + ".tmp"
 	unix.Unlinkat(unix.AT_FDCWD, tmp, 0)
 	if err := unix.Symlinkat(strconv.Itoa(n), unix.AT_FDCWD, tmp); err != nil {
@@ -178,8 +249,12 @@ func setL2SCount(data string, n int) error {
 	return unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, data+l2sCountSuffix)
 }
 
-// l2sTarget is what a name in host directory dir points at to reach data.
+// l2sTarget is what a name in host directory dir points at to reach data
+// (for a termux proot link: its intermediate symlink's host path).
 func l2sTarget(c *tracer.Call, dir, data string) (string, bool) {
+	if inter, ok := termuxInter(data); ok {
+		return inter, true
+	}
 	if filepath.Dir(data) == dir {
 		return filepath.Base(data), true
 	}
@@ -193,6 +268,9 @@ func dropName(data string) {
 	if n > 0 {
 		setL2SCount(data, n)
 		return
+	}
+	if inter, ok := termuxInter(data); ok {
+		unix.Unlinkat(unix.AT_FDCWD, inter, 0)
 	}
 	unix.Unlinkat(unix.AT_FDCWD, data, 0)
 	unix.Unlinkat(unix.AT_FDCWD, data+l2sCountSuffix, 0)

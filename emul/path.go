@@ -114,6 +114,15 @@ func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix
 	}
 	flags := a.follow(c, guest) | extra
 	res, errno := lookupAt(c, a.dirfd, guest, flags)
+	if errno == unix.ENOENT && activeL2S != nil && flags&pathmap.Follow != 0 {
+		// A hard link termux proot made points at a host path.
+		if r, e := lookupAt(c, a.dirfd, guest, flags&^pathmap.Follow); e == 0 {
+			if d, ok := l2sName(c, r.Host); ok {
+				res, errno = r, 0
+				res.Host = d
+			}
+		}
+	}
 	if errno != 0 {
 		return translated{}, errno
 	}
