@@ -26,10 +26,14 @@ import (
 //   - each name   a symlink to the data file: its base name when the name is
 //     in DIR, else its absolute guest path
 //
-// DIR is PROOT_L2S_DIR when it is set and visible in the guest, else the
-// directory of the first name. Because names point at guest paths, the
-// path mapper follows them like any guest symlink (open, stat, exec, chmod
-// through any name reach the data file). Calls that act on a name itself
+// DIR is PROOT_L2S_DIR when it is set and visible in the guest, else a
+// ".l2s" store at the root of the mount (rootfs or bound directory), else
+// the directory of the first name. Hard links termux proot made are
+// understood and kept in its format (see termuxFinal).
+//
+// Because names point at guest paths, the path mapper follows them like
+// any guest symlink (open, stat, exec, chmod through any name reach the
+// data file). Calls that act on a name itself
 // (lstat, readlink, lchown, utimensat with AT_SYMLINK_NOFOLLOW, O_NOFOLLOW
 // opens...) are pointed at the data file; st_nlink is patched from the
 // count; link, unlink and rename keep the count; directory listings hide
@@ -44,7 +48,7 @@ const l2sCountSuffix = ".n"
 // link2symlink is the state of the hard-link emulation.
 type link2symlink struct {
 	on   bool   // -l given
-	dir  string // PROOT_L2S_DIR (host), "" = beside the first name
+	dir  string // PROOT_L2S_DIR (host), "" = the store at the mount's root
 	fail bool   // real links fail with EPERM (DROIDROOT_FAIL_LINK)
 	// opened maps a data file (host path) to the guest path of the name
 	// it was last opened through, so that /proc/PID/fd/N shows a name.

@@ -37,7 +37,8 @@ type Config struct {
 	// link2symlink.go.
 	Link2Symlink bool
 	// L2SDir is PROOT_L2S_DIR, the host directory where -l keeps the
-	// shared data of linked files ("" = beside the first name).
+	// shared data of linked files ("": a .l2s directory at the root of
+	// each mount).
 	L2SDir string
 	// FailLink makes every real link the tracer would let the kernel (or
 	// itself) make fail with EPERM, as on Android app storage: a test
