@@ -29,7 +29,6 @@ func TestCLIErrors(t *testing.T) {
 		{"missing rootfs", []string{bin, "run", "-r", "/nonexistent/rootfs", "--", "/bin/true"}, 1, "rootfs /nonexistent/rootfs: no such file or directory", "", ""},
 		{"rootfs is a file", []string{bin, "run", "-r", root + "/fx/dir/file", "--", "/bin/true"}, 1, "not a directory", "", ""},
 		{"unknown option", []string{bin, "run", "--frobnicate", "/bin/true"}, 1, `unknown option "--frobnicate"`, "", ""},
-		{"unbuilt option", []string{proot, "--link2symlink", "-r", root, "/bin/true"}, 1, "option -l/--link2symlink is not supported", "", ""},
 		{"missing bind source", []string{bin, "run", "-r", root, "-b", "/nonexistent/src:/mnt/x", "--", "/bin/echo", "ran"}, 0, "warning: can't bind /nonexistent/src", "ran\n", ""},
 		{"command not found", []string{bin, "run", "-r", root, "--", "no-such-command"}, 1, "no-such-command: command not found", "", ""},
 		{"proot name, no command: /bin/sh as -sh", []string{proot, "-r", root}, 0, "", "-sh\n", "echo $0\n"},

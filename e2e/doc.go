@@ -25,6 +25,8 @@
 //	                           (emul.Config.EmulateAt2), so the emulation runs on plain Linux
 //	                           and is compared with the kernel (TestEmulateAt2,
 //	                           TestOracleOpenat2Emulated)
+//	DROIDROOT_FAIL_LINK=1      every real link()/linkat() fails with EPERM in droidroot's
+//	                           handling, as on Android app storage (TestLink2Symlink)
 //
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see

@@ -11,9 +11,6 @@ import (
 	"github.com/droidroot/droidroot/tracer"
 )
 
-// syscallInsnLen is the length of the instruction that enters the kernel.
-var syscallInsnLen = map[string]uint64{"amd64": 2, "arm64": 4}[runtime.GOARCH]
-
 // closeRangeState is one close_range call in progress in one thread.
 type closeRangeState struct {
 	first, last, flags uint64 // the call's arguments as the guest gave them

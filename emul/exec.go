@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -43,6 +45,7 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 		if errno != 0 {
 			return nil, errno
 		}
+		fileDirfd := dirfdArg
 		dirfdArg = -1 // interpreters resolve against the cwd
 		f, errno := openExec(host)
 		if errno != 0 {
@@ -84,6 +87,10 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 			f.Close()
 			return nil, unix.ENOEXEC
 		}
+		if activeQemu != nil && foreignELF(f) {
+			f.Close()
+			return activeQemu.plan(c, host, argv, argvAddr)
+		}
 		interpGuest, errno := elfInterp(f)
 		f.Close()
 		if errno != 0 {
@@ -91,6 +98,12 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 		}
 		plan := &execPlan{argv: argv, program: host}
 		plan.exe, _ = c.Mapper().ToGuest(host)
+		if activeL2S != nil && isL2SData(filepath.Base(host)) {
+			// A hard link's name: /proc/self/exe shows the name, not the data file.
+			if r, errno := lookupAt(c, fileDirfd, filename, pathmap.WantGuest); errno == 0 && r.Guest != "" {
+				plan.exe = r.Guest
+			}
+		}
 		if plan.exe == "" {
 			plan.exe = host
 		}

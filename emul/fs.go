@@ -81,6 +81,11 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 		return "", err.(unix.Errno)
 	}
 	if isProc && strings.HasPrefix(target, "/") {
+		if activeL2S != nil {
+			if name, ok := activeL2S.nameOf(c, target); ok {
+				return name, 0 // a file opened through a hard link's name
+			}
+		}
 		if g, ok := toGuest(c, target); ok {
 			return g, 0
 		}

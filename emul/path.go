@@ -70,6 +70,9 @@ type pathArg struct {
 	emptyFlag uint64
 	// nullOK: a NULL path means "operate on dirfd" (utimensat).
 	nullOK bool
+	// raw: an emulated hard link's name is not replaced by its data file
+	// even when the call acts on the final component itself (link).
+	raw bool
 }
 
 func p(path int, f follow) pathArg { return pathArg{dirfd: -1, path: path, follow: f, emptyArg: -1} }
@@ -78,6 +81,7 @@ func at(dirfd, path int, f follow) pathArg {
 }
 func (a pathArg) empty(arg int, flag uint64) pathArg { a.emptyArg, a.emptyFlag = arg, flag; return a }
 func (a pathArg) null() pathArg                      { a.nullOK = true; return a }
+func (a pathArg) rawName() pathArg                   { a.raw = true; return a }
 
 // emptyAlways marks a path argument whose empty value always means the
 // dirfd itself (readlinkat).
@@ -108,9 +112,22 @@ func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix
 		}
 		return translated{}, unix.ENOENT
 	}
-	res, errno := lookupAt(c, a.dirfd, guest, a.follow(c, guest)|extra)
+	flags := a.follow(c, guest) | extra
+	res, errno := lookupAt(c, a.dirfd, guest, flags)
+	if errno == unix.ENOENT && activeL2S != nil && flags&pathmap.Follow != 0 {
+		// A hard link termux proot made points at a host path.
+		if r, e := lookupAt(c, a.dirfd, guest, flags&^pathmap.Follow); e == 0 {
+			if d, ok := l2sName(c, r.Host); ok {
+				res, errno = r, 0
+				res.Host = d
+			}
+		}
+	}
 	if errno != 0 {
 		return translated{}, errno
+	}
+	if activeL2S != nil && !a.raw && flags&(pathmap.Follow|pathmap.Entry) == 0 {
+		res.Host = activeL2S.substitute(c, res.Host)
 	}
 	return translated{guest: guest, host: res.Host, res: res}, 0
 }

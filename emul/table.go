@@ -46,9 +46,6 @@ type Config struct {
 	// EmulateRobustList answers set_robust_list/get_robust_list per thread
 	// and does the kernel's owner-died handling at thread exit.
 	EmulateRobustList bool
-	// TmpDir is where emulations keep files (SysV shared memory); "" means
-	// the system's.
-	TmpDir string
 	// EmulateAt2 answers faccessat2, fchmodat2, openat2 and close_range in
 	// the tracer with calls Android allows (see at2.go); openat2 honours
 	// every RESOLVE_* flag with or without it.
@@ -56,6 +53,32 @@ type Config struct {
 	// Uname is the -k / --kernel-release emulation (nil: none): uname,
 	// sethostname, setdomainname and /proc/sys/kernel's names.
 	Uname *Uname
+	// Link2Symlink emulates hard links (-l/--link2symlink): see
+	// link2symlink.go.
+	Link2Symlink bool
+	// L2SDir is PROOT_L2S_DIR, the host directory where -l keeps the
+	// shared data of linked files ("": a .l2s directory at the root of
+	// each mount).
+	L2SDir string
+	// FailLink makes every real link the tracer would let the kernel (or
+	// itself) make fail with EPERM, as on Android app storage: a test
+	// switch (DROIDROOT_FAIL_LINK=1).
+	FailLink bool
+	// HideOwnFiles hides droidroot's files from directory listings (-H).
+	HideOwnFiles bool
+	// TmpDir is where droidroot writes its files (PROOT_TMP_DIR): the
+	// generated /proc mount tables, and what -H hides.
+	TmpDir string
+	// PortShift moves AF_INET/AF_INET6 ports below 1024 up by 2000 (-p).
+	PortShift bool
+	// LstatLinkSize makes lstat of a symlink report the length of its
+	// guest readlink result as st_size (-L).
+	LstatLinkSize bool
+	// AshmemMemfd emulates /dev/ashmem with memfd_create (--ashmem-memfd).
+	AshmemMemfd bool
+	// Qemu is the -q/--qemu command (host path and arguments) that runs
+	// ELF programs of another architecture; nil for none.
+	Qemu []string
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -145,6 +168,7 @@ func Table(cfg Config) tracer.Table {
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
 	}
+	extend(t, cfg)
 	activeUname.Store(cfg.Uname)
 	if cfg.Uname != nil {
 		for name, h := range cfg.Uname.handlers() {

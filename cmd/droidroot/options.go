@@ -11,6 +11,9 @@ type Bind struct {
 	Host, Guest string
 	// NoDeref is the trailing "!": a guest symlink at GUEST is not followed.
 	NoDeref bool
+	// Optional binds (-R and -S's standard set) are skipped silently when
+	// HOST does not exist.
+	Optional bool
 }
 
 // Options is a parsed proot command line.
@@ -35,8 +38,6 @@ type Options struct {
 	StandardR     string // -R
 	StandardS     string // -S
 	Command       []string
-	// Unbuilt lists the options given whose features droidroot lacks.
-	Unbuilt []string
 
 	// KernelReleaseSet: -k was given (its value may be empty, an error).
 	KernelReleaseSet bool
@@ -57,13 +58,6 @@ type prootOption struct {
 	names []string // "-r", "--rootfs", ...
 	kind  optKind
 	set   func(o *Options, v string) error
-}
-
-func unbuilt(name string) func(o *Options, v string) error {
-	return func(o *Options, v string) error {
-		o.Unbuilt = append(o.Unbuilt, name)
-		return nil
-	}
 }
 
 var prootOptions = []prootOption{
@@ -93,21 +87,15 @@ var prootOptions = []prootOption{
 		o.ChangeID = v
 		return nil
 	}},
-	{[]string{"-l", "--link2symlink"}, flagOpt, func(o *Options, v string) error {
-		o.Link2Symlink = true
-		return unbuilt("-l/--link2symlink")(o, v)
-	}},
+	{[]string{"-l", "--link2symlink"}, flagOpt, func(o *Options, v string) error { o.Link2Symlink = true; return nil }},
 	{[]string{"--sysvipc"}, flagOpt, func(o *Options, v string) error { o.SysVIPC = true; return nil }},
-	{[]string{"--ashmem-memfd"}, flagOpt, func(o *Options, v string) error {
-		o.AshmemMemfd = true
-		return unbuilt("--ashmem-memfd")(o, v)
-	}},
-	{[]string{"-H"}, flagOpt, func(o *Options, v string) error { o.HideProot = true; return unbuilt("-H")(o, v) }},
-	{[]string{"-p"}, flagOpt, func(o *Options, v string) error { o.PortShift = true; return unbuilt("-p")(o, v) }},
-	{[]string{"-L"}, flagOpt, func(o *Options, v string) error { o.LstatSize = true; return unbuilt("-L")(o, v) }},
-	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; return unbuilt("-R")(o, v) }},
-	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; return unbuilt("-S")(o, v) }},
-	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return unbuilt("-q/--qemu")(o, v) }},
+	{[]string{"--ashmem-memfd"}, flagOpt, func(o *Options, v string) error { o.AshmemMemfd = true; return nil }},
+	{[]string{"-H"}, flagOpt, func(o *Options, v string) error { o.HideProot = true; return nil }},
+	{[]string{"-p"}, flagOpt, func(o *Options, v string) error { o.PortShift = true; return nil }},
+	{[]string{"-L"}, flagOpt, func(o *Options, v string) error { o.LstatSize = true; return nil }},
+	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; standardBinds(o, v, false); return nil }},
+	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; standardBinds(o, v, true); return nil }},
+	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return nil }},
 }
 
 // parseChangeID parses -i's UID:GID (decimal ids, below 4294967295).

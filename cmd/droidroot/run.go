@@ -33,10 +33,16 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -i, --change-id=UID:GID  the guest runs as UID:GID (emulated ids; see docs/identity.md)
   -k, --kernel-release=R   uname(2) release R, or all fields as
                            \sysname\nodename\release\version\machine\domainname\hwcap\
-Accepted but not built yet (droidroot refuses to start with them):
-  -l --ashmem-memfd -H -p -L -R -S -q
+  -l, --link2symlink       emulate hard links where link() is refused
+  -H                       hide .proot*, .l2s.* and droidroot's own files from listings
+  -p                       shift AF_INET(6) ports below 1024 up by 2000
+  -L                       lstat st_size of a symlink = length of its readlink
+  -R PATH                  -r PATH plus the recommended host binds
+  -S PATH                  -0 -r PATH plus the minimal host binds
+      --ashmem-memfd       /dev/ashmem backed by memfd
+  -q, --qemu=CMD           run other-architecture programs through CMD (qemu-user)
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
-             PROOT_IGNORE_MISSING_BINDINGS
+             PROOT_IGNORE_MISSING_BINDINGS PROOT_L2S_DIR
 `
 
 // errorf prints one line of diagnosis and returns proot's failure status.
@@ -73,9 +79,6 @@ func runMain(args []string, edit func(tracer.Table)) int {
 	if o.Version {
 		fmt.Printf("droidroot %s (%s/%s), proot-compatible\n", version, runtime.GOOS, runtime.GOARCH)
 		return 0
-	}
-	if len(o.Unbuilt) > 0 {
-		return errorf("option %s is not supported by this droidroot yet; remove it from the command line", o.Unbuilt[0])
 	}
 	if v := os.Getenv("PROOT_VERBOSE"); v != "" && o.Verbose == 0 {
 		o.Verbose, _ = strconv.Atoi(v)
@@ -138,7 +141,7 @@ func configure(o *Options) (*tracer.Config, int) {
 			guest = filepath.Join(hostCwd, guest)
 		}
 		if _, err := os.Stat(host); err != nil {
-			if os.Getenv("PROOT_IGNORE_MISSING_BINDINGS") == "" {
+			if os.Getenv("PROOT_IGNORE_MISSING_BINDINGS") == "" && !b.Optional {
 				warnf("can't bind %s: %v (ignored)", b.Host, errors.Unwrap(err))
 			}
 			continue
@@ -220,7 +223,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		}
 	}
 
-	ecfg := emulConfig(o)
+	ecfg := emulConfig(o, tmpDir)
 	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
 		return nil, code
 	}
@@ -293,12 +296,20 @@ func virtualDir(tmpDir string) (string, error) {
 
 // emulConfig turns the command line's options into the handler table's
 // configuration.
-func emulConfig(o *Options) emul.Config {
+func emulConfig(o *Options, tmpDir string) emul.Config {
 	c := emul.Config{
 		SysVIPC: o.SysVIPC,
 		// Test-only switch until the Android policy turns it on (e2e/doc.go).
 		EmulateRobustList: os.Getenv("DROIDROOT_EMULATE_ROBUST") == "1",
-		TmpDir:            os.Getenv("PROOT_TMP_DIR"),
+		Link2Symlink:      o.Link2Symlink,
+		L2SDir:            os.Getenv("PROOT_L2S_DIR"),
+		FailLink:          os.Getenv("DROIDROOT_FAIL_LINK") == "1",
+		HideOwnFiles:      o.HideProot,
+		TmpDir:            tmpDir,
+		PortShift:         o.PortShift,
+		LstatLinkSize:     o.LstatSize,
+		AshmemMemfd:       o.AshmemMemfd,
+		Qemu:              qemuCommand(o.Qemu),
 	}
 	if o.ChangeID != "" {
 		uid, gid, _ := parseChangeID(o.ChangeID) // checked when parsed
@@ -307,4 +318,22 @@ func emulConfig(o *Options) emul.Config {
 	// Test switch: the set*id emulation without -0/-i (see e2e/doc.go).
 	c.EmulateSetID = os.Getenv("DROIDROOT_EMULATE_SETID") == "1"
 	return c
+}
+
+// qemuCommand splits the -q command and finds its program in the host's
+// PATH when it is a bare name (without os/exec, whose LookPath uses
+// faccessat2).
+func qemuCommand(q string) []string {
+	f := strings.Fields(q)
+	if len(f) == 0 || strings.Contains(f[0], "/") {
+		return f
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		p := filepath.Join(dir, f[0])
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			f[0] = p
+			break
+		}
+	}
+	return f
 }

@@ -1,0 +1,406 @@
+package emul
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// The guest's view of the mount table and of /dev/shm.
+//
+// /proc/PID/mountinfo and /proc/PID/mounts (also through /proc/self,
+// /proc/mounts and /etc/mtab) list the rootfs as "/" and each bind as a
+// mount at its guest path, with the file system, options and source of the
+// host mount it lies on, followed by the host mounts under a bound
+// directory (a bound /dev brings /dev/pts and /dev/shm). The tracer writes
+// that content to a file under PROOT_TMP_DIR and points the open at it.
+//
+// statfs and fstatfs of /dev/shm or anything in it report TMPFS_MAGIC, as
+// glibc's shm_open and Proton expect, whatever the bind source is.
+
+// mountLine is one line of /proc/PID/mountinfo.
+type mountLine struct {
+	ID, Parent int
+	Dev        string // major:minor
+	Root       string // the mount's root inside its file system
+	Point      string // mount point
+	Opts       string // per-mount options
+	Optional   []string
+	FSType     string
+	Source     string
+	SuperOpts  string
+}
+
+// unescapeMount undoes the octal escapes (\040 ...) of mountinfo fields.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// escapeMount escapes what the kernel escapes in mount table paths.
+func escapeMount(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\\':
+			fmt.Fprintf(&b, `\%03o`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// parseMountinfo parses the content of a /proc/PID/mountinfo.
+func parseMountinfo(data string) []mountLine {
+	var out []mountLine
+	for _, line := range strings.Split(data, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 {
+			continue
+		}
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+1 >= len(f) {
+			continue
+		}
+		id, _ := strconv.Atoi(f[0])
+		parent, _ := strconv.Atoi(f[1])
+		m := mountLine{ID: id, Parent: parent, Dev: f[2], Root: unescapeMount(f[3]),
+			Point: unescapeMount(f[4]), Opts: f[5], Optional: f[6:sep], FSType: f[sep+1]}
+		if sep+2 < len(f) {
+			m.Source = f[sep+2]
+		}
+		if sep+3 < len(f) {
+			m.SuperOpts = f[sep+3]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// under reports whether path p is dir or lies under it.
+func under(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// hostMountOf returns the host mount that host path p lies on: the last
+// (topmost) of the deepest mount points containing it.
+func hostMountOf(mounts []mountLine, p string) (mountLine, bool) {
+	best, found := mountLine{}, false
+	for _, m := range mounts {
+		if under(p, m.Point) && (!found || len(m.Point) >= len(best.Point)) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// guestMount is one mount of the guest's view: a guest path and the
+// host path shown there.
+type guestMount struct {
+	guest, host string
+}
+
+// guestMounts computes the guest's mount table from the host's: the rootfs
+// at "/" and every binding at its guest path, each followed by the host
+// mounts below a bound directory, parents before children.
+func guestMounts(host []mountLine, root string, binds []pathmap.Binding) []mountLine {
+	all := []guestMount{{"/", root}}
+	for _, b := range binds {
+		if b.Guest == "/" {
+			all[0].host = b.Host
+			continue
+		}
+		all = append(all, guestMount{b.Guest, b.Host})
+	}
+	sort.SliceStable(all[1:], func(i, j int) bool {
+		return strings.Count(all[1+i].guest, "/") < strings.Count(all[1+j].guest, "/")
+	})
+	var out []mountLine
+	nextID := 1000
+	for _, g := range all {
+		m, ok := hostMountOf(host, g.host)
+		if !ok {
+			continue
+		}
+		rel := strings.TrimPrefix(g.host, m.Point)
+		if m.Point == "/" {
+			rel = g.host
+		}
+		e := m
+		e.ID = nextID
+		nextID++
+		e.Root = filepath.Clean(m.Root + "/" + rel)
+		e.Point = g.guest
+		e.Parent = parentID(out, g.guest, e.ID)
+		if g.guest == "/dev/shm" {
+			// statfs says tmpfs there (see statfsHandler): so does the table.
+			e.FSType, e.Source, e.SuperOpts = "tmpfs", "tmpfs", "rw"
+		}
+		out = append(out, e)
+		// Host mounts below a bound directory.
+		for _, sub := range host {
+			if sub.Point == g.host || !under(sub.Point, g.host) {
+				continue
+			}
+			gp := filepath.Join(g.guest, strings.TrimPrefix(sub.Point, g.host))
+			if shadowed(all, gp, g.guest) {
+				continue
+			}
+			s := sub
+			s.ID = nextID
+			nextID++
+			s.Point = gp
+			s.Parent = parentID(out, gp, s.ID)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// shadowed reports whether guest path gp lies under a binding deeper than
+// the one (at guest) that brings it.
+func shadowed(all []guestMount, gp, guest string) bool {
+	for _, o := range all {
+		if o.guest != guest && len(o.guest) > len(guest) && under(gp, o.guest) {
+			return true
+		}
+	}
+	return false
+}
+
+// parentID is the id of the deepest mount of out containing guest path p
+// (self for the first, as the root's parent is outside the table).
+func parentID(out []mountLine, p string, self int) int {
+	best, depth := self-1, -1
+	for _, m := range out {
+		if under(p, m.Point) && p != m.Point && len(m.Point) > depth {
+			best, depth = m.ID, len(m.Point)
+		}
+	}
+	if depth < 0 && len(out) > 0 {
+		for _, m := range out {
+			if m.Point == p && m.ID != self {
+				best = m.ID // stacked on an earlier mount at the same point
+			}
+		}
+	}
+	return best
+}
+
+// formatMountinfo renders lines as /proc/PID/mountinfo does.
+func formatMountinfo(lines []mountLine) string {
+	var b strings.Builder
+	for _, m := range lines {
+		fmt.Fprintf(&b, "%d %d %s %s %s %s", m.ID, m.Parent, m.Dev, escapeMount(m.Root), escapeMount(m.Point), m.Opts)
+		for _, o := range m.Optional {
+			b.WriteString(" " + o)
+		}
+		fmt.Fprintf(&b, " - %s %s %s\n", m.FSType, m.Source, m.SuperOpts)
+	}
+	return b.String()
+}
+
+// formatMounts renders lines as /proc/PID/mounts does: the per-mount
+// options followed by the file system's own (without its rw/ro).
+func formatMounts(lines []mountLine) string {
+	var b strings.Builder
+	for _, m := range lines {
+		opts := m.Opts
+		if _, rest, ok := strings.Cut(m.SuperOpts, ","); ok {
+			opts += "," + rest
+		}
+		fmt.Fprintf(&b, "%s %s %s %s 0 0\n", escapeMount(m.Source), escapeMount(m.Point), m.FSType, opts)
+	}
+	return b.String()
+}
+
+// procMountFile recognises a host path naming a traced process's mount
+// table: it returns the process id and "mountinfo" or "mounts".
+func procMountFile(c *tracer.Call, host string) (int, string, bool) {
+	s, ok := strings.CutPrefix(host, "/proc/")
+	if !ok {
+		return 0, "", false
+	}
+	first, rest, _ := strings.Cut(s, "/")
+	pid := 0
+	switch first {
+	case "self":
+		pid = c.Pid()
+	case "thread-self":
+		pid = c.Pid()
+		rest = "x/" + rest
+		_, rest, _ = strings.Cut(rest, "/")
+	default:
+		n, err := strconv.Atoi(first)
+		if err != nil {
+			return 0, "", false
+		}
+		pid = n
+	}
+	if strings.HasPrefix(rest, "task/") {
+		_, rest, _ = strings.Cut(rest[len("task/"):], "/")
+	}
+	if rest != "mountinfo" && rest != "mounts" {
+		return 0, "", false
+	}
+	if c.Tracer().Process(pid) == nil {
+		return 0, "", false
+	}
+	return pid, rest, true
+}
+
+// procViews writes the generated files.
+type procViews struct {
+	ashmem bool // --ashmem-memfd: /dev/ashmem opens become memfds
+	tmpDir string
+	dir    string
+}
+
+// file writes the guest's mount table of pid in format kind and returns
+// its host path.
+func (v *procViews) file(c *tracer.Call, pid int, kind string) (string, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	lines := guestMounts(parseMountinfo(string(data)), c.Mapper().Root(), c.Mapper().Bindings())
+	content := formatMountinfo(lines)
+	if kind == "mounts" {
+		content = formatMounts(lines)
+	}
+	if v.dir == "" {
+		tmp := v.tmpDir
+		if tmp == "" {
+			tmp = os.TempDir()
+		}
+		d := filepath.Join(tmp, "droidroot-proc-"+strconv.Itoa(os.Getuid()))
+		if err := unix.Mkdirat(unix.AT_FDCWD, d, 0o700); err != nil && err != unix.EEXIST {
+			return "", err
+		}
+		v.dir = d
+	}
+	path := filepath.Join(v.dir, strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(c.Tid())+"-"+kind)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o444); err != nil {
+		return "", err
+	}
+	if err := unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// openHandler is open/openat's path translation, with the opens of mount
+// tables pointed at the guest's view.
+// The generated file is removed once the open has run.
+func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
+	return tracer.Handler{Exit: func(c *tracer.Call) {
+		if f, ok := c.Data.(string); ok {
+			unix.Unlinkat(unix.AT_FDCWD, f, 0)
+		}
+	}, Enter: func(c *tracer.Call) {
+		t, errno := translate(c, a, 0)
+		if errno != 0 {
+			if g, err := c.ReadPath(c.Arg(a.path)); err == nil && v.ashmem && isAshmemOpen(g, "") {
+				c.NoExit()
+				ashmemOpen(c, c.Arg(flagsArg))
+				return
+			}
+			c.Fail(errno)
+			return
+		}
+		if activeL2S != nil && isL2SData(filepath.Base(t.host)) && !isL2SData(filepath.Base(t.guest)) {
+			activeL2S.noteOpen(c, a.dirfd, t.guest, t.host)
+		}
+		if v.ashmem && isAshmemOpen(t.guest, t.host) {
+			c.NoExit()
+			ashmemOpen(c, c.Arg(flagsArg))
+			return
+		}
+		if c.Arg(flagsArg)&unix.O_ACCMODE == unix.O_RDONLY && strings.HasPrefix(t.host, "/proc/") {
+			if pid, kind, ok := procMountFile(c, t.host); ok {
+				if f, err := v.file(c, pid, kind); err == nil {
+					t.host = f
+					c.Data = f
+				}
+			}
+		}
+		if c.Data == nil {
+			c.NoExit()
+		}
+		writeArgs(c, []pathArg{a}, []translated{t})
+	}}
+}
+
+// tmpfsMagic is TMPFS_MAGIC, statfs's f_type of a tmpfs.
+const tmpfsMagic = 0x01021994
+
+// inDevShm reports whether guest path g is /dev/shm or lies in it.
+func inDevShm(g string) bool { return g == "/dev/shm" || strings.HasPrefix(g, "/dev/shm/") }
+
+// statfsHandler is statfs (fd < 0) or fstatfs (fd: argument 0): f_type
+// is TMPFS_MAGIC in /dev/shm.
+func statfsHandler(isFd bool) tracer.Handler {
+	a := p(0, always)
+	return tracer.Handler{
+		Enter: func(c *tracer.Call) {
+			var guest string
+			if isFd {
+				h, errno := fdHostPath(c, int(int32(c.Arg(0))))
+				if errno != 0 || !strings.HasPrefix(h, "/") {
+					c.NoExit()
+					return
+				}
+				guest = guestOrHost(c, strings.TrimSuffix(h, " (deleted)"))
+			} else {
+				t, errno := translate(c, a, pathmap.WantGuest)
+				if errno != 0 {
+					c.Fail(errno)
+					return
+				}
+				guest = t.res.Guest
+				writeArgs(c, []pathArg{a}, []translated{t})
+			}
+			if !inDevShm(guest) {
+				c.NoExit()
+			}
+		},
+		Exit: func(c *tracer.Call) {
+			if c.Ret() != 0 {
+				return
+			}
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], tmpfsMagic)
+			c.WriteMem(c.Arg(1), b[:])
+		},
+	}
+}

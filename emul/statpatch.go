@@ -1,0 +1,142 @@
+package emul
+
+import (
+	"encoding/binary"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// Results of the stat family patched at exit: st_nlink of an emulated
+// hard link (-l) and st_size of a symlink (-L).
+
+// statx field offsets (include/uapi/linux/stat.h).
+const (
+	statxNlinkOff = 16
+	statxModeOff  = 28
+	statxSizeOff  = 40
+)
+
+// statKind says which structure a stat call fills.
+type statKind int
+
+const (
+	kindStat  statKind = iota // struct stat
+	kindStatx                 // struct statx
+)
+
+// statPatch is what the exit of one stat call must fix.
+type statPatch struct {
+	kind   statKind
+	buf    uint64
+	host   string // the host path the kernel looked at
+	nlink  int    // > 0: st_nlink to report
+	lsize  bool   // a symlink's st_size becomes its guest readlink length
+	noFoll bool
+}
+
+// statPatcher builds the patching stat handlers.
+type statPatcher struct {
+	l2s   bool
+	lsize bool
+}
+
+// handler is a stat call with path argument a (a.path < 0: fstat on the
+// fd in argument 0), result buffer in argument bufArg, filling kind;
+// noFollow tells whether the call acts on a final symlink itself.
+func (s statPatcher) handler(a pathArg, bufArg int, kind statKind, noFollow func(c *tracer.Call) bool) tracer.Handler {
+	return tracer.Handler{
+		Enter: func(c *tracer.Call) {
+			var host string
+			if a.path < 0 {
+				h, errno := fdHostPath(c, int(int32(c.Arg(0))))
+				if errno != 0 {
+					c.NoExit()
+					return // the kernel says EBADF
+				}
+				host = strings.TrimSuffix(h, " (deleted)")
+			} else {
+				t, errno := translate(c, a, 0)
+				if errno != 0 {
+					c.Fail(errno)
+					return
+				}
+				host = t.host
+				if t.skip {
+					if h, errno := fdHostPath(c, int(int32(c.Arg(a.dirfd)))); errno == 0 {
+						host = strings.TrimSuffix(h, " (deleted)")
+					}
+				}
+				writeArgs(c, []pathArg{a}, []translated{t})
+			}
+			p := &statPatch{kind: kind, buf: c.Arg(bufArg), host: host}
+			if s.l2s && isL2SData(filepath.Base(host)) {
+				p.nlink = l2sCount(host)
+			}
+			if s.lsize && noFollow(c) && strings.HasPrefix(host, "/") {
+				// Only symlinks need the exit stop: one lstat here is
+				// cheaper than a stop for every lstat.
+				var st unix.Stat_t
+				p.lsize = unix.Fstatat(unix.AT_FDCWD, host, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+					st.Mode&unix.S_IFMT == unix.S_IFLNK
+			}
+			if p.nlink == 0 && !p.lsize {
+				c.NoExit()
+				return
+			}
+			c.Data = p
+		},
+		Exit: func(c *tracer.Call) {
+			p, _ := c.Data.(*statPatch)
+			if p == nil || c.Ret() != 0 {
+				return
+			}
+			p.apply(c)
+		},
+	}
+}
+
+// apply patches the structure the kernel filled.
+func (p *statPatch) apply(c *tracer.Call) {
+	nlinkOff, nlinkSize, modeOff, modeSize, sizeOff := statNlinkOff, statNlinkSize, statModeOff, 4, statSizeOff
+	if p.kind == kindStatx {
+		nlinkOff, nlinkSize, modeOff, modeSize, sizeOff = statxNlinkOff, 4, statxModeOff, 2, statxSizeOff
+	}
+	if p.nlink > 0 {
+		b := make([]byte, nlinkSize)
+		if nlinkSize == 8 {
+			binary.LittleEndian.PutUint64(b, uint64(p.nlink))
+		} else {
+			binary.LittleEndian.PutUint32(b, uint32(p.nlink))
+		}
+		c.WriteMem(p.buf+uint64(nlinkOff), b)
+	}
+	if p.lsize {
+		m := make([]byte, modeSize)
+		if c.ReadMem(p.buf+uint64(modeOff), m) != nil {
+			return
+		}
+		mode := uint32(m[0]) | uint32(m[1])<<8
+		if mode&unix.S_IFMT != unix.S_IFLNK {
+			return
+		}
+		target, errno := readlinkGuest(c, p.host)
+		if errno != 0 {
+			return
+		}
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(len(target)))
+		c.WriteMem(p.buf+uint64(sizeOff), b[:])
+	}
+}
+
+// flagSet reports whether flag is set in argument i.
+func flagSet(i int, flag uint64) func(c *tracer.Call) bool {
+	return func(c *tracer.Call) bool { return c.Arg(i)&flag != 0 }
+}
+
+func yes(*tracer.Call) bool { return true }
+func no(*tracer.Call) bool  { return false }
