@@ -33,6 +33,37 @@ const (
 // extensions and emulations a command line turns on. The zero Config is
 // plain path translation.
 type Config struct {
+	// Android is the Android app policy droidroot runs under (simulated by
+	// --android-policy, or a real device's), nil if none: every call it
+	// blocks gets a handler that answers it at its SIGSYS stop (rewrite,
+	// emulation or the kernel's answer; see android.go). It turns on the
+	// switches below.
+	Android *seccomp.AndroidPolicy
+	// SysVIPC answers SysV IPC (msg*, sem*, shm*) in the tracer (termux
+	// proot's --sysvipc).
+	SysVIPC bool
+	// EmulateRobustList answers set_robust_list/get_robust_list per thread
+	// in the tracer and does the owner-died work at thread exit.
+	EmulateRobustList bool
+	// EmulateSetID answers the set*id family, setgroups and get*id in the
+	// tracer against the identity model.
+	EmulateSetID bool
+	// EmulateAt2 answers faccessat2, fchmodat2 and close_range in the
+	// tracer with allowed calls and exact errnos.
+	EmulateAt2 bool
+}
+
+// WithAndroid returns cfg with policy p active and the emulations Android
+// needs switched on.
+func (cfg Config) WithAndroid(p *seccomp.AndroidPolicy) Config {
+	cfg.Android = p
+	if p != nil {
+		cfg.SysVIPC = true
+		cfg.EmulateRobustList = true
+		cfg.EmulateSetID = true
+		cfg.EmulateAt2 = true
+	}
+	return cfg
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -41,7 +72,7 @@ type Config struct {
 func Table(cfg Config) tracer.Table {
 	socks := newSockets()
 	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
-	return tracer.Table{
+	tbl := tracer.Table{
 		// open and friends
 		"open":     pathHandler(p(0, openFollow(1))),
 		"creat":    pathHandler(p(0, always)),
@@ -122,4 +153,8 @@ func Table(cfg Config) tracer.Table {
 		"accept":      socks.sockNameHandler(1, 2),
 		"accept4":     socks.sockNameHandler(1, 2),
 	}
+	if cfg.Android != nil {
+		addAndroid(cfg, tbl) // last: it sees the other emulations
+	}
+	return tbl
 }

@@ -40,7 +40,13 @@ type Thread struct {
 	ready bool
 	// stopped is true while a not-ready task waits in its initial stop.
 	stopped bool
-	call    Call
+	// fix is the exit work of a call a handler restarted as another.
+	fix *fixup
+	// skipRegs, in ptrace-only mode under an Android policy, are the
+	// registers of a call answered or restarted at its entry stop, to put
+	// back at the SIGSYS that skipping it (number -1) causes.
+	skipRegs *Regs
+	call     Call
 }
 
 // ExecPlan is what an execve handler decided: the loader runs the program
