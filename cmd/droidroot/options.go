@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/droidroot/droidroot/seccomp"
 )
 
 // Bind is one -b/--bind option: HOST[:GUEST], GUEST defaulting to HOST.
@@ -35,6 +37,10 @@ type Options struct {
 	StandardR     string // -R
 	StandardS     string // -S
 	Command       []string
+	// AndroidPolicy is --android-policy=VERSION ("" if not given).
+	AndroidPolicy string
+	// android is the policy in force, set by runMain.
+	android *seccomp.AndroidPolicy
 	// Unbuilt lists the options given whose features droidroot lacks.
 	Unbuilt []string
 }
@@ -102,6 +108,15 @@ var prootOptions = []prootOption{
 	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; return unbuilt("-R")(o, v) }},
 	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; return unbuilt("-S")(o, v) }},
 	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return unbuilt("-q/--qemu")(o, v) }},
+	// droidroot's own options come after proot's, so that proot's prefixes
+	// keep their meaning.
+	{[]string{"--android-policy"}, valueOpt, func(o *Options, v string) error {
+		if _, err := seccomp.LoadAndroidPolicy(v); err != nil && v != "off" && v != "none" {
+			return fmt.Errorf("--android-policy=%s: %v", v, err)
+		}
+		o.AndroidPolicy = v
+		return nil
+	}},
 }
 
 // parseBind splits HOST[:GUEST][!] on the first ':'.

@@ -28,10 +28,12 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -v, --verbose=N          log level
   -V, --version            print the version
   -h, --help               print this help
+      --android-policy=VER run droidroot and the guest under the app seccomp
+                           policy of Android VER (12 12L 13 14 15 15qpr2 16, off)
 Accepted but not built yet (droidroot refuses to start with them):
   -k -0 -i -l --sysvipc --ashmem-memfd -H -p -L -R -S -q
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
-             PROOT_IGNORE_MISSING_BINDINGS
+             PROOT_IGNORE_MISSING_BINDINGS DROIDROOT_ANDROID_POLICY
 `
 
 // errorf prints one line of diagnosis and returns proot's failure status.
@@ -72,6 +74,18 @@ func runMain(args []string, edit func(tracer.Table)) int {
 	if len(o.Unbuilt) > 0 {
 		return errorf("option %s is not supported by this droidroot yet; remove it from the command line", o.Unbuilt[0])
 	}
+	// The Android policy goes in first, before droidroot does anything
+	// else, as on a phone.
+	android, simulate, err := androidPolicy(o)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	if simulate {
+		if err := installAndroid(android); err != nil {
+			return errorf("%v", err)
+		}
+	}
+	o.android = android
 	if v := os.Getenv("PROOT_VERBOSE"); v != "" && o.Verbose == 0 {
 		o.Verbose, _ = strconv.Atoi(v)
 	}
@@ -213,7 +227,8 @@ func configure(o *Options) (*tracer.Config, int) {
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
-		Table:      emul.Table(emulConfig(o)),
+		Table:      emul.Table(emulConfig(o).WithAndroid(o.android)),
+		Android:    o.android,
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
