@@ -321,6 +321,11 @@ func le64(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i
 
 func put64(b []byte, i int, v int64) { binary.LittleEndian.PutUint64(b[8*i:], uint64(v)) }
 
+// restartReserve is the room left below the stack pointer for the handler
+// of a traced call restarted with data pushed for it: the host paths it
+// pushes in turn.
+const restartReserve = 2*tracer.PathMax + 512
+
 // utimeHandler rewrites utime(path, {actime, modtime}) to utimensat.
 var utimeHandler = tracer.Handler{Enter: func(c *tracer.Call) {
 	n := nrOf("utimensat")
@@ -335,6 +340,7 @@ var utimeHandler = tracer.Handler{Enter: func(c *tracer.Call) {
 		return
 	}
 	var ts [32]byte
+	c.Reserve(restartReserve)
 	put64(ts[:], 0, le64(in[:], 0))
 	put64(ts[:], 2, le64(in[:], 1))
 	addr, err := c.Push(ts[:])
@@ -365,6 +371,7 @@ func utimesHandler(dirArg, pathArg, tvArg int) tracer.Handler {
 			return
 		}
 		var ts [32]byte
+		c.Reserve(restartReserve)
 		for i := 0; i < 2; i++ {
 			sec, usec := le64(in[:], 2*i), le64(in[:], 2*i+1)
 			if usec < 0 || usec >= 1000000 {

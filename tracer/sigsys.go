@@ -95,6 +95,9 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	if !t.ours(s) {
 		return false
 	}
+	if s.nr >= 0 && s.nr&0x40000000 != 0 && t.goarch == "amd64" {
+		t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
+	}
 	c := &th.call
 	if err := getRegs(th.Tid, &c.Regs); err != nil {
 		return true // gone
@@ -117,6 +120,12 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		c.Return(-int64(unix.ENOSYS))
 		fallthrough
 	default:
+		// Only the result changes: a handler may have rewritten argument
+		// registers, which the guest's code may still rely on after the
+		// syscall instruction (it preserves them).
+		ret := c.Regs.Ret()
+		c.Regs = c.Entry
+		c.Regs.SetRet(ret)
 		c.Regs.answerAt(s.callAddr)
 		c.dirty = true
 	}
@@ -208,3 +217,16 @@ func (c *Call) AtSIGSYS() bool { return c.sigsys }
 // Android returns the Android policy droidroot runs under, or nil.
 func (c *Call) Android() *seccomp.AndroidPolicy { return c.t.cfg.Android }
 
+
+// Reserve moves the scratch area below the stack n bytes further down, so
+// that what a handler pushes before Restart survives the pushes of the
+// handler of the restarted call (which start again below the red zone).
+func (c *Call) Reserve(n uint64) { c.scratch -= n }
+
+// blockedAtEntry reports whether a ptrace-only syscall-entry stop is of a
+// call the simulated Android policy will trap right after it (seccomp runs
+// after the entry stop): its handler runs at the SIGSYS stop instead, once.
+func (t *Tracer) blockedAtEntry(nr int) bool {
+	p := t.cfg.Android
+	return t.cfg.NoSeccomp && p != nil && !p.Device() && p.Blocks(seccomp.NativeABI(t.goarch), nr)
+}

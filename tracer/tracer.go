@@ -460,7 +460,7 @@ func (t *Tracer) enter(th *Thread) {
 	if nr >= 0 && nr < len(t.handlers) {
 		h = t.handlers[nr]
 	}
-	if h == nil {
+	if h == nil || t.blockedAtEntry(nr) {
 		t.cont(th, 0)
 		return
 	}

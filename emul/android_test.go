@@ -1,0 +1,76 @@
+package emul
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/droidroot/droidroot/seccomp"
+)
+
+// TestAndroidAnswers proves that every call any release blocks, on x86_64
+// and arm64, has a defined answer: a rewrite or emulation, a fixed errno,
+// or another helper's emulation behind its switch.
+func TestAndroidAnswers(t *testing.T) {
+	for _, v := range seccomp.AndroidVersions() {
+		p, err := seccomp.LoadAndroidPolicy(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, abi := range []*seccomp.ABI{seccomp.X86_64, seccomp.AArch64} {
+			for _, name := range p.BlockedNames(abi) {
+				_, rw := androidRewrites[name]
+				_, ans := androidAnswers[name]
+				if !rw && !ans && name != "chroot" {
+					t.Errorf("Android %s %s: %s has no answer", v, abi, name)
+				}
+			}
+		}
+	}
+}
+
+// TestAndroidTable checks that the table under each policy has a handler
+// for every blocked native call (so a SIGSYS never falls to the tracer's
+// safety net) and keeps the path handlers of calls Android allows.
+func TestAndroidTable(t *testing.T) {
+	abi := seccomp.NativeABI(runtime.GOARCH)
+	for _, v := range append(seccomp.AndroidVersions(), "device") {
+		var p *seccomp.AndroidPolicy
+		if v == "device" {
+			p = seccomp.DeviceAndroidPolicy()
+		} else {
+			var err error
+			if p, err = seccomp.LoadAndroidPolicy(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tbl := Table(Config{}.WithAndroid(p))
+		for name := range androidBlockedNames(p) {
+			if _, ok := tbl[name]; !ok {
+				t.Errorf("%s: no handler for blocked %s", v, name)
+			}
+		}
+		if v != "device" {
+			for name, nr := range abi.Names {
+				if p.Blocks(abi, nr) && !androidBlockedNames(p)[name] {
+					t.Errorf("%s: %s (%d) blocked but not in the blocked names", v, name, nr)
+				}
+			}
+		}
+		for _, name := range []string{"openat", "newfstatat", "execve", "connect", "accept4", "readlinkat"} {
+			if _, ok := nativeNr(name); !ok {
+				continue
+			}
+			if p.Blocks(abi, nr0(name)) {
+				t.Errorf("%s: %s blocked", v, name)
+			}
+			if _, ok := tbl[name]; !ok {
+				t.Errorf("%s: path handler of %s lost", v, name)
+			}
+		}
+	}
+	if _, ok := Table(Config{})["rseq"]; ok {
+		t.Error("rseq traced without a policy")
+	}
+}
+
+func nr0(name string) int { n, _ := nativeNr(name); return n }
