@@ -65,7 +65,7 @@ type builder struct {
 	trampoline uint64
 	// Shared targets, emitted at the end of the program if used.
 	allow, entry, exit, unsupported, trap *label
-	used                            map[*label]bool
+	used                                  map[*label]bool
 }
 
 // Build returns the seccomp filter program for a host of the given GOARCH

@@ -217,7 +217,6 @@ func (c *Call) AtSIGSYS() bool { return c.sigsys }
 // Android returns the Android policy droidroot runs under, or nil.
 func (c *Call) Android() *seccomp.AndroidPolicy { return c.t.cfg.Android }
 
-
 // Reserve moves the scratch area below the stack n bytes further down, so
 // that what a handler pushes before Restart survives the pushes of the
 // handler of the restarted call (which start again below the red zone).
