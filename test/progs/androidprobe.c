@@ -5,6 +5,7 @@
  *
  * usage: androidprobe DIR     (DIR: an empty writable directory)
  *        androidprobe sigsys  (a guest's own SIGSYS filter is passed through untouched)
+ *        androidprobe rseq    (prints rseq's errno: ENOSYS under a policy, EINVAL without)
  *
  * Calls whose answer the policy changes on purpose (rseq, clone3, futex_waitv, io_uring_setup,
  * ... are ENOSYS under it) are made but their results are not printed. The x86_64 legacy calls
@@ -286,6 +287,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "sigsys") == 0)
 		return own_sigsys();
+	if (strcmp(argv[1], "rseq") == 0) {
+		show("rseq", syscall(SYS_rseq, NULL, 0, 0, 0));
+		return 0;
+	}
 	snprintf(dir, sizeof dir, "%s", argv[1]);
 	int fd = open(path("f"), O_CREAT | O_WRONLY, 0644);
 	close(fd);
