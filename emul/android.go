@@ -119,30 +119,17 @@ func androidOthers(cfg Config, name string) bool {
 	return false
 }
 
-// androidBlockedNames returns the names of the native calls p blocks; for a
-// device policy, those some known release blocks.
+// androidBlockedNames returns the names of the native calls p blocks (for
+// a device policy, those some known release blocks).
 func androidBlockedNames(p *seccomp.AndroidPolicy) map[string]bool {
 	abi := seccomp.NativeABI(runtime.GOARCH)
-	pols := []*seccomp.AndroidPolicy{p}
-	if p.Device() {
-		pols = nil
-		for _, v := range seccomp.AndroidVersions() {
-			q, err := seccomp.LoadAndroidPolicy(v)
-			if err != nil {
-				panic(err) // embedded data
-			}
-			pols = append(pols, q)
-		}
-	}
 	out := map[string]bool{}
-	for _, q := range pols {
-		for _, name := range q.BlockedNames(abi) {
+	for _, name := range p.BlockedNames(abi) {
+		out[name] = true
+	}
+	for name, nr := range abi.Names {
+		if p.Blocks(abi, nr) {
 			out[name] = true
-		}
-		for name, nr := range abi.Names {
-			if q.Blocks(abi, nr) {
-				out[name] = true
-			}
 		}
 	}
 	return out

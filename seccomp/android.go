@@ -51,6 +51,7 @@ type AndroidPolicy struct {
 	Branch  string
 	blocked map[*ABI]map[int]string // listed blocked numbers and their names
 	from    map[*ABI]int            // every number >= from[abi] traps
+	device  bool
 }
 
 // LoadAndroidPolicy returns the app policy of release version (one of
@@ -79,12 +80,32 @@ func LoadAndroidPolicy(version string) (*AndroidPolicy, error) {
 }
 
 // DeviceAndroidPolicy is the policy of a real Android device whose release
-// droidroot does not know: nothing is simulated (the device's own filter
-// traps), and BlockedNames is the union over every known release.
-func DeviceAndroidPolicy() *AndroidPolicy { return &AndroidPolicy{Version: "device"} }
+// droidroot does not know: the device's own filter traps, nothing is
+// simulated, and what it blocks is taken as the union over every known
+// release (a number any of them blocks).
+func DeviceAndroidPolicy() *AndroidPolicy {
+	d := &AndroidPolicy{Version: "device", blocked: map[*ABI]map[int]string{}, from: map[*ABI]int{}, device: true}
+	for _, v := range AndroidVersions() {
+		p, err := LoadAndroidPolicy(v)
+		if err != nil {
+			panic(err) // embedded data: covered by tests
+		}
+		for abi, list := range p.blocked {
+			if d.blocked[abi] == nil {
+				d.blocked[abi] = map[int]string{}
+				d.from[abi] = p.from[abi]
+			}
+			for nr, name := range list {
+				d.blocked[abi][nr] = name
+			}
+			d.from[abi] = min(d.from[abi], p.from[abi])
+		}
+	}
+	return d
+}
 
 // Device reports whether p stands for a real device's own policy.
-func (p *AndroidPolicy) Device() bool { return p.blocked == nil }
+func (p *AndroidPolicy) Device() bool { return p.device }
 
 // parseAndroidList reads "number<TAB>name" lines and the header's "every
 // number above N is trapped too".
@@ -120,11 +141,8 @@ func parseAndroidList(s string) (map[int]string, int, error) {
 // Blocks reports whether the policy traps syscall nr (as in
 // seccomp_data.nr) of abi under its arch: a listed number, or any number
 // from TrapFrom(abi) on (on x86_64 that includes every x32 number, which
-// carries bit 30). A device policy reports false: its lists are unknown.
+// carries bit 30). For a device policy: a number some release blocks.
 func (p *AndroidPolicy) Blocks(abi *ABI, nr int) bool {
-	if p.Device() {
-		return false
-	}
 	if _, listed := p.blocked[abi][nr]; listed {
 		return true
 	}
@@ -138,20 +156,8 @@ func (p *AndroidPolicy) TrapFrom(abi *ABI) int { return p.from[abi] }
 // sorted; for a device policy, the union over every known release.
 func (p *AndroidPolicy) BlockedNames(abi *ABI) []string {
 	set := map[string]bool{}
-	if p.Device() {
-		for _, v := range AndroidVersions() {
-			q, err := LoadAndroidPolicy(v)
-			if err != nil {
-				panic(err) // embedded data: covered by tests
-			}
-			for _, n := range q.blocked[abi] {
-				set[n] = true
-			}
-		}
-	} else {
-		for _, n := range p.blocked[abi] {
-			set[n] = true
-		}
+	for _, n := range p.blocked[abi] {
+		set[n] = true
 	}
 	out := make([]string, 0, len(set))
 	for n := range set {

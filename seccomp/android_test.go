@@ -168,7 +168,24 @@ func TestAndroidVersions(t *testing.T) {
 			t.Errorf("Android %s %s %s: blocked = %v, want %v", tc.version, tc.abi, tc.name, got, tc.blocked)
 		}
 	}
-	if d := DeviceAndroidPolicy(); !d.Device() || len(d.BlockedNames(AArch64)) < 100 {
+	d := DeviceAndroidPolicy()
+	if !d.Device() || len(d.BlockedNames(AArch64)) < 100 {
 		t.Errorf("device policy: %d names", len(d.BlockedNames(AArch64)))
+	}
+	// The device policy blocks what any release blocks.
+	for _, name := range []string{"clone3", "bpf", "close_range", "rseq", "access"} {
+		abi := AArch64
+		if name == "access" {
+			abi = X86_64
+		}
+		if nr, _ := abi.Nr(name); !d.Blocks(abi, nr) {
+			t.Errorf("device policy allows %s", name)
+		}
+	}
+	if nr, _ := AArch64.Nr("openat"); d.Blocks(AArch64, nr) {
+		t.Error("device policy blocks openat")
+	}
+	if _, err := d.Policy("arm64"); err == nil {
+		t.Error("the device policy was simulated")
 	}
 }

@@ -52,11 +52,9 @@ func (t *Tracer) ours(s sigsysInfo) bool {
 	if pol == nil || s.code != sysSeccomp || s.errno != 0 || s.arch != native.AuditArch {
 		return false
 	}
-	if pol.Device() {
-		// The device's lists are unknown: a call we have a blocked-call
-		// handler for is ours.
-		return t.handlerOf(s.nr) != nil
-	}
+	// For a device policy, whose release is unknown, Blocks is "some
+	// release blocks it": the calls the table has blocked-call handlers
+	// for, and the numbers above every list.
 	return pol.Blocks(native, s.nr)
 }
 

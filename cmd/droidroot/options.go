@@ -39,8 +39,6 @@ type Options struct {
 	Command       []string
 	// AndroidPolicy is --android-policy=VERSION ("" if not given).
 	AndroidPolicy string
-	// android is the policy in force, set by runMain.
-	android *seccomp.AndroidPolicy
 	// Unbuilt lists the options given whose features droidroot lacks.
 	Unbuilt []string
 }

@@ -85,11 +85,10 @@ func runMain(args []string, edit func(tracer.Table)) int {
 			return errorf("%v", err)
 		}
 	}
-	o.android = android
 	if v := os.Getenv("PROOT_VERBOSE"); v != "" && o.Verbose == 0 {
 		o.Verbose, _ = strconv.Atoi(v)
 	}
-	cfg, code := configure(o)
+	cfg, code := configure(o, android)
 	if cfg == nil {
 		return code
 	}
@@ -108,7 +107,8 @@ func runMain(args []string, edit func(tracer.Table)) int {
 }
 
 // configure turns options into a tracer configuration, or prints why not.
-func configure(o *Options) (*tracer.Config, int) {
+// android is the Android policy in force, or nil.
+func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int) {
 	root := o.Rootfs
 	st, err := os.Stat(root)
 	if err != nil {
@@ -227,8 +227,8 @@ func configure(o *Options) (*tracer.Config, int) {
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
-		Table:      emul.Table(emulConfig(o).WithAndroid(o.android)),
-		Android:    o.android,
+		Table:      emul.Table(emulConfig(o).WithAndroid(android)),
+		Android:    android,
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
