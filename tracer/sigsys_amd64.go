@@ -20,3 +20,6 @@ func (r *Regs) restartAt(nr int, callAddr uint64) {
 // forceNr makes putRegs write the syscall number too (a no-op on x86_64,
 // where it is part of the register set).
 func (r *Regs) forceNr() {}
+
+// insnNr returns the number the syscall instruction will read (rax).
+func (r *Regs) insnNr() int { return int(int64(r.r.Rax)) }

@@ -19,3 +19,6 @@ func (r *Regs) restartAt(nr int, callAddr uint64) {
 
 // forceNr makes putRegs write the syscall number (NT_ARM_SYSTEM_CALL) too.
 func (r *Regs) forceNr() { r.nrDirty = true }
+
+// insnNr returns the number the svc instruction will read (x8).
+func (r *Regs) insnNr() int { return int(int64(r.r.Regs[8])) }
