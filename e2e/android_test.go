@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,11 +16,16 @@ import (
 // $DROIDROOT_ANDROID_POLICY, with which the whole suite may run).
 var androidPolicies = []string{"off", "12", "16"}
 
-// viaDroidrootPolicy runs cmd in g under droidroot --android-policy=policy.
+// viaDroidrootPolicy runs cmd in g under droidroot --android-policy=policy; a policy ending
+// in "/ptrace" runs in ptrace-only mode (PROOT_NO_SECCOMP=1).
 func viaDroidrootPolicy(t testing.TB, g guest, policy, stdin string, cmd ...string) result {
 	t.Helper()
 	argv := droidrootArgs(droidrootBin(t), g, cmd...)
+	policy, ptraceOnly := strings.CutSuffix(policy, "/ptrace")
 	argv = append(argv[:2], append([]string{"--android-policy=" + policy}, argv[2:]...)...)
+	if ptraceOnly {
+		argv = append([]string{"env", "PROOT_NO_SECCOMP=1"}, argv...)
+	}
 	return run(t, stdin, argv...)
 }
 
@@ -48,15 +54,16 @@ func androidProbes(t *testing.T) string {
 }
 
 // TestAndroidProbe runs the probe of every call droidroot answers for Android (static and
-// dynamic) under Android 12's and 16's policy and without one, and under the chroot oracle:
-// the same output everywhere (the answers the policy changes on purpose are not printed).
+// dynamic) under Android 12's and 16's policy and without one, in ptrace-only mode under 16,
+// and under the chroot oracle: the same output everywhere (the answers the policy changes on
+// purpose are not printed).
 func TestAndroidProbe(t *testing.T) {
 	needRoot(t)
 	probes := androidProbes(t)
 	for _, prog := range []string{"androidprobe", "androidprobe.dyn"} {
 		t.Run(prog, func(t *testing.T) {
 			var want result
-			for i, pol := range append([]string{"chroot"}, androidPolicies...) {
+			for i, pol := range append([]string{"chroot"}, append(androidPolicies, "16/ptrace")...) {
 				g := busyboxGuest(t)
 				g.Binds = append(g.Binds, probes+":/mnt/b2")
 				var res result
