@@ -109,7 +109,7 @@ var prootOptions = []prootOption{
 	// droidroot's own options come after proot's, so that proot's prefixes
 	// keep their meaning.
 	{[]string{"--android-policy"}, valueOpt, func(o *Options, v string) error {
-		if _, err := seccomp.LoadAndroidPolicy(v); err != nil && v != "off" && v != "none" {
+		if _, err := seccomp.LoadAndroidPolicy(v); err != nil && !strings.EqualFold(v, "off") && !strings.EqualFold(v, "none") {
 			return fmt.Errorf("--android-policy=%s: %v", v, err)
 		}
 		o.AndroidPolicy = v
