@@ -64,6 +64,14 @@ static __attribute__((unused)) long mtime_of(const char *p)
 	return (long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
+static volatile int alarms;
+
+static __attribute__((unused)) void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
 static void legacy(void)
 {
 #ifdef SYS_access
@@ -178,6 +186,11 @@ static void legacy(void)
 	show("alarm set", syscall(SYS_alarm, 10));
 	show("alarm clear", syscall(SYS_alarm, 0));
 	show("getpgrp", syscall(SYS_getpgrp) == getpgid(0) ? 0 : -1);
+	struct sigaction alrm = {.sa_handler = on_alarm};
+	sigaction(SIGALRM, &alrm, NULL);
+	setitimer(ITIMER_REAL, &(struct itimerval){.it_value = {0, 50000}}, NULL);
+	show("pause", syscall(SYS_pause));
+	printf("  alarms %d\n", alarms);
 	long pid = syscall(SYS_fork);
 	if (pid == 0)
 		_exit(7);
