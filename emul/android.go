@@ -140,11 +140,11 @@ func androidBlockedNames(p *seccomp.AndroidPolicy) map[string]bool {
 // other emulations cfg turns on.
 func addAndroid(cfg Config, tbl tracer.Table) {
 	for name := range androidBlockedNames(cfg.Android) {
+		if _, ok := tbl[name]; ok && androidOthers(cfg, name) {
+			continue // another emulation (setfsuid with EmulateSetID, ...)
+		}
 		if h, ok := androidRewrites[name]; ok {
 			tbl[name] = h
-			continue
-		}
-		if _, ok := tbl[name]; ok && androidOthers(cfg, name) {
 			continue
 		}
 		tbl[name] = answerHandler(androidAnswerOf(name))

@@ -1,10 +1,12 @@
 package emul
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 
 	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tracer"
 )
 
 // TestAndroidAnswers proves that every call any release blocks, on x86_64
@@ -74,3 +76,36 @@ func TestAndroidTable(t *testing.T) {
 }
 
 func nr0(name string) int { n, _ := nativeNr(name); return n }
+
+// TestAndroidKeepsOtherEmulations: with its switch on, another helper's
+// handler for a blocked call stays in the table; with it off, droidroot's
+// answer replaces it.
+func TestAndroidKeepsOtherEmulations(t *testing.T) {
+	p, err := seccomp.LoadAndroidPolicy("16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := func(c *tracer.Call) {}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		keep bool
+	}{
+		{"setfsuid", Config{EmulateSetID: true}, true},
+		{"setfsuid", Config{}, false},
+		{"semget", Config{SysVIPC: true}, true},
+		{"set_robust_list", Config{EmulateRobustList: true}, true},
+		{"faccessat2", Config{EmulateAt2: true}, true},
+		{"faccessat2", Config{}, false},
+		{"rseq", Config{EmulateAt2: true, SysVIPC: true, EmulateSetID: true, EmulateRobustList: true}, false},
+	} {
+		tbl := tracer.Table{tc.name: {Enter: marker}}
+		cfg := tc.cfg
+		cfg.Android = p
+		addAndroid(cfg, tbl)
+		kept := fmt.Sprintf("%p", tbl[tc.name].Enter) == fmt.Sprintf("%p", marker)
+		if kept != tc.keep {
+			t.Errorf("%s with %+v: kept = %v, want %v", tc.name, tc.cfg, kept, tc.keep)
+		}
+	}
+}
