@@ -4,6 +4,8 @@
 #   make cross        bin/droidroot-linux-amd64, -linux-arm64 and -android-arm64
 #   make test         unit tests, then the end-to-end suite on x86_64 (needs root
 #                     and the test rootfses: make rootfs)
+#   make test-e2e-android  the end-to-end suite under Android 12's and 16's
+#                     app seccomp policy
 #   make test-arm64   the arm64 suite in a qemu-system-aarch64 VM
 #   make rootfs       build (or reuse) the cached test rootfses
 #   make loader       rebuild the embedded C loaders
@@ -15,7 +17,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 DROIDROOT_CACHE ?= /var/cache/droidroot
 export DROIDROOT_CACHE
 
-.PHONY: all build cross test test-unit test-e2e test-arm64 rootfs vet clean
+.PHONY: all build cross test test-unit test-e2e test-e2e-android test-arm64 rootfs vet clean
 all: build
 
 build:
@@ -42,6 +44,12 @@ test-unit:
 
 test-e2e: build
 	DROIDROOT_BIN=$(CURDIR)/bin/droidroot $(GO) test -count=1 -timeout 30m ./e2e/
+
+# The whole suite with droidroot (and its guests) under Android 12's and
+# Android 16's app seccomp policy (--android-policy, see docs/android.md).
+test-e2e-android: build
+	DROIDROOT_ANDROID_POLICY=12 DROIDROOT_BIN=$(CURDIR)/bin/droidroot $(GO) test -count=1 -timeout 30m ./e2e/
+	DROIDROOT_ANDROID_POLICY=16 DROIDROOT_BIN=$(CURDIR)/bin/droidroot $(GO) test -count=1 -timeout 30m ./e2e/
 
 test-arm64:
 	test/arm64/run.sh

@@ -13,6 +13,9 @@
 //	DROIDROOT_E2E_REQUIRED=1   a missing input fails the test instead of skipping it (CI sets it)
 //	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
 //	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
+//	DROIDROOT_ANDROID_POLICY   run every droidroot command under this Android release's app
+//	                           seccomp policy (make test-e2e-android: 12, then 16); the
+//	                           TestAndroid* tests pass --android-policy themselves
 //
 // Test-only switches read by droidroot itself (set in a test's command line, not by CI):
 //

@@ -79,6 +79,25 @@ type Config struct {
 	// Qemu is the -q/--qemu command (host path and arguments) that runs
 	// ELF programs of another architecture; nil for none.
 	Qemu []string
+	// Android is the Android app policy droidroot runs under (simulated by
+	// --android-policy, or a real device's), nil if none: every call it
+	// blocks gets a handler that answers it at its SIGSYS stop (rewrite,
+	// emulation or the kernel's answer; see android.go). It turns on the
+	// switches below.
+	Android *seccomp.AndroidPolicy
+}
+
+// WithAndroid returns cfg with policy p active and the emulations Android
+// needs switched on.
+func (cfg Config) WithAndroid(p *seccomp.AndroidPolicy) Config {
+	cfg.Android = p
+	if p != nil {
+		cfg.SysVIPC = true
+		cfg.EmulateRobustList = true
+		cfg.EmulateSetID = true
+		cfg.EmulateAt2 = true
+	}
+	return cfg
 }
 
 // Table returns the handlers of every syscall droidroot translates, by
@@ -187,5 +206,8 @@ func Table(cfg Config) tracer.Table {
 		addRobustList(t)
 	}
 	addIdentity(t, cfg)
+	if cfg.Android != nil {
+		addAndroid(cfg, t) // last: it sees the other emulations
+	}
 	return t
 }

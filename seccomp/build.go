@@ -25,19 +25,19 @@ type interval struct {
 
 // intervals returns the runs of equal action that partition [bit, 2^32)
 // for the rules of an ABI whose numbers carry bit. Neighbouring runs have
-// different actions.
-func intervals(rules map[int]Action, bit uint32) []interval {
+// different actions. If trapFrom >= 0, every number from trapFrom|bit up
+// to 2^32 traps.
+func intervals(rules map[int]Action, bit uint32, trapFrom int) []interval {
 	nrs := make([]int, 0, len(rules))
 	for nr, act := range rules {
-		if act != Allow {
+		if act != Allow && (trapFrom < 0 || nr < trapFrom) {
 			nrs = append(nrs, nr)
 		}
 	}
 	sort.Ints(nrs)
 	var out []interval
 	next := uint64(bit) // first number not covered by out
-	for _, nr := range nrs {
-		v, act := uint64(nr)|uint64(bit), rules[nr]
+	add := func(v uint64, act Action) {
 		if v > next { // untraced numbers before v
 			out = append(out, interval{lo: uint32(next), act: Allow})
 		}
@@ -45,6 +45,13 @@ func intervals(rules map[int]Action, bit uint32) []interval {
 			out = append(out, interval{lo: uint32(v), act: act})
 		}
 		next = v + 1
+	}
+	for _, nr := range nrs {
+		add(uint64(nr)|uint64(bit), rules[nr])
+	}
+	if trapFrom >= 0 {
+		add(uint64(trapFrom)|uint64(bit), Trap)
+		next = 1 << 32
 	}
 	if next <= 0xffffffff || len(out) == 0 {
 		out = append(out, interval{lo: uint32(next), act: Allow})
@@ -57,8 +64,8 @@ type builder struct {
 	asm        assembler
 	trampoline uint64
 	// Shared targets, emitted at the end of the program if used.
-	allow, entry, exit, unsupported *label
-	used                            map[*label]bool
+	allow, entry, exit, unsupported, trap *label
+	used                                  map[*label]bool
 }
 
 // Build returns the seccomp filter program for a host of the given GOARCH
@@ -73,7 +80,11 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	}
 	b := &builder{trampoline: p.Trampoline, used: map[*label]bool{}}
 	a := &b.asm
-	b.allow, b.entry, b.exit, b.unsupported = a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	b.allow, b.entry, b.exit, b.unsupported, b.trap = a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	foreign := b.unsupported
+	if p.TrapForeign {
+		foreign = b.trap
+	}
 
 	// Group the ABIs by audit arch, in HostABIs order (native first), and
 	// plan one search tree per ABI.
@@ -97,10 +108,14 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 		}
 		var t *tree
 		if rules, supported := p.Rules[abi]; supported {
-			t = b.plan(intervals(rules, abi.NrBit))
+			from, ok := p.TrapFrom[abi]
+			if !ok {
+				from = -1
+			}
+			t = b.plan(intervals(rules, abi.NrBit, from))
 		} else {
-			t = &tree{target: b.unsupported}
-			b.used[b.unsupported] = true
+			t = &tree{target: foreign}
+			b.used[foreign] = true
 		}
 		g.abis = append(g.abis, abi)
 		g.trees = append(g.trees, t)
@@ -121,7 +136,11 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	for _, g := range groups {
 		a.jump(bpf.JumpEqual, g.arch, g.start, nil)
 	}
-	a.ret(retTrace | DataUnknownArch)
+	if p.TrapForeign {
+		a.ret(retTrap)
+	} else {
+		a.ret(retTrace | DataUnknownArch)
+	}
 
 	// One section per arch: load nr, split by NrBit if the arch has two
 	// ABIs, then the search trees.
@@ -147,6 +166,10 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	if b.used[b.unsupported] {
 		a.bind(b.unsupported)
 		a.ret(retTrace | DataUnsupportedABI)
+	}
+	if b.used[b.trap] {
+		a.bind(b.trap)
+		a.ret(retTrap)
 	}
 	if b.used[b.entry] {
 		b.emitTraced(b.entry, DataEntry)
@@ -198,6 +221,8 @@ func (b *builder) actionTarget(act Action) *label {
 		l = b.entry
 	case TraceExit:
 		l = b.exit
+	case Trap:
+		l = b.trap
 	}
 	b.used[l] = true
 	return l

@@ -146,7 +146,7 @@ func TestIntervals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, intervals(tt.rules, tt.bit), cmp.AllowUnexported(interval{})); diff != "" {
+			if diff := cmp.Diff(tt.want, intervals(tt.rules, tt.bit, -1), cmp.AllowUnexported(interval{})); diff != "" {
 				t.Errorf("intervals (-want +got):\n%s", diff)
 			}
 		})

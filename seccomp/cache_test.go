@@ -82,7 +82,7 @@ func TestDepth(t *testing.T) {
 				for _, abi := range HostABIs(goarch) {
 					m := 1
 					if rules, ok := p.Rules[abi]; ok {
-						m = len(intervals(rules, abi.NrBit))
+						m = len(intervals(rules, abi.NrBit, -1))
 					}
 					depth := bits.Len(uint(m - 1)) // ceil(log2 m)
 					bound := 2*depth + 13

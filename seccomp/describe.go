@@ -35,7 +35,7 @@ func Describe(goarch string, p Policy) string {
 		if abi.NrBit != 0 {
 			fmt.Fprintf(&sb, ", nr | %#x", abi.NrBit)
 		}
-		fmt.Fprintf(&sb, "): %d traced, %d intervals\n", len(nrs), len(intervals(rules, abi.NrBit)))
+		fmt.Fprintf(&sb, "): %d traced, %d intervals\n", len(nrs), len(intervals(rules, abi.NrBit, -1)))
 		for _, nr := range nrs {
 			name := abi.name(nr)
 			if name == "" {

@@ -19,6 +19,10 @@ const (
 	// TraceExit is TraceEntry with event message DataExit: the tracer also
 	// wants the syscall-exit stop.
 	TraceExit
+	// Trap makes the kernel skip the call and send the thread a SIGSYS with
+	// si_code SYS_SECCOMP and si_errno 0 (SECCOMP_RET_TRAP): what
+	// Android's app filter does to the calls it blocks (see AndroidPolicy).
+	Trap
 )
 
 // String returns "allow", "entry" or "exit".
@@ -30,6 +34,8 @@ func (a Action) String() string {
 		return "entry"
 	case TraceExit:
 		return "exit"
+	case Trap:
+		return "trap"
 	}
 	return fmt.Sprintf("Action(%d)", uint8(a))
 }
@@ -53,6 +59,7 @@ const (
 const (
 	retAllow = 0x7fff0000 // SECCOMP_RET_ALLOW
 	retTrace = 0x7ff00000 // SECCOMP_RET_TRACE
+	retTrap  = 0x00030000 // SECCOMP_RET_TRAP
 	retData  = 0x0000ffff // SECCOMP_RET_DATA
 )
 
@@ -64,6 +71,8 @@ func (a Action) ret() uint32 {
 		return retTrace | DataEntry
 	case TraceExit:
 		return retTrace | DataExit
+	case Trap:
+		return retTrap
 	}
 	return retAllow
 }
@@ -86,8 +95,18 @@ type Policy struct {
 	// Trampoline is the address of a 4 KiB-aligned page T: a traced
 	// syscall of a supported ABI whose seccomp_data.instruction_pointer is
 	// in [T, T+4096) is allowed. The instruction pointer is the address
-	// after the syscall instruction. 0 disables the check.
+	// after the syscall instruction. 0 disables the check. Trap rules
+	// ignore it.
 	Trampoline uint64
+	// TrapFrom maps an ABI with rules to a number n: every number >= n of
+	// that ABI (NrBit included, up to 2^32) traps, whatever Rules says. An
+	// absent ABI has no such limit.
+	TrapFrom map[*ABI]int
+	// TrapForeign makes the ABIs without rules and the unknown arches trap
+	// (SECCOMP_RET_TRAP) instead of tracing with DataUnsupportedABI /
+	// DataUnknownArch: Android's filter does that to every ABI it does not
+	// list.
+	TrapForeign bool
 }
 
 // Errors of Build.
@@ -115,7 +134,7 @@ func (p Policy) validate(goarch string, abis []*ABI) error {
 			return fmt.Errorf("seccomp: policy has rules for ABI %v, which is not an ABI of %s", abi, goarch)
 		}
 		for nr, act := range rules {
-			if act > TraceExit {
+			if act > Trap {
 				return fmt.Errorf("seccomp: %s syscall %d: invalid action %v", abi.Name, nr, act)
 			}
 			limit := int64(1) << 32
@@ -125,6 +144,18 @@ func (p Policy) validate(goarch string, abis []*ABI) error {
 			if nr < 0 || int64(nr) >= limit {
 				return fmt.Errorf("seccomp: %s syscall number %d out of range [0, %#x)", abi.Name, nr, limit)
 			}
+		}
+	}
+	for abi, n := range p.TrapFrom {
+		if _, ok := p.Rules[abi]; !ok {
+			return fmt.Errorf("seccomp: policy has TrapFrom for ABI %v, which has no rules", abi)
+		}
+		limit := int64(1) << 32
+		if abi.NrBit != 0 {
+			limit = int64(abi.NrBit)
+		}
+		if n < 0 || int64(n) >= limit {
+			return fmt.Errorf("seccomp: %s TrapFrom %d out of range [0, %#x)", abi.Name, n, limit)
 		}
 	}
 	return nil

@@ -47,6 +47,15 @@ type Call struct {
 	// skipped is set when Return answered the call.
 	skipped bool
 	buf     []byte
+	// sigsys is set while the call is answered at a SIGSYS stop; callAddr
+	// is the address after its syscall instruction.
+	sigsys   bool
+	callAddr uint64
+	// restart is set by Restart; restartNr is the new call.
+	restart   bool
+	restartNr int
+	// atExit is set while an AfterRestart function runs.
+	atExit bool
 
 	// Data carries handler state from Enter to Exit.
 	Data any
@@ -59,6 +68,11 @@ func (c *Call) reset(th *Thread) {
 	c.noExit = false
 	c.skipped = false
 	c.Data = nil
+	c.sigsys = false
+	c.callAddr = c.Regs.PC()
+	c.restart = false
+	c.restartNr = 0
+	c.atExit = false
 }
 
 // Tid returns the calling thread's id.
@@ -150,7 +164,7 @@ func (c *Call) Ret() int64 { return c.Regs.Ret() }
 // NoExit cancels the exit stop for this call.
 func (c *Call) NoExit() { c.noExit = true }
 
-func (c *Call) inExit() bool { return c.th.pendingExit != nil }
+func (c *Call) inExit() bool { return c.atExit || c.th.pendingExit != nil && !c.sigsys }
 
 // ReadPath reads a NUL-terminated path argument from guest memory with the
 // kernel's limits (ENAMETOOLONG past PATH_MAX, EFAULT on a bad pointer).

@@ -51,6 +51,12 @@ type Thread struct {
 	// op is a call that takes more than one stop to answer: parked
 	// until woken, or running injected syscalls (op.go).
 	op *threadOp
+	// fix is the exit work of a call a handler restarted as another.
+	fix *fixup
+	// skipRegs, in ptrace-only mode under an Android policy, are the
+	// registers of a call answered or restarted at its entry stop, to put
+	// back at the SIGSYS that skipping it (number -1) causes.
+	skipRegs *Regs
 }
 
 // rewriteLog is a small ring of argument rewrites: which register of which

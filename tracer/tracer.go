@@ -52,6 +52,11 @@ type Config struct {
 	Creds *ident.Creds
 	// Stdin, Stdout, Stderr are the guest's standard files (nil: ours).
 	Stdin, Stdout, Stderr *os.File
+	// Android is the Android app policy droidroot runs under (simulated
+	// with --android-policy, or the device's own), or nil. With it, a
+	// SIGSYS stop of a call the policy blocks is answered by the table's
+	// handler for that call (see sigsysStop).
+	Android *seccomp.AndroidPolicy
 }
 
 // Tracer runs and traces one guest command tree.
@@ -343,6 +348,9 @@ func (t *Tracer) loop() (int, error) {
 				t.cont(th, 0)
 			}
 		default:
+			if sig == unix.SIGSYS && t.cfg.Android != nil && t.sigsysStop(th) {
+				continue // a blocked call, answered
+			}
 			// Signal-delivery stop: deliver it.
 			t.cont(th, sig)
 		}
@@ -352,7 +360,7 @@ func (t *Tracer) loop() (int, error) {
 
 func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 	req := t.resumeReq()
-	if th.pendingExit != nil || th.op != nil {
+	if th.pendingExit != nil || th.op != nil || th.fix != nil {
 		req = unix.PTRACE_SYSCALL
 	}
 	if err := resume(req, th.Tid, sig); err != nil && err != unix.ESRCH {
@@ -494,7 +502,7 @@ func (t *Tracer) enter(th *Thread) {
 	if nr >= 0 && nr < len(t.handlers) {
 		h = t.handlers[nr]
 	}
-	if h == nil {
+	if h == nil || t.blockedAtEntry(nr) {
 		t.cont(th, 0)
 		return
 	}
@@ -515,12 +523,19 @@ func (t *Tracer) enter(th *Thread) {
 	if h.Exit != nil && !c.noExit {
 		th.pendingExit = h
 	}
+	if t.cfg.NoSeccomp && t.cfg.Android != nil && c.skipped {
+		saved := c.Regs
+		th.skipRegs = &saved
+	}
 	t.cont(th, 0)
 }
 
 // syscallStop handles a syscall-entry or -exit stop.
 func (t *Tracer) syscallStop(th *Thread) {
 	c := &th.call
+	if th.fix != nil && t.fixupStop(th) {
+		return
+	}
 	if t.cfg.NoSeccomp {
 		switch syscallInfoOp(th.Tid) {
 		case syscallInfoEntry:
@@ -531,6 +546,7 @@ func (t *Tracer) syscallStop(th *Thread) {
 	}
 	if t.cfg.NoSeccomp && !th.inSyscall {
 		th.inSyscall = true
+		th.skipRegs = nil
 		if err := getRegs(th.Tid, &c.Regs); err != nil {
 			return
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/droidroot/droidroot/seccomp"
 )
 
 // Bind is one -b/--bind option: HOST[:GUEST], GUEST defaulting to HOST.
@@ -41,6 +43,8 @@ type Options struct {
 
 	// KernelReleaseSet: -k was given (its value may be empty, an error).
 	KernelReleaseSet bool
+	// AndroidPolicy is --android-policy=VERSION ("" if not given).
+	AndroidPolicy string
 }
 
 // optKind says whether an option takes a value.
@@ -96,6 +100,15 @@ var prootOptions = []prootOption{
 	{[]string{"-R"}, valueOpt, func(o *Options, v string) error { o.StandardR = v; standardBinds(o, v, false); return nil }},
 	{[]string{"-S"}, valueOpt, func(o *Options, v string) error { o.StandardS = v; standardBinds(o, v, true); return nil }},
 	{[]string{"-q", "--qemu"}, valueOpt, func(o *Options, v string) error { o.Qemu = v; return nil }},
+	// droidroot's own options come after proot's, so that proot's prefixes
+	// keep their meaning.
+	{[]string{"--android-policy"}, valueOpt, func(o *Options, v string) error {
+		if _, err := seccomp.LoadAndroidPolicy(v); err != nil && !strings.EqualFold(v, "off") && !strings.EqualFold(v, "none") {
+			return fmt.Errorf("--android-policy=%s: %v", v, err)
+		}
+		o.AndroidPolicy = v
+		return nil
+	}},
 }
 
 // parseChangeID parses -i's UID:GID (decimal ids, below 4294967295).

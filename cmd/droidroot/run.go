@@ -41,8 +41,10 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -S PATH                  -0 -r PATH plus the minimal host binds
       --ashmem-memfd       /dev/ashmem backed by memfd
   -q, --qemu=CMD           run other-architecture programs through CMD (qemu-user)
+      --android-policy=VER run droidroot and the guest under the app seccomp
+                           policy of Android VER (12 12L 13 14 15 15qpr2 16, off)
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
-             PROOT_IGNORE_MISSING_BINDINGS PROOT_L2S_DIR
+             PROOT_IGNORE_MISSING_BINDINGS PROOT_L2S_DIR DROIDROOT_ANDROID_POLICY
 `
 
 // errorf prints one line of diagnosis and returns proot's failure status.
@@ -80,10 +82,21 @@ func runMain(args []string, edit func(tracer.Table)) int {
 		fmt.Printf("droidroot %s (%s/%s), proot-compatible\n", version, runtime.GOOS, runtime.GOARCH)
 		return 0
 	}
+	// The Android policy goes in first, before droidroot does anything
+	// else, as on a phone.
+	android, simulate, err := androidPolicy(o)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	if simulate {
+		if err := installAndroid(android); err != nil {
+			return errorf("%v", err)
+		}
+	}
 	if v := os.Getenv("PROOT_VERBOSE"); v != "" && o.Verbose == 0 {
 		o.Verbose, _ = strconv.Atoi(v)
 	}
-	cfg, code := configure(o)
+	cfg, code := configure(o, android)
 	if cfg == nil {
 		return code
 	}
@@ -117,7 +130,8 @@ func runMain(args []string, edit func(tracer.Table)) int {
 }
 
 // configure turns options into a tracer configuration, or prints why not.
-func configure(o *Options) (*tracer.Config, int) {
+// android is the Android policy in force, or nil.
+func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int) {
 	root := o.Rootfs
 	st, err := os.Stat(root)
 	if err != nil {
@@ -223,7 +237,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		}
 	}
 
-	ecfg := emulConfig(o, tmpDir)
+	ecfg := emulConfig(o, tmpDir).WithAndroid(android)
 	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
 		return nil, code
 	}
@@ -243,6 +257,7 @@ func configure(o *Options) (*tracer.Config, int) {
 		Loader:     loaderPath,
 		Table:      emul.Table(ecfg),
 		Creds:      emul.InitialCreds(ecfg),
+		Android:    android,
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,

@@ -1,0 +1,176 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// androidPolicies are the policies the Android tests run under; "off" is none (it overrides
+// $DROIDROOT_ANDROID_POLICY, with which the whole suite may run).
+var androidPolicies = []string{"off", "12", "16"}
+
+// viaDroidrootPolicy runs cmd in g under droidroot --android-policy=policy; a policy ending
+// in "/ptrace" runs in ptrace-only mode (PROOT_NO_SECCOMP=1).
+func viaDroidrootPolicy(t testing.TB, g guest, policy, stdin string, cmd ...string) result {
+	t.Helper()
+	argv := droidrootArgs(droidrootBin(t), g, cmd...)
+	policy, ptraceOnly := strings.CutSuffix(policy, "/ptrace")
+	argv = append(argv[:2], append([]string{"--android-policy=" + policy}, argv[2:]...)...)
+	if ptraceOnly {
+		argv = append([]string{"env", "PROOT_NO_SECCOMP=1"}, argv...)
+	}
+	return run(t, stdin, argv...)
+}
+
+// androidProbes returns a directory with test/progs/androidprobe.c built static
+// (androidprobe) and dynamic (androidprobe.dyn), as test/rootfs/busybox.sh builds the probes:
+// the rootfs's own copies when it has them, else built here with the host's gcc (the busybox
+// rootfs carries the host's glibc).
+func androidProbes(t *testing.T) string {
+	t.Helper()
+	root := rootfs(t, "busybox")
+	if _, err := os.Stat(filepath.Join(root, "progs/androidprobe.dyn")); err == nil {
+		return filepath.Join(root, "progs")
+	}
+	dir := t.TempDir()
+	src := repoPath(t, "test/progs/androidprobe.c")
+	for _, m := range []struct{ out, flag string }{{"androidprobe", "-static"}, {"androidprobe.dyn", ""}} {
+		args := []string{"-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", filepath.Join(dir, m.out), src}
+		if m.flag != "" {
+			args = append([]string{m.flag}, args...)
+		}
+		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+			missing(t, "cannot build androidprobe (gcc %v): %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// TestAndroidProbe runs the probe of every call droidroot answers for Android (static and
+// dynamic) under Android 12's and 16's policy and without one, in ptrace-only mode under 16,
+// and under the chroot oracle: the same output everywhere (the answers the policy changes on
+// purpose are not printed).
+func TestAndroidProbe(t *testing.T) {
+	needRoot(t)
+	probes := androidProbes(t)
+	for _, prog := range []string{"androidprobe", "androidprobe.dyn"} {
+		t.Run(prog, func(t *testing.T) {
+			var want result
+			for i, pol := range append([]string{"chroot"}, append(androidPolicies, "16/ptrace")...) {
+				g := busyboxGuest(t)
+				g.Binds = append(g.Binds, probes+":/mnt/b2")
+				var res result
+				if pol == "chroot" {
+					res = viaChroot(t, g, "", "/mnt/b2/"+prog, "/tmp")
+				} else {
+					res = viaDroidrootPolicy(t, g, pol, "", "/mnt/b2/"+prog, "/tmp")
+				}
+				res.Stderr = "" // droidroot's notes (e.g. on syscall(-1)) go there
+				if res.Code != 0 || len(res.Stdout) < 100 {
+					t.Fatalf("%s: %s", pol, res)
+				}
+				if i == 0 {
+					want = res
+				} else if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+					t.Errorf("--android-policy=%s differs from the chroot oracle (-chroot +droidroot):\n%s", pol, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestAndroidOwnSIGSYS: a guest's own seccomp filter traps a call Android allows (RET_DATA 0)
+// and one Android blocks (RET_DATA 42); under the policy both SIGSYS reach the guest's handler
+// untouched, as without it.
+func TestAndroidOwnSIGSYS(t *testing.T) {
+	probes := androidProbes(t)
+	want := "getppid: sigsys nr getppid errno 0 code 1\naccept: sigsys nr accept errno 42 code 1\ngetpid still works: 1\n"
+	for _, pol := range androidPolicies {
+		g := busyboxGuest(t)
+		g.Binds = append(g.Binds, probes+":/mnt/b2")
+		res := viaDroidrootPolicy(t, g, pol, "", "/mnt/b2/androidprobe.dyn", "sigsys")
+		if res.Stdout != want || res.Code != 0 {
+			t.Errorf("--android-policy=%s: %s\nwant stdout:\n%s", pol, res, want)
+		}
+	}
+}
+
+// TestAndroidDebian runs real programs under Android 12's and 16's policy in the debian rootfs
+// (python3, git, tar and a pthread-heavy program): the same output as without a policy.
+func TestAndroidDebian(t *testing.T) {
+	needRoot(t)
+	rootfs(t, "debian")
+	scripts := map[string]string{
+		"python3": `python3 -c '
+import json, sqlite3, email, unittest, os, subprocess, select, time
+c = sqlite3.connect("/tmp/db")
+c.execute("create table t(x)"); c.execute("insert into t values (42)"); c.commit()
+print("ok", json.dumps(c.execute("select x from t").fetchall()), os.getcwd())
+print(subprocess.run(["sh", "-c", "echo child"], capture_output=True).stdout)
+print(select.select([], [], [], 0.01))'`,
+		"git": gitEnv + `set -e
+git init -q -b main repo; cd repo
+git config user.email t@example.com; git config user.name T
+echo hi >f; mkdir d; ln -s ../f d/l
+git add -A; git commit -q -m first
+git log --format='%H %s'; git status --porcelain`,
+		"tar": `set -e
+mkdir -p src/d; echo a >src/a; ln -s a src/l; ln src/a src/h; echo b >src/d/b
+tar -czf a.tgz src; mkdir out; tar -C out -xzf a.tgz
+diff -r src out/src && echo same; tar -tzf a.tgz | sort`,
+		"threads": `/mnt/progs/threads.dyn -t 8 -n 200 /usr/bin/python3 /bin/sh /tmp /etc/alternatives/awk`,
+	}
+	for _, name := range []string{"python3", "git", "tar", "threads"} {
+		t.Run(name, func(t *testing.T) {
+			var want result
+			for i, pol := range androidPolicies {
+				g := debianGuest(t)
+				g.Binds = append(g.Binds, rootfs(t, "busybox")+"/progs:/mnt/progs")
+				res := viaDroidrootPolicy(t, g, pol, "", "/bin/bash", "-c", scripts[name])
+				if res.Code != 0 || res.Stdout == "" {
+					t.Fatalf("--android-policy=%s: %s", pol, res)
+				}
+				if i == 0 {
+					want = res
+				} else if diff := cmp.Diff(want.String(), res.String()); diff != "" {
+					t.Errorf("--android-policy=%s differs from no policy (-off +%s):\n%s", pol, pol, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestAndroidPolicyOption: a bad version is one clear line; the environment variable works
+// and the option overrides it.
+func TestAndroidPolicyOption(t *testing.T) {
+	g := busyboxGuest(t)
+	res := viaDroidrootPolicy(t, g, "11", "", "/bin/true")
+	if res.Code != 1 || res.Stderr != "droidroot: --android-policy=11: unknown Android version \"11\" (want one of 12, 12L, 13, 14, 15, 15qpr2, 16)\n" {
+		t.Errorf("bad version: %s", res)
+	}
+	// rseq(NULL, 0, 0, 0): ENOSYS under a policy, EINVAL from the kernel without one.
+	probes := androidProbes(t)
+	g.Binds = append(g.Binds, probes+":/mnt/b2")
+	bin := droidrootBin(t)
+	for _, tc := range []struct{ env, option, want string }{
+		{"16", "", "rseq = -1 ENOSYS\n"},
+		{"12", "off", "rseq = -1 EINVAL\n"},
+		{"off", "13", "rseq = -1 ENOSYS\n"},
+	} {
+		argv := droidrootArgs(bin, g, "/mnt/b2/androidprobe", "rseq")
+		if tc.option != "" {
+			argv = append(argv[:2], append([]string{"--android-policy=" + tc.option}, argv[2:]...)...)
+		}
+		res := run(t, "", append([]string{"env", "DROIDROOT_ANDROID_POLICY=" + tc.env}, argv...)...)
+		if res.Stdout != tc.want || res.Code != 0 {
+			t.Errorf("DROIDROOT_ANDROID_POLICY=%s --android-policy=%s: %s\nwant stdout %q", tc.env, tc.option, res, tc.want)
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package tracer
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/seccomp"
+)
+
+// sysSeccomp is SYS_SECCOMP, the si_code of a SIGSYS sent by a seccomp
+// filter's SECCOMP_RET_TRAP.
+const sysSeccomp = 1
+
+// sigsysInfo is the seccomp part of a SIGSYS siginfo_t.
+type sigsysInfo struct {
+	callAddr uint64 // si_call_addr: the address after the syscall instruction
+	nr       int    // si_syscall
+	arch     uint32 // si_arch (AUDIT_ARCH_*)
+	errno    int32  // si_errno: the filter's SECCOMP_RET_DATA
+	code     int32  // si_code
+}
+
+// decodeSigsys reads the _sigsys member of the siginfo union. Its layout
+// is the same on x86_64 and arm64 (64-bit pointers, no padding): the union
+// starts at offset 16 with void *_call_addr, then int _syscall, then
+// unsigned int _arch.
+func decodeSigsys(si *Siginfo) sigsysInfo {
+	return sigsysInfo{
+		callAddr: binary.LittleEndian.Uint64(si.Union[0:8]),
+		nr:       int(int32(binary.LittleEndian.Uint32(si.Union[8:12]))),
+		arch:     binary.LittleEndian.Uint32(si.Union[12:16]),
+		errno:    si.Errno,
+		code:     si.Code,
+	}
+}
+
+// handlerOf returns the handler of native syscall nr, or nil.
+func (t *Tracer) handlerOf(nr int) *Handler {
+	if nr >= 0 && nr < len(t.handlers) {
+		return t.handlers[nr]
+	}
+	return nil
+}
+
+// ours tells whether a SIGSYS is a call the Android policy blocked, which
+// droidroot answers, rather than a guest's own seccomp trap or another
+// arch's call, which the guest gets untouched.
+func (t *Tracer) ours(s sigsysInfo) bool {
+	pol := t.cfg.Android
+	native := seccomp.NativeABI(t.goarch)
+	if pol == nil || s.code != sysSeccomp || s.errno != 0 || s.arch != native.AuditArch {
+		return false
+	}
+	// For a device policy, whose release is unknown, Blocks is "some
+	// release blocks it": the calls the table has blocked-call handlers
+	// for, and the numbers above every list.
+	return pol.Blocks(native, s.nr)
+}
+
+// sigsysStop handles a SIGSYS signal-delivery stop of th. It returns false
+// if the signal is not ours and must be delivered.
+//
+// For ours, the kernel has skipped the call and rolled the registers back
+// (number and arguments intact, pc = si_call_addr). The table's Enter
+// handler runs as at a seccomp stop, and then:
+//   - it answered (Call.Return): the result goes to the return register and
+//     pc to si_call_addr;
+//   - it rewrote the call (Call.Restart): pc goes back to the syscall
+//     instruction, which runs again through every filter;
+//   - it did neither (a translating handler whose call the kernel cannot run
+//     here), or there is no handler: ENOSYS.
+//
+// The signal is suppressed in every case.
+func (t *Tracer) sigsysStop(th *Thread) bool {
+	var si Siginfo
+	if err := getSiginfo(th.Tid, &si); err != nil {
+		return false
+	}
+	s := decodeSigsys(&si)
+	if sk := th.skipRegs; sk != nil && s.nr == -1 && s.code == sysSeccomp {
+		// Ptrace-only mode: a call a handler answered or restarted at its
+		// entry stop went on as number -1, which the policy traps, and
+		// the kernel rolled the registers back. Put our answer back.
+		th.skipRegs = nil
+		sk.forceNr()
+		if err := putRegs(th.Tid, sk); err != nil {
+			t.logf(1, "setregs %d: %v", th.Tid, err)
+		}
+		t.cont(th, 0)
+		return true
+	}
+	if !t.ours(s) {
+		return false
+	}
+	if s.nr >= 0 && s.nr&0x40000000 != 0 && t.goarch == "amd64" {
+		t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
+	}
+	c := &th.call
+	if err := getRegs(th.Tid, &c.Regs); err != nil {
+		return true // gone
+	}
+	c.t = t
+	c.Entry = c.Regs
+	c.reset(th)
+	c.sigsys = true
+	c.callAddr = s.callAddr
+	if h := t.handlerOf(s.nr); h != nil {
+		h.Enter(c)
+	}
+	switch {
+	case c.restart:
+		t.logf(3, "SIGSYS %d: restarted as %d", s.nr, c.restartNr)
+	case !c.skipped:
+		if t.handlerOf(s.nr) != nil {
+			t.logf(2, "SIGSYS %d: the handler did not answer; ENOSYS", s.nr)
+		}
+		c.Return(-int64(unix.ENOSYS))
+		fallthrough
+	default:
+		// Only the result changes: a handler may have rewritten argument
+		// registers, which the guest's code may still rely on after the
+		// syscall instruction (it preserves them).
+		ret := c.Regs.Ret()
+		c.Regs = c.Entry
+		c.Regs.SetRet(ret)
+		c.Regs.answerAt(s.callAddr)
+		c.dirty = true
+	}
+	if err := putRegs(th.Tid, &c.Regs); err != nil {
+		t.logf(1, "setregs %d: %v", th.Tid, err)
+	}
+	c.sigsys = false
+	t.cont(th, 0)
+	return true
+}
+
+// fixup is work a handler left for the exit of the call it restarted as.
+type fixup struct {
+	nr      int // the call restarted as
+	entered bool
+	fn      func(c *Call)
+}
+
+// fixupStop handles a syscall stop of a thread with a pending fixup. It
+// returns false if the stop needs the ordinary handling too.
+func (t *Tracer) fixupStop(th *Thread) bool {
+	f := th.fix
+	c := &th.call
+	if err := getRegs(th.Tid, &c.Regs); err != nil {
+		th.fix = nil
+		return true
+	}
+	op := syscallInfoOp(th.Tid)
+	entry := op == syscallInfoEntry || op == syscallInfoNone && !f.entered
+	if entry {
+		if f.entered || c.Regs.Nr() != f.nr {
+			// Not the restarted call (a signal handler ran first): give up.
+			th.fix = nil
+			return false
+		}
+		f.entered = true
+		if t.cfg.NoSeccomp {
+			return false // ordinary entry handling; it resumes with PTRACE_SYSCALL
+		}
+		t.cont(th, 0)
+		return true
+	}
+	if !f.entered {
+		return false // ptrace-only mode: the exit of the call that was skipped
+	}
+	th.fix = nil
+	c.dirty = false
+	c.atExit = true
+	f.fn(c)
+	c.atExit = false
+	if c.dirty {
+		putRegs(th.Tid, &c.Regs)
+	}
+	if t.cfg.NoSeccomp {
+		th.inSyscall = false
+	}
+	t.cont(th, 0)
+	return true
+}
+
+// Restart replaces the call with syscall nr and the given arguments (those
+// not given keep their values) and makes the thread execute its syscall
+// instruction again: the new call passes through every seccomp filter,
+// so it is translated like any call the guest makes. It works at a SIGSYS
+// stop and at a syscall-entry stop.
+func (c *Call) Restart(nr int, args ...uint64) {
+	for i, a := range args {
+		c.Regs.SetArg(i, a)
+	}
+	c.restart = true
+	c.restartNr = nr
+	c.noExit = true
+	c.skipped = true
+	c.Regs.restartAt(nr, c.callAddr)
+	c.dirty = true
+}
+
+// AfterRestart runs fn at the exit of the call Restart started (which must
+// be one droidroot does not trace): fn sees the result with Ret and may
+// change it with Return, and may read and write guest memory.
+func (c *Call) AfterRestart(fn func(c *Call)) {
+	c.th.fix = &fixup{nr: c.restartNr, fn: fn}
+}
+
+// AtSIGSYS reports whether the call is being answered at a SIGSYS stop (the
+// Android policy blocked it) rather than at a seccomp or syscall stop.
+func (c *Call) AtSIGSYS() bool { return c.sigsys }
+
+// Android returns the Android policy droidroot runs under, or nil.
+func (c *Call) Android() *seccomp.AndroidPolicy { return c.t.cfg.Android }
+
+// Reserve moves the scratch area below the stack n bytes further down, so
+// that what a handler pushes before Restart survives the pushes of the
+// handler of the restarted call (which start again below the red zone).
+func (c *Call) Reserve(n uint64) { c.scratch -= n }
+
+// blockedAtEntry reports whether a ptrace-only syscall-entry stop is of a
+// call the simulated Android policy will trap right after it (seccomp runs
+// after the entry stop): its handler runs at the SIGSYS stop instead, once.
+func (t *Tracer) blockedAtEntry(nr int) bool {
+	p := t.cfg.Android
+	return t.cfg.NoSeccomp && p != nil && !p.Device() && p.Blocks(seccomp.NativeABI(t.goarch), nr)
+}
