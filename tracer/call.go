@@ -137,8 +137,53 @@ func (c *Call) undoRewrites() {
 	}
 }
 
-// SetNr changes the syscall number (the call is restarted as another).
-func (c *Call) SetNr(nr int) { c.Regs.SetNr(nr); c.dirty = true }
+// SetNr changes the syscall number: the kernel runs call nr with the
+// arguments as the handler left them. At a SIGSYS stop (the policy
+// blocked the call, which the kernel has already skipped) the thread
+// executes its syscall instruction again as call nr, whose seccomp stop
+// then passes untouched (its arguments are translated already), and the
+// handler's Exit, if any, runs at its exit.
+func (c *Call) SetNr(nr int) {
+	if c.sigsys {
+		c.Restart(nr)
+		c.noExit = false
+		var p pretranslated
+		p.nr = nr
+		for i := range p.args {
+			p.args[i] = c.Regs.Arg(i)
+		}
+		c.th.pretranslated = &p
+		return
+	}
+	c.Regs.SetNr(nr)
+	c.dirty = true
+}
+
+// pretranslated is a call a handler rewrote at a SIGSYS stop and restarted
+// with its arguments already translated.
+type pretranslated struct {
+	nr   int
+	args [6]uint64
+}
+
+// isPretranslated reports whether the call at this stop is the restart
+// th.pretranslated announced (and forgets it either way).
+func (th *Thread) isPretranslated(r *Regs) bool {
+	p := th.pretranslated
+	if p == nil {
+		return false
+	}
+	th.pretranslated = nil
+	if r.Nr() != p.nr {
+		return false
+	}
+	for i, a := range p.args {
+		if r.Arg(i) != a {
+			return false
+		}
+	}
+	return true
+}
 
 // Return answers the call at entry without running it: the guest sees v
 // (a negative errno for failure). At exit it replaces the result.

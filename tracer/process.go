@@ -57,6 +57,9 @@ type Thread struct {
 	// registers of a call answered or restarted at its entry stop, to put
 	// back at the SIGSYS that skipping it (number -1) causes.
 	skipRegs *Regs
+	// pretranslated is a restart whose arguments are translated already
+	// (Call.SetNr at a SIGSYS stop).
+	pretranslated *pretranslated
 }
 
 // rewriteLog is a small ring of argument rewrites: which register of which

@@ -107,6 +107,15 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	c.callAddr = s.callAddr
 	if h := t.handlerOf(s.nr); h != nil {
 		h.Enter(c)
+		if c.restart && !c.noExit && h.Exit != nil {
+			th.pendingExit = h // Call.SetNr: the Exit runs at the restarted call's exit
+		}
+	}
+	if t.sigsysOp(th, c, s.callAddr) {
+		// Parked (a semop that must wait) or running injected calls
+		// (shmat): op.go has set the registers and resumed the thread.
+		c.sigsys = false
+		return true
 	}
 	switch {
 	case c.restart:

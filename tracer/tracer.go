@@ -497,6 +497,10 @@ func (t *Tracer) enter(th *Thread) {
 		}
 		th.loading = false
 	}
+	if th.isPretranslated(&c.Regs) {
+		t.cont(th, 0) // restarted by SetNr at a SIGSYS stop: translated already
+		return
+	}
 	nr := c.Regs.Nr()
 	var h *Handler
 	if nr >= 0 && nr < len(t.handlers) {
