@@ -190,7 +190,7 @@ func faccessat2(c *tracer.Call) {
 	} else {
 		errno = accessByMode(host, &st, mode, want)
 	}
-	if errno == unix.EACCES && c.Creds().AccessCapable(ident.CapDacOverride, flags&unix.AT_EACCESS != 0) {
+	if errno == unix.EACCES && c.CredsEmulated() && c.Creds().AccessCapable(ident.CapDacOverride, flags&unix.AT_EACCESS != 0) {
 		// A fake root (-0) is refused nothing a real root would get: the
 		// answer ident.go's exit fix-up gives faccessat.
 		if e, ok := rootAccess(host, uint64(mode), uint64(flags)); ok {

@@ -41,3 +41,8 @@ func (c *Call) Answered() bool { return c.skipped }
 
 // Fail0 answers the call with errno err, or with 0 (success) when err is 0.
 func (c *Call) Fail0(err unix.Errno) { c.Return(-int64(err)) }
+
+// CredsEmulated reports whether droidroot emulates credentials in this run
+// (Config.Creds set: -0, -i or the set*id emulation), so that Creds is the
+// guest's view rather than droidroot's own ids.
+func (c *Call) CredsEmulated() bool { return c.t.cfg.Creds != nil }
