@@ -90,9 +90,17 @@ func readCreds(tid string) (creds, error) {
 }
 
 // guestCreds returns the credentials access checks and chmod use for the
-// caller: the kernel's, from /proc/TID/status. An identity model that
-// fakes ids (-0, -i, emulated set*id) is the place to answer instead.
-var guestCreds = func(c *tracer.Call) (creds, error) { return readCreds(strconv.Itoa(c.Tid())) }
+// caller: the emulated ones when droidroot emulates set*id (-0, -i, or
+// under an Android policy, where set*id never reaches the kernel), else
+// the kernel's, from /proc/TID/status.
+var guestCreds = func(c *tracer.Call) (creds, error) {
+	if c.CredsEmulated() {
+		k := c.Creds()
+		return creds{uid: k.UID, euid: k.EUID, fsuid: k.FSUID, gid: k.GID, egid: k.EGID, fsgid: k.FSGID,
+			groups: k.Groups, capPrm: k.CapPrm, capEff: k.CapEff}, nil
+	}
+	return readCreds(strconv.Itoa(c.Tid()))
+}
 
 // accessCreds are the ids and capabilities an access check uses.
 type accessCreds struct {

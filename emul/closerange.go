@@ -115,6 +115,7 @@ func closeRangeHandler() tracer.Handler {
 // restoreArgs puts the guest's close_range arguments back in their
 // registers (the ABI preserves them across a syscall).
 func restoreArgs(c *tracer.Call, st *closeRangeState) {
+	c.KeepArgs()
 	c.SetArg(0, st.first)
 	c.SetArg(1, st.last)
 	c.SetArg(2, st.flags)

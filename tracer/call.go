@@ -51,6 +51,8 @@ type Call struct {
 	// is the address after its syscall instruction.
 	sigsys   bool
 	callAddr uint64
+	// keepArgs: see KeepArgs.
+	keepArgs bool
 	// restart is set by Restart; restartNr is the new call.
 	restart   bool
 	restartNr int
@@ -73,7 +75,15 @@ func (c *Call) reset(th *Thread) {
 	c.restart = false
 	c.restartNr = 0
 	c.atExit = false
+	c.keepArgs = false
 }
+
+// KeepArgs makes the argument registers as the handler left them final
+// when it answers at a SIGSYS stop. Normally they are put back as they were
+// at the stop (a translating handler's rewrites must not leak to the
+// guest); a handler that itself rewrote them in an earlier step of a chain
+// (close_range) and has restored the guest's values asks for this.
+func (c *Call) KeepArgs() { c.keepArgs = true }
 
 // Tid returns the calling thread's id.
 func (c *Call) Tid() int { return c.th.Tid }
@@ -147,12 +157,8 @@ func (c *Call) SetNr(nr int) {
 	if c.sigsys {
 		c.Restart(nr)
 		c.noExit = false
-		var p pretranslated
-		p.nr = nr
-		for i := range p.args {
-			p.args[i] = c.Regs.Arg(i)
-		}
-		c.th.pretranslated = &p
+		// The arguments are recorded once the handler is done (sigsysStop).
+		c.th.pretranslated = &pretranslated{nr: nr}
 		return
 	}
 	c.Regs.SetNr(nr)

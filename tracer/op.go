@@ -177,6 +177,13 @@ func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
 	if err := putRegs(th.Tid, &r); err != nil {
 		t.logf(1, "setregs %d: %v", th.Tid, err)
 	}
+	if t.cfg.Android != nil && syscallInfoOp(th.Tid) == syscallInfoEntry {
+		// Skipping a call at a syscall-entry stop makes it number -1, which
+		// seccomp then checks: an Android policy traps it, and the kernel
+		// rolls the registers back. sigsysStop puts this answer back.
+		sk := r
+		th.skipRegs = &sk
+	}
 	th.op = nil
 	th.inSyscall = false
 	pid := th.Tid

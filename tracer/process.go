@@ -60,6 +60,10 @@ type Thread struct {
 	// pretranslated is a restart whose arguments are translated already
 	// (Call.SetNr at a SIGSYS stop).
 	pretranslated *pretranslated
+	// skipEntryStop: the next syscall stop is the entry of a call
+	// restarted from a SIGSYS stop with an Exit pending (seccomp mode, where
+	// syscall stops are otherwise only exits).
+	skipEntryStop bool
 }
 
 // rewriteLog is a small ring of argument rewrites: which register of which

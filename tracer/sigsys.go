@@ -107,8 +107,17 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	c.callAddr = s.callAddr
 	if h := t.handlerOf(s.nr); h != nil {
 		h.Enter(c)
+		if p := th.pretranslated; p != nil && c.restart {
+			for i := range p.args {
+				p.args[i] = c.Regs.Arg(i)
+			}
+		}
 		if c.restart && !c.noExit && h.Exit != nil {
-			th.pendingExit = h // Call.SetNr: the Exit runs at the restarted call's exit
+			// Call.SetNr: the Exit runs at the restarted call's exit. The
+			// thread resumes with PTRACE_SYSCALL, so the restarted call
+			// first makes a syscall-entry stop, which is not that exit.
+			th.pendingExit = h
+			th.skipEntryStop = !t.cfg.NoSeccomp
 		}
 	}
 	if t.sigsysOp(th, c, s.callAddr) {
@@ -131,7 +140,9 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		// registers, which the guest's code may still rely on after the
 		// syscall instruction (it preserves them).
 		ret := c.Regs.Ret()
-		c.Regs = c.Entry
+		if !c.keepArgs {
+			c.Regs = c.Entry
+		}
 		c.Regs.SetRet(ret)
 		c.Regs.answerAt(s.callAddr)
 		c.dirty = true

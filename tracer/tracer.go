@@ -558,6 +558,13 @@ func (t *Tracer) syscallStop(th *Thread) {
 		return
 	}
 	th.inSyscall = false
+	if th.skipEntryStop {
+		th.skipEntryStop = false
+		if syscallInfoOp(th.Tid) == syscallInfoEntry {
+			t.cont(th, 0)
+			return
+		}
+	}
 	h := th.pendingExit
 	if h == nil {
 		t.cont(th, 0)
