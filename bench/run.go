@@ -15,7 +15,9 @@ import (
 )
 
 // Compare is a --compare NAME=COMMAND: a proot-like command prefix the calls also run
-// under (the program and its arguments are appended).
+// under (the program and its arguments are appended). A word "{dir}" in COMMAND stands
+// for the bench's work directory (where drbench and its tree are), for binding it into
+// a rootfs other than /: proot -r ROOTFS -b {dir} -b /proc.
 type Compare struct {
 	Name    string
 	Command []string
@@ -281,8 +283,12 @@ func Run(o Options) (*Report, error) {
 	}})
 	for _, c := range o.Compares {
 		c := c
+		prefix := make([]string, len(c.Command))
+		for i, w := range c.Command {
+			prefix[i] = strings.ReplaceAll(w, "{dir}", work)
+		}
 		runners = append(runners, runner{name: c.Name, command: func(argv []string) []string {
-			return append(append([]string(nil), c.Command...), argv...)
+			return append(append([]string(nil), prefix...), argv...)
 		}})
 	}
 	for _, r := range runners {
