@@ -92,6 +92,11 @@ type Options struct {
 	Progress io.Writer
 	// TmpDir holds the work tree (default os.TempDir()).
 	TmpDir string
+	// Program, if set, is a drbench executable to run natively (mechanisms and
+	// native rows) instead of the copy in the work tree: on Android an app may not
+	// execute files it wrote (the copy still serves the droidroot runs, whose loader
+	// maps it). DROIDROOT_BENCH_PROGRAM in the CLI.
+	Program string
 }
 
 // callRows are the call section's rows, in drbench's names.
@@ -254,13 +259,20 @@ func Run(o Options) (*Report, error) {
 	}
 	work, err := os.MkdirTemp(tmp, "droidroot-bench-")
 	if err != nil {
-		return nil, fmt.Errorf("cannot make the work directory in %s: %v (set TMPDIR to a writable directory)", tmp, err)
+		return nil, fmt.Errorf("cannot make the work directory in %s: %v (set PROOT_TMP_DIR to a writable directory)", tmp, err)
 	}
 	defer os.RemoveAll(work)
 	fmt.Fprintf(progress, "bench: preparing %s\n", work)
 	prog, err := PrepareTree(work, runtime.GOARCH)
 	if err != nil {
 		return nil, err
+	}
+	// nativeProg runs outside any tracer; prog (the copy) under droidroot and --compare.
+	nativeProg := prog
+	if o.Program != "" {
+		if nativeProg, err = filepath.Abs(o.Program); err != nil {
+			return nil, err
+		}
 	}
 
 	cpus := cpuSet()
@@ -269,7 +281,12 @@ func Run(o Options) (*Report, error) {
 		rep.Header.Notes = append(rep.Header.Notes, "one CPU: the another-CPU rows are n/a")
 	}
 
-	runners := []runner{{name: "native", native: true, command: func(argv []string) []string { return argv }}}
+	runners := []runner{{name: "native", native: true, command: func(argv []string) []string {
+		if len(argv) > 0 && argv[0] == prog {
+			return append([]string{nativeProg}, argv[1:]...)
+		}
+		return argv
+	}}}
 	drArgs := []string{o.Droidroot, "run", "-r", root}
 	if root != "/" {
 		drArgs = append(drArgs, "-b", work, "-b", "/proc")
@@ -379,7 +396,7 @@ func Run(o Options) (*Report, error) {
 			if mechRes[i].State != StateOK {
 				continue
 			}
-			s, err := m.run(prog, cpus, b.mechUS)
+			s, err := m.run(nativeProg, cpus, b.mechUS)
 			if errors.Is(err, errNotAvailable) {
 				mechRes[i].State, mechRes[i].Reason, mechRes[i].Samples = StateNA, "kernel lacks it", nil
 				continue

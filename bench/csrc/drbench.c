@@ -14,7 +14,8 @@
  *   drbench mech KIND CPU US            getppid under mechanism KIND (native, allow,
  *                                       nocache, trap, trace, notify), pinned to CPU
  *                                       (-1: not pinned); prints "KIND ITERATIONS NANOSECONDS"
- *   drbench exit                        exit 0 (the program fork+exec runs)
+ *   drbench exit                        exit 0 (fork+exec runs argv[0] with it: start
+ *                                       drbench by a path, not a name)
  *
  * Errors print "drbench: ..." on stderr and exit 1. Timing uses clock_gettime
  * (CLOCK_MONOTONIC) as a raw syscall: its cost is spread over a batch of calls.
@@ -245,7 +246,7 @@ static char deep_link[352];  /* DIR/d/e/e/p/dir/link -> file */
 static char deep_miss[352];  /* DIR/d/e/e/p/dir/missing */
 static char scratch_a[352];  /* DIR/scratch/a */
 static char scratch_b[352];  /* DIR/scratch/b */
-static char self_path[320];  /* DIR/drbench */
+static const char *self_path; /* argv[0]: how we were started (fork+exec runs it again) */
 static int deep_fd = -1;
 static u8 statbuf[256];
 static char buf[4096];
@@ -263,7 +264,6 @@ static void setup_paths(const char *dir)
 	dr_cat(dr_cat(deep_miss, deep_dir), "/missing");
 	dr_cat(dr_cat(scratch_a, dir), "/scratch/a");
 	dr_cat(dr_cat(scratch_b, dir), "/scratch/b");
-	dr_cat(dr_cat(self_path, dir), "/drbench");
 }
 
 /* ---- one operation per call row; < 0 is an error ---- */
@@ -357,7 +357,7 @@ static long op_forkexec(void)
 	if (pid < 0)
 		return pid;
 	if (pid == 0) {
-		char *argv[] = {self_path, "exit", 0};
+		char *argv[] = {(char *)self_path, "exit", 0};
 		sys3(SYS_execve, self_path, argv, envp_g);
 		sys1(SYS_exit_group, 127);
 	}
@@ -671,6 +671,7 @@ int dr_main(long *sp)
 	long argc = sp[0];
 	char **argv = (char **)(sp + 1);
 	envp_g = argv + argc + 1;
+	self_path = argc > 0 ? argv[0] : "";
 	if (argc >= 2 && dr_streq(argv[1], "exit"))
 		dr_exit(0);
 	if (argc == 5 && dr_streq(argv[1], "calls"))

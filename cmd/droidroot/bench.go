@@ -51,6 +51,7 @@ func benchMain(c *cli.Context) error {
 		Droidroot:     self,
 		Progress:      os.Stderr,
 		TmpDir:        os.Getenv("PROOT_TMP_DIR"),
+		Program:       os.Getenv("DROIDROOT_BENCH_PROGRAM"),
 	}
 	for _, s := range c.StringSlice("compare") {
 		cmp, err := bench.ParseCompare(s)
