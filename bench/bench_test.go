@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -165,5 +167,33 @@ func TestReportFormats(t *testing.T) {
 	}
 	if diff := cmp.Diff(rep, &back); diff != "" {
 		t.Errorf("JSON round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestInRootfs(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"bin", "usr/bin"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(root, "bin/busybox"), nil, 0o755))
+	must(os.Symlink("/bin/busybox", filepath.Join(root, "bin/tar")))           // absolute: inside root
+	must(os.Symlink("../../bin/busybox", filepath.Join(root, "usr/bin/find"))) // relative
+	must(os.Symlink("/nonexistent-host-file", filepath.Join(root, "bin/gone")))
+	must(os.Symlink("loop", filepath.Join(root, "bin/loop")))
+	for _, tt := range []struct {
+		guest string
+		want  bool
+	}{{"/bin/busybox", true}, {"/bin/tar", true}, {"/usr/bin/find", true}, {"/bin/gone", false}, {"/bin/loop", false}, {"/bin", false}, {"/usr/bin/python3", false}} {
+		if got := inRootfs(root, tt.guest); got != tt.want {
+			t.Errorf("inRootfs(%s) = %v, want %v", tt.guest, got, tt.want)
+		}
 	}
 }

@@ -345,7 +345,7 @@ func Run(o Options) (*Report, error) {
 			path = "" // argv is complete
 		} else {
 			for _, c := range w.candidates {
-				if st, err := os.Stat(filepath.Join(root, c)); err == nil && st.Mode().IsRegular() {
+				if inRootfs(root, c) {
 					path = c
 					break
 				}
@@ -553,4 +553,31 @@ func timeRuns(cmd *exec.Cmd, repeat bool) (float64, error) {
 		total += time.Since(t0)
 	}
 	return float64(total.Microseconds()) / 1e3 / float64(n), nil
+}
+
+// inRootfs reports whether the guest path names a regular file in the rootfs at root,
+// following symlinks the way the guest would (an absolute target is inside root).
+func inRootfs(root, guest string) bool {
+	for hops := 0; hops < 16; hops++ {
+		host := filepath.Join(root, guest)
+		st, err := os.Lstat(host)
+		if err != nil {
+			return false
+		}
+		if st.Mode()&os.ModeSymlink == 0 {
+			// Parent directories may be symlinks too (/bin -> usr/bin): resolve them the
+			// host's way, which is right for relative ones, the usual case.
+			st, err := os.Stat(host)
+			return err == nil && st.Mode().IsRegular()
+		}
+		target, err := os.Readlink(host)
+		if err != nil {
+			return false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(guest), target)
+		}
+		guest = target
+	}
+	return false
 }

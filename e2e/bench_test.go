@@ -219,6 +219,10 @@ func TestBenchRootfsCompare(t *testing.T) {
 		switch r.ID {
 		case "tar", "find":
 			// A native chroot cannot see the work tree; under droidroot it is bound in.
+			// (Skipped when the rootfs lacks the applet.)
+			if r.Results[1].State == bench.StateSkipped {
+				continue
+			}
 			if r.Results[0].State != bench.StateNA {
 				t.Errorf("%s native: %s, want n/a", r.ID, r.Results[0].State)
 			}
