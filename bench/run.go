@@ -242,6 +242,11 @@ func Run(o Options) (*Report, error) {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("rootfs %s is not a directory (give -r an existing directory)", o.Rootfs)
 	}
+	for _, c := range o.Compares {
+		if _, err := exec.LookPath(c.Command[0]); err != nil {
+			return nil, fmt.Errorf("--compare %s: command %s not found (give its full path)", c.Name, c.Command[0])
+		}
+	}
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard

@@ -248,6 +248,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--json", "--markdown"}, "exclude each other"},
 		{[]string{"bench", "-r", "/nonexistent-rootfs"}, "is not a directory"},
 		{[]string{"bench", "extra"}, "takes no arguments"},
+		{[]string{"bench", "--compare", "x=/nonexistent/proot -r /"}, "command /nonexistent/proot not found"},
 	} {
 		res := run(t, "", append([]string{bin}, tt.args...)...)
 		lines := strings.Split(strings.TrimSpace(res.Stderr), "\n")
