@@ -138,7 +138,7 @@ func TestReportFormats(t *testing.T) {
 	res.finish()
 	res.Ratio = ratio(res.Median, 2)
 	rep := &Report{
-		Header: Header{Kernel: "6.6.0", Arch: "arm64", CPUModel: "x", CPUs: 8, Rounds: 3, Modes: []string{"native", "droidroot"}},
+		Header: Header{Droidroot: "1.0", Kernel: "6.6.0", Arch: "arm64", CPUModel: "x", CPUs: 8, Rounds: 3, Modes: []string{"native", "droidroot"}},
 		Sections: []Section{{Name: "call", Unit: "us", Rows: []Row{{ID: "stat", Title: "stat of a deep path", Results: []Result{
 			{Mode: "native", State: StateOK, Median: 2, Min: 2, Max: 2, Samples: []float64{2}},
 			res,
@@ -150,7 +150,7 @@ func TestReportFormats(t *testing.T) {
 	if err := rep.JSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"stat of a deep path", "42.0 [40.0-80.0] 21x ~", "skipped (no python3)", "kernel 6.6.0 (arm64), 8 CPU(s)"} {
+	for _, want := range []string{"stat of a deep path", "42.0 [40.0-80.0] 21x ~", "skipped (no python3)", "droidroot 1.0; kernel 6.6.0 (arm64), 8 CPU(s)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, text.String())
 		}

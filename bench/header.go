@@ -38,6 +38,7 @@ func header(o Options, root string, ncpu, rounds int) Header {
 		release = unix.ByteSliceToString(u.Release[:])
 	}
 	return Header{
+		Droidroot:     o.Version,
 		Kernel:        release,
 		Arch:          runtime.GOARCH,
 		CPUModel:      cpuModel(),

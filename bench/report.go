@@ -26,6 +26,8 @@ type Report struct {
 
 // Header says what matters for reading the numbers.
 type Header struct {
+	// Droidroot is the version of the droidroot that ran the bench.
+	Droidroot     string   `json:"droidroot"`
 	Kernel        string   `json:"kernel"`
 	Arch          string   `json:"arch"`
 	CPUModel      string   `json:"cpu_model"`
@@ -145,7 +147,7 @@ func (rep *Report) headerLines() []string {
 		return "no"
 	}
 	lines := []string{
-		fmt.Sprintf("kernel %s (%s), %d CPU(s): %s", h.Kernel, h.Arch, h.CPUs, h.CPUModel),
+		fmt.Sprintf("droidroot %s; kernel %s (%s), %d CPU(s): %s", h.Droidroot, h.Kernel, h.Arch, h.CPUs, h.CPUModel),
 		fmt.Sprintf("seccomp cache (>= 5.11): %s; SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (>= 6.6): %s", yes(h.SeccompCache), yes(h.SyncWakeUp)),
 		fmt.Sprintf("android policy: %s", h.AndroidPolicy),
 		fmt.Sprintf("rootfs %s; %d interleaved rounds%s; modes: %s", h.Rootfs, h.Rounds, map[bool]string{true: " (--quick)", false: ""}[h.Quick], strings.Join(h.Modes, ", ")),

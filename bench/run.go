@@ -86,8 +86,9 @@ type Options struct {
 	Compares []Compare
 	// AndroidPolicy, when set, is passed to every droidroot run as --android-policy=V.
 	AndroidPolicy string
-	// Droidroot is the droidroot executable the droidroot mode runs.
-	Droidroot string
+	// Droidroot is the droidroot executable the droidroot mode runs; Version its
+	// version, for the header.
+	Droidroot, Version string
 	// Progress receives one line per step (nil: discarded).
 	Progress io.Writer
 	// TmpDir holds the work tree (default os.TempDir()).

@@ -78,7 +78,7 @@ func wantRows(ncpu int) map[string][]string {
 func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mustOK map[string]map[string][]string) {
 	t.Helper()
 	h := rep.Header
-	if h.Kernel == "" || h.Kernel == "unknown" || h.CPUs < 1 || h.CPUModel == "" || h.Arch != runtime.GOARCH || h.AndroidPolicy == "" {
+	if h.Droidroot == "" || h.Kernel == "" || h.Kernel == "unknown" || h.CPUs < 1 || h.CPUModel == "" || h.Arch != runtime.GOARCH || h.AndroidPolicy == "" {
 		t.Errorf("header incomplete: %+v", h)
 	}
 	if strings.Join(h.Modes, ",") != strings.Join(modes, ",") || h.Rounds != rounds {

@@ -49,6 +49,7 @@ func benchMain(c *cli.Context) error {
 		Rounds:        c.Int("rounds"),
 		AndroidPolicy: c.String("android-policy"),
 		Droidroot:     self,
+		Version:       version,
 		Progress:      os.Stderr,
 		TmpDir:        os.Getenv("PROOT_TMP_DIR"),
 		Program:       os.Getenv("DROIDROOT_BENCH_PROGRAM"),
