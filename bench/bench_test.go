@@ -128,6 +128,16 @@ func TestParseSamples(t *testing.T) {
 			t.Errorf("parseSamples(%q) accepted", bad)
 		}
 	}
+	m, failed, err := parseSamplesFailed([]byte("stat 1 2\nmkdir failed 2\nforkexec failed 1256\n"))
+	if err != nil || len(m) != 1 || len(failed) != 2 {
+		t.Fatalf("parseSamplesFailed: %v %v %v", m, failed, err)
+	}
+	if got := failed["mkdir"].Error(); got != "failed: no such file or directory" {
+		t.Errorf("mkdir: %q", got)
+	}
+	if got := failed["forkexec"].Error(); got != "the child failed with wait status 0x100" {
+		t.Errorf("forkexec: %q", got)
+	}
 	if v, err := parSample([]byte("par 2 1000 500000000\n")); err != nil || v != 2000 {
 		t.Errorf("parSample = %v, %v; want 2000", v, err)
 	}

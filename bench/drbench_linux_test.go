@@ -4,7 +4,9 @@ package bench
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -45,6 +47,18 @@ func TestDrbenchCalls(t *testing.T) {
 	}
 	if _, err := runCapture(exec.Command(prog, "calls", dir, "1000", "nosuchcall")); err == nil || !strings.Contains(err.Error(), "unknown call nosuchcall") {
 		t.Errorf("unknown call: %v", err)
+	}
+	// A failing call spoils only its own row: drbench goes on with the next.
+	if err := os.RemoveAll(filepath.Join(dir, "scratch")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCapture(exec.Command(prog, "calls", dir, "1000", "mkdir,rename,stat"))
+	if err == nil {
+		t.Errorf("calls with a failing call exited 0")
+	}
+	m, failed, perr := parseSamplesFailed(out)
+	if perr != nil || failed["mkdir"] == nil || failed["rename"] == nil || m["stat"].n == 0 {
+		t.Errorf("after failing calls: samples %v failed %v (%v)", m, failed, perr)
 	}
 }
 

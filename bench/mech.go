@@ -23,23 +23,43 @@ type sample struct {
 // usPerOp is the sample's cost of one iteration in microseconds.
 func (s sample) usPerOp() float64 { return float64(s.ns) / 1e3 / float64(s.n) }
 
-// parseSamples reads drbench's "NAME ITERATIONS NANOSECONDS" lines.
+// parseSamples reads drbench's "NAME ITERATIONS NANOSECONDS" lines; "NAME failed N"
+// lines (a call that failed with errno N, or for fork+exec a child's wait status
+// 1000+N) become errors in failed.
 func parseSamples(out []byte) (map[string]sample, error) {
+	m, _, err := parseSamplesFailed(out)
+	return m, err
+}
+
+func parseSamplesFailed(out []byte) (map[string]sample, map[string]error, error) {
 	m := map[string]sample{}
+	failed := map[string]error{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[1] == "failed" {
+			code, err := strconv.ParseUint(f[2], 10, 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("drbench printed %q, want NAME failed NUMBER", sc.Text())
+			}
+			if code >= 1000 {
+				failed[f[0]] = fmt.Errorf("the child failed with wait status %#x", code-1000)
+			} else {
+				failed[f[0]] = fmt.Errorf("failed: %v", syscall.Errno(code))
+			}
+			continue
+		}
 		if len(f) != 3 {
-			return nil, fmt.Errorf("drbench printed %q, want NAME ITERATIONS NANOSECONDS", sc.Text())
+			return nil, nil, fmt.Errorf("drbench printed %q, want NAME ITERATIONS NANOSECONDS", sc.Text())
 		}
 		n, err1 := strconv.ParseUint(f[1], 10, 64)
 		ns, err2 := strconv.ParseUint(f[2], 10, 64)
 		if err1 != nil || err2 != nil || n == 0 || ns == 0 {
-			return nil, fmt.Errorf("drbench printed %q, want two positive numbers", sc.Text())
+			return nil, nil, fmt.Errorf("drbench printed %q, want two positive numbers", sc.Text())
 		}
 		m[f[0]] = sample{n, ns}
 	}
-	return m, nil
+	return m, failed, nil
 }
 
 // cpuSet returns the CPUs this process may run on, in order.
@@ -100,7 +120,8 @@ func oneSample(out []byte, name string) (sample, error) {
 	return s, nil
 }
 
-// runCapture runs cmd and returns its standard output; a failure carries its stderr.
+// runCapture runs cmd and returns its standard output; a failure carries the last line of
+// its stderr (and the output so far).
 func runCapture(cmd *exec.Cmd) ([]byte, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -111,9 +132,9 @@ func runCapture(cmd *exec.Cmd) ([]byte, error) {
 			msg = msg[i+1:]
 		}
 		if msg != "" {
-			return nil, fmt.Errorf("%v: %s", err, msg)
+			return out, fmt.Errorf("%v: %s", err, msg)
 		}
-		return nil, err
+		return out, err
 	}
 	return out, nil
 }

@@ -416,16 +416,18 @@ func Run(o Options) (*Report, error) {
 		for _, j := range order {
 			r := runners[j]
 			fmt.Fprintf(progress, "bench: round %d/%d: calls, %s (%.0fs)\n", round+1, b.rounds, r.name, time.Since(start).Seconds())
-			out, err := runCapture(command(r.command([]string{prog, "calls", work, strconv.Itoa(b.callUS), strings.Join(names, ",")}), ""))
-			var m map[string]sample
-			if err == nil {
-				m, err = parseSamples(out)
-			}
+			// drbench goes on after a failed call, so a failure spoils only its row.
+			out, runErr := runCapture(command(r.command([]string{prog, "calls", work, strconv.Itoa(b.callUS), strings.Join(names, ",")}), ""))
+			m, failed, err := parseSamplesFailed(out)
 			for i, c := range callRows {
 				s, ok := m[c.id]
 				switch {
 				case err != nil:
 					fail(&callRes[i][j], err)
+				case failed[c.id] != nil:
+					fail(&callRes[i][j], failed[c.id])
+				case !ok && runErr != nil:
+					fail(&callRes[i][j], runErr)
 				case !ok:
 					fail(&callRes[i][j], fmt.Errorf("no %s line (drbench stopped early)", c.id))
 				default:

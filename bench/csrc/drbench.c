@@ -8,7 +8,8 @@
  * usage:
  *   drbench calls DIR US NAME[,NAME...]  time each call for about US microseconds on the
  *                                       tree in DIR (made by the Go side, see bench/tree.go);
- *                                       prints "NAME ITERATIONS NANOSECONDS" per call
+ *                                       prints "NAME ITERATIONS NANOSECONDS" per call, or
+ *                                       "NAME failed ERRNO" (then the next call; exit 1)
  *   drbench par DIR US N                N threads doing stat for US microseconds;
  *                                       prints "par N OPERATIONS NANOSECONDS"
  *   drbench mech KIND CPU US            getppid under mechanism KIND (native, allow,
@@ -389,22 +390,22 @@ static const struct call calls[] = {
 
 /*
  * Run op for about target_ns: batches sized from the rate so far, the clock read once per
- * batch. Reports ITERATIONS NANOSECONDS.
+ * batch. Reports "NAME ITERATIONS NANOSECONDS", or "NAME failed ERRNO" (stdout, and a line
+ * on stderr) when a call fails, and returns -1: the calls after it still run.
  */
-static void timed(const char *name, long (*op)(void), u64 target_ns)
+static int timed(const char *name, long (*op)(void), u64 target_ns)
 {
-	for (int i = 0; i < 2; i++) { /* warm-up: caches, first-time faults */
-		long r = op();
+	long r = 0;
+	u64 n = 0, batch = 1, t0 = 0, el = 0;
+	for (int i = 0; i < 2 && r >= 0; i++) /* warm-up: caches, first-time faults */
+		r = op();
+	if (r >= 0)
+		t0 = now_ns();
+	while (r >= 0) {
+		for (u64 i = 0; i < batch && r >= 0; i++)
+			r = op();
 		if (r < 0)
-			die("warm-up failed:", name, r);
-	}
-	u64 n = 0, batch = 1, t0 = now_ns(), el = 0;
-	for (;;) {
-		for (u64 i = 0; i < batch; i++) {
-			long r = op();
-			if (r < 0)
-				die("call failed:", name, r);
-		}
+			break;
 		n += batch;
 		el = now_ns() - t0;
 		if (el >= target_ns)
@@ -414,8 +415,25 @@ static void timed(const char *name, long (*op)(void), u64 target_ns)
 		u64 want = (target_ns - el) / per / 2 + 1;
 		batch = want > 2 * n ? 2 * n : want;
 	}
+	if (r < 0) {
+		char buf[96], *p = buf;
+		p = dr_cat(p, name);
+		p = dr_cat(p, " failed ");
+		p = dr_utoa(p, (u64)-r); /* an errno, or 1000 + a child's wait status */
+		p = dr_cat(p, "\n");
+		dr_write_all(1, buf, (u64)(p - buf));
+		dr_puts(2, "drbench: call failed: ");
+		dr_puts(2, name);
+		dr_puts(2, "\n");
+		return -1;
+	}
 	report(name, n, el, (u64)-1);
+	return 0;
 }
+
+/* rename's file could not be made: the row fails with that error. */
+static long create_err;
+static long op_create_failed(void) { return create_err; }
 
 static int cmd_calls(char **argv)
 {
@@ -432,6 +450,7 @@ static int cmd_calls(char **argv)
 	if (r < 0)
 		die("chdir", dir_path, r);
 	const char *p = argv[4];
+	int failed = 0;
 	while (*p) {
 		char name[32];
 		int n = 0;
@@ -446,20 +465,25 @@ static int cmd_calls(char **argv)
 				c = &calls[i];
 		if (!c)
 			die("unknown call", name, 0);
-		if (c->op == op_rename) {
+		long (*op)(void) = c->op;
+		if (op == op_rename) {
 			long fd = sys4(SYS_openat, AT_FDCWD, scratch_a, 0101 /* O_WRONLY|O_CREAT */, 0644);
-			if (fd < 0)
-				die("create", scratch_a, fd);
-			sys1(SYS_close, fd);
+			if (fd < 0) {
+				create_err = fd;
+				op = op_create_failed;
+			} else {
+				sys1(SYS_close, fd);
+			}
 			rename_flip = 0;
 		}
-		timed(c->name, c->op, target);
+		if (timed(c->name, op, target) < 0)
+			failed = 1;
 		if (c->op == op_rename) {
 			sys3(SYS_unlinkat, AT_FDCWD, scratch_a, 0);
 			sys3(SYS_unlinkat, AT_FDCWD, scratch_b, 0);
 		}
 	}
-	return 0;
+	return failed;
 }
 
 /* ---- throughput: N threads doing stat ---- */
@@ -658,7 +682,8 @@ static int cmd_mech(char **argv)
 		if (sys0(SYS_getppid) == -ENOSYS)
 			die("mechanism trace: not traced (RET_TRACE gave ENOSYS)", 0, 0);
 	}
-	timed(kind, op_getppid, target);
+	if (timed(kind, op_getppid, target) < 0)
+		return 1;
 	if (action == RET_TRAP && sigsys_count == 0)
 		die("mechanism trap: no SIGSYS arrived", 0, 0);
 	if (action == RET_USER_NOTIF)
