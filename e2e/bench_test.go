@@ -23,7 +23,7 @@ import (
 // lines go to stderr.
 func runBench(t *testing.T, args ...string) *bench.Report {
 	t.Helper()
-	timeout := max(4*cmdTimeout, 4*time.Minute)
+	timeout := max(2*cmdTimeout, 3*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	argv := append([]string{"bench", "--json"}, args...)
