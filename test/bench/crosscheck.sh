@@ -2,7 +2,7 @@
 # crosscheck.sh - check `droidroot bench` against an independent measurement: callbench.c
 # (glibc, static, its own loop and clock) natively and under `droidroot run -r /`, and
 # `droidroot debug floor` (droidroot's own tracer answering getppid with a register get and
-# set), interleaved round by round with `droidroot bench --quick --rounds 1`. Prints the
+# set), interleaved round by round with `droidroot bench --rounds 1`. Prints the
 # medians side by side (microseconds per call).
 #
 # usage: test/bench/crosscheck.sh [ROUNDS]     (needs bin/droidroot, gcc and python3)
@@ -26,7 +26,7 @@ for ((r = 1; r <= rounds; r++)); do
 		echo "$mode callbench-droidroot $("$dr" run -r / -- "$work/callbench" "$mode" 5000 | awk '{print $2}')" >>"$out"
 	done
 	echo "floor callbench-floor $("$dr" debug floor -r / -- "$work/callbench" getppid 5000 | awk '{print $2}')" >>"$out"
-	"$dr" bench --quick --rounds 1 --json 2>/dev/null | python3 -c '
+	"$dr" bench --rounds 1 --json 2>/dev/null | python3 -c '
 import json, sys
 rep = json.load(sys.stdin)
 names = {"stat": "stat", "open": "open", "access": "access", "missing": "missing", "readlink": "readlink", "getcwd": "getcwd"}
