@@ -139,3 +139,53 @@ $(LOADER_SELFTEST_DIR)/loader-%: $(LOADER_SRCS)
 
 # END loader section
 # ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# BEGIN bench section (owner: bench/; see bench/csrc/drbench.c for the protocol)
+#
+# drbench is the freestanding guest program of `droidroot bench`, one per
+# architecture, committed in bench/bin and embedded (go:embed) like the loader.
+#
+#   make drbench           both architectures
+#   make drbench-check     fail if bench/bin differs from a fresh build
+# ---------------------------------------------------------------------------
+
+DRBENCH_SRCS := $(wildcard bench/csrc/*.h) bench/csrc/drbench.c \
+	bench/csrc/start-x86_64.S bench/csrc/start-aarch64.S
+DRBENCH_START_amd64 := bench/csrc/start-x86_64.S
+DRBENCH_START_arm64 := bench/csrc/start-aarch64.S
+DRBENCH_CFLAGS := -O2 -std=gnu11 -Wall -Wextra \
+	-ffreestanding -fno-builtin -fno-stack-protector -fno-tree-loop-distribute-patterns \
+	-fno-asynchronous-unwind-tables -fno-unwind-tables -fvisibility=hidden \
+	-ffunction-sections -mgeneral-regs-only
+# arm64: inline atomics (the outline ones need getauxval from a libc).
+DRBENCH_CFLAGS_arm64 := -mno-outline-atomics
+DRBENCH_LDFLAGS := -nostdlib -static -no-pie -Wl,--gc-sections -Wl,--build-id=none \
+	-Wl,-z,noexecstack -Wl,-z,norelro
+
+.PHONY: drbench drbench-check
+drbench: bench/bin/drbench-amd64 bench/bin/drbench-arm64
+
+# $(call drbench_link,arch,output)
+define drbench_link
+	@mkdir -p $(dir $(2))
+	$(LOADER_CC_$(1)) $(DRBENCH_CFLAGS) $(LOADER_CFLAGS_$(1)) $(DRBENCH_CFLAGS_$(1)) $(DRBENCH_LDFLAGS) \
+		-o $(2) $(DRBENCH_START_$(1)) bench/csrc/drbench.c -lgcc
+	$(LOADER_STRIP_$(1)) --strip-all -R .comment $(2)
+endef
+
+bench/bin/drbench-%: $(DRBENCH_SRCS)
+	$(call drbench_link,$*,$@)
+
+drbench-check:
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	for a in amd64 arm64; do \
+		$(MAKE) -s --no-print-directory DRBENCH_CHECK_DIR="$$d" "$$d/drbench-$$a" >/dev/null || exit 1; \
+		cmp bench/bin/drbench-$$a "$$d/drbench-$$a" || { echo "bench/bin/drbench-$$a is stale: run make drbench"; exit 1; }; \
+	done; echo "drbench binaries up to date"
+
+$(DRBENCH_CHECK_DIR)/drbench-%: $(DRBENCH_SRCS)
+	$(call drbench_link,$*,$@)
+
+# END bench section
+# ---------------------------------------------------------------------------

@@ -45,6 +45,7 @@ func main() {
 					return nil
 				},
 			},
+			benchCommand,
 			{
 				Name:  "version",
 				Usage: "print the version",

@@ -1,0 +1,60 @@
+/* Raw system calls and syscall numbers for arm64 (include/uapi/asm-generic/unistd.h). */
+#ifndef DRBENCH_ARCH_H
+#define DRBENCH_ARCH_H
+
+#define SYS_getcwd 17
+#define SYS_mkdirat 34
+#define SYS_unlinkat 35
+#define SYS_symlinkat 36
+#define SYS_faccessat 48
+#define SYS_chdir 49
+#define SYS_openat 56
+#define SYS_close 57
+#define SYS_read 63
+#define SYS_write 64
+#define SYS_readlinkat 78
+#define SYS_newfstatat 79
+#define SYS_exit 93
+#define SYS_exit_group 94
+#define SYS_futex 98
+#define SYS_clock_gettime 113
+#define SYS_clock_nanosleep 115
+#define SYS_sched_setaffinity 122
+#define SYS_rt_sigaction 134
+#define SYS_rt_sigreturn 139
+#define SYS_uname 160
+#define SYS_prctl 167
+#define SYS_getppid 173
+#define SYS_sendmsg 211
+#define SYS_clone 220
+#define SYS_execve 221
+#define SYS_mmap 222
+#define SYS_wait4 260
+#define SYS_renameat2 276
+#define SYS_seccomp 277
+
+#define DR_AUDIT_ARCH 0xc00000b7u /* AUDIT_ARCH_AARCH64 */
+
+static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+
+	__asm__ volatile("svc #0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory");
+	return x0;
+}
+
+/* struct stat of arm64 (asm-generic) is 128 bytes. */
+#define DR_STAT_SIZE 128
+/* The kernel returns from arm64 signal handlers through the vDSO's trampoline. */
+#define DR_NEED_RESTORER 0
+
+#endif

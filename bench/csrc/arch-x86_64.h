@@ -1,0 +1,57 @@
+/* Raw system calls and syscall numbers for x86_64 (arch/x86/entry/syscalls/syscall_64.tbl). */
+#ifndef DRBENCH_ARCH_H
+#define DRBENCH_ARCH_H
+
+#define SYS_read 0
+#define SYS_write 1
+#define SYS_close 3
+#define SYS_mmap 9
+#define SYS_rt_sigaction 13
+#define SYS_rt_sigreturn 15
+#define SYS_sendmsg 46
+#define SYS_clone 56
+#define SYS_execve 59
+#define SYS_exit 60
+#define SYS_wait4 61
+#define SYS_uname 63
+#define SYS_getcwd 79
+#define SYS_chdir 80
+#define SYS_getppid 110
+#define SYS_prctl 157
+#define SYS_futex 202
+#define SYS_sched_setaffinity 203
+#define SYS_clock_gettime 228
+#define SYS_clock_nanosleep 230
+#define SYS_exit_group 231
+#define SYS_openat 257
+#define SYS_mkdirat 258
+#define SYS_newfstatat 262
+#define SYS_unlinkat 263
+#define SYS_symlinkat 266
+#define SYS_readlinkat 267
+#define SYS_faccessat 269
+#define SYS_renameat2 316
+#define SYS_seccomp 317
+
+#define DR_AUDIT_ARCH 0xc000003eu /* AUDIT_ARCH_X86_64 */
+
+static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* struct stat of x86_64 is 144 bytes. */
+#define DR_STAT_SIZE 144
+/* x86_64 needs an explicit sigreturn trampoline (SA_RESTORER). */
+#define DR_NEED_RESTORER 1
+
+#endif

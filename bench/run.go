@@ -1,0 +1,591 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Compare is a --compare NAME=COMMAND: a proot-like command prefix the calls also run
+// under (the program and its arguments are appended). A word "{dir}" in COMMAND stands
+// for the bench's work directory (where drbench and its tree are), for binding it into
+// a rootfs other than /: proot -r ROOTFS -b {dir} -b /proc.
+type Compare struct {
+	Name    string
+	Command []string
+}
+
+// ParseCompare parses NAME=COMMAND; COMMAND is split on blanks, with '...' and "..."
+// quoting.
+func ParseCompare(s string) (Compare, error) {
+	name, cmd, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.TrimSpace(cmd) == "" {
+		return Compare{}, fmt.Errorf("--compare %q: want NAME=COMMAND, e.g. --compare proot='proot -r /'", s)
+	}
+	if name == "native" || name == "droidroot" {
+		return Compare{}, fmt.Errorf("--compare %q: the name %s is taken; choose another", s, name)
+	}
+	words, err := splitWords(cmd)
+	if err != nil {
+		return Compare{}, fmt.Errorf("--compare %q: %v", s, err)
+	}
+	return Compare{Name: name, Command: words}, nil
+}
+
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteByte(c)
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == ' ' || c == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// Options configures a bench run.
+type Options struct {
+	// Rootfs is the guest rootfs of the droidroot runs ("/" by default).
+	Rootfs string
+	// Quick makes a run of under 20 s; otherwise under 2 minutes.
+	Quick bool
+	// Rounds overrides the number of interleaved rounds (0: 3 quick, 5 otherwise).
+	Rounds int
+	// Compares are extra modes, run like droidroot.
+	Compares []Compare
+	// AndroidPolicy, when set, is passed to every droidroot run as --android-policy=V.
+	AndroidPolicy string
+	// Droidroot is the droidroot executable the droidroot mode runs; Version its
+	// version, for the header.
+	Droidroot, Version string
+	// Progress receives one line per step (nil: discarded).
+	Progress io.Writer
+	// TmpDir holds the work tree (default os.TempDir()).
+	TmpDir string
+	// Program, if set, is a drbench executable to run natively (mechanisms and
+	// native rows) instead of the copy in the work tree: on Android an app may not
+	// execute files it wrote (the copy still serves the droidroot runs, whose loader
+	// maps it). DROIDROOT_BENCH_PROGRAM in the CLI.
+	Program string
+}
+
+// callRows are the call section's rows, in drbench's names.
+var callRows = []struct{ id, title string }{
+	{"stat", "stat of a deep path"},
+	{"lstat", "lstat of a symlink"},
+	{"open", "open+close"},
+	{"access", "access"},
+	{"fstatat", "fstatat with a dirfd"},
+	{"missing", "stat of a missing file"},
+	{"readlink", "readlink /proc/self/exe"},
+	{"getcwd", "getcwd"},
+	{"uname", "uname"},
+	{"chdir", "chdir there and back (2 calls)"},
+	{"mkdir", "mkdir+rmdir"},
+	{"rename", "rename"},
+	{"symlink", "symlink+unlink"},
+	{"thread", "thread create+join (raw clone)"},
+	{"forkexec", "fork+exec+wait"},
+}
+
+// mechRow is one mechanism measurement.
+type mechRow struct {
+	id, title string
+	// run measures one sample; cpus are the allowed CPUs.
+	run func(prog string, cpus []int, us int) (sample, error)
+	// twoCPUs marks rows that need a second CPU.
+	twoCPUs bool
+	// notBuilt is the state of a mechanism that does not exist yet.
+	notBuilt bool
+}
+
+func mechRows() []mechRow {
+	direct := func(kind string) func(string, []int, int) (sample, error) {
+		return func(p string, _ []int, us int) (sample, error) { return mechDirect(p, kind, -1, us) }
+	}
+	trace := func(where string, regs bool) func(string, []int, int) (sample, error) {
+		return func(p string, cpus []int, us int) (sample, error) {
+			switch where {
+			case "same":
+				return mechTrace(p, cpus[0], cpus[0], regs, us)
+			case "other":
+				return mechTrace(p, cpus[1], cpus[0], regs, us)
+			}
+			return mechTrace(p, -1, -1, regs, us)
+		}
+	}
+	notify := func(where string, sync bool) func(string, []int, int) (sample, error) {
+		return func(p string, cpus []int, us int) (sample, error) {
+			switch where {
+			case "same":
+				return mechNotify(p, cpus[0], cpus[0], sync, us)
+			case "other":
+				return mechNotify(p, cpus[1], cpus[0], sync, us)
+			}
+			return mechNotify(p, -1, -1, sync, us)
+		}
+	}
+	return []mechRow{
+		{id: "native", title: "native syscall (getppid)", run: direct("native")},
+		{id: "seccomp-allow", title: "seccomp filter, allowed (kernel cache on)", run: direct("allow")},
+		{id: "seccomp-nocache", title: "seccomp filter, allowed, cache defeated", run: direct("nocache")},
+		{id: "ptrace-same", title: "ptrace RET_TRACE, tracer on the same CPU", run: trace("same", false)},
+		{id: "ptrace-other", title: "ptrace RET_TRACE, tracer on another CPU", run: trace("other", false), twoCPUs: true},
+		{id: "ptrace-unpinned", title: "ptrace RET_TRACE, unpinned", run: trace("unpinned", false)},
+		{id: "ptrace-regs-same", title: "ptrace + register get/set, same CPU", run: trace("same", true)},
+		{id: "ptrace-regs-other", title: "ptrace + register get/set, another CPU", run: trace("other", true), twoCPUs: true},
+		{id: "ptrace-regs-unpinned", title: "ptrace + register get/set, unpinned", run: trace("unpinned", true)},
+		{id: "sigsys", title: "in-process SIGSYS (RET_TRAP, handler)", run: direct("trap")},
+		{id: "notify-same", title: "user notification, same CPU", run: notify("same", false)},
+		{id: "notify-other", title: "user notification, another CPU", run: notify("other", false), twoCPUs: true},
+		{id: "notify-unpinned", title: "user notification, unpinned", run: notify("unpinned", false)},
+		{id: "notify-sync", title: "user notification + SYNC_WAKE_UP, unpinned", run: notify("unpinned", true)},
+		{id: "fastpath", title: "fast-path trampoline", notBuilt: true},
+	}
+}
+
+// MechanismMode is the single mode of the mechanism section.
+const MechanismMode = "cost"
+
+// ThreadCounts returns the thread counts of the throughput rows for a machine with
+// ncpu CPUs: 1, 2, 4, 8 and ncpu.
+func ThreadCounts(ncpu int) []int {
+	counts := []int{1, 2, 4, 8}
+	for _, c := range counts {
+		if c == ncpu {
+			return counts
+		}
+	}
+	return append(counts, ncpu)
+}
+
+// wholeRow is one whole-program row.
+type wholeRow struct {
+	id, title string
+	// candidates are guest paths of the program; the first present is used.
+	candidates []string
+	args       func(work string) []string
+	// needsTree: the program reads the work tree, which a native chroot cannot see.
+	needsTree bool
+	// static: the program is drbench itself, which runs natively on the host
+	// whatever the rootfs (it needs nothing from it).
+	static bool
+}
+
+var wholeRows = []wholeRow{
+	{"startup", "start-up: run a static program that exits", nil,
+		func(w string) []string { return []string{filepath.Join(w, "drbench"), "exit"} }, false, true},
+	{"python3", "python3 start-up + 10 stdlib imports", []string{"/usr/bin/python3", "/bin/python3"},
+		func(string) []string {
+			return []string{"-c", "import json, os, re, email, unittest, argparse, subprocess, collections, pathlib, datetime"}
+		}, false, false},
+	{"tar", fmt.Sprintf("tar of %d files", TreeDirs*TreeFiles), []string{"/usr/bin/tar", "/bin/tar"},
+		func(w string) []string { return []string{"-cf", "-", "-C", w, "files"} }, true, false},
+	{"find", fmt.Sprintf("find over %d files", TreeDirs*TreeFiles), []string{"/usr/bin/find", "/bin/find"},
+		func(w string) []string { return []string{filepath.Join(w, "files")} }, true, false},
+}
+
+// runner runs a guest command in one mode.
+type runner struct {
+	name string
+	// command returns the host command line of argv; native says whether the
+	// process runs without a tracer (chroot into a rootfs other than /).
+	command func(argv []string) []string
+	native  bool
+}
+
+// budget is how long each measurement runs.
+type budget struct {
+	rounds                int
+	mechUS, callUS, parUS int
+}
+
+// Run measures and returns the report.
+func Run(o Options) (*Report, error) {
+	if o.Rootfs == "" {
+		o.Rootfs = "/"
+	}
+	root, err := filepath.Abs(o.Rootfs)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("rootfs %s is not a directory (give -r an existing directory)", o.Rootfs)
+	}
+	for _, c := range o.Compares {
+		if _, err := exec.LookPath(c.Command[0]); err != nil {
+			return nil, fmt.Errorf("--compare %s: command %s not found (give its full path)", c.Name, c.Command[0])
+		}
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	b := budget{rounds: 5, mechUS: 100000, callUS: 80000, parUS: 250000}
+	if o.Quick {
+		b = budget{rounds: 3, mechUS: 20000, callUS: 15000, parUS: 60000}
+	}
+	if o.Rounds > 0 {
+		b.rounds = o.Rounds
+	}
+	tmp := o.TmpDir
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	work, err := os.MkdirTemp(tmp, "droidroot-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("cannot make the work directory in %s: %v (set PROOT_TMP_DIR to a writable directory)", tmp, err)
+	}
+	defer os.RemoveAll(work)
+	fmt.Fprintf(progress, "bench: preparing %s\n", work)
+	prog, err := PrepareTree(work, runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	// nativeProg runs outside any tracer; prog (the copy) under droidroot and --compare.
+	nativeProg := prog
+	if o.Program != "" {
+		if nativeProg, err = filepath.Abs(o.Program); err != nil {
+			return nil, err
+		}
+	}
+
+	cpus := cpuSet()
+	rep := &Report{Header: header(o, root, len(cpus), b.rounds)}
+	if len(cpus) < 2 {
+		rep.Header.Notes = append(rep.Header.Notes, "one CPU: the another-CPU rows are n/a")
+	}
+
+	runners := []runner{{name: "native", native: true, command: func(argv []string) []string {
+		if len(argv) > 0 && argv[0] == prog {
+			return append([]string{nativeProg}, argv[1:]...)
+		}
+		return argv
+	}}}
+	drArgs := []string{o.Droidroot, "run", "-r", root}
+	if root != "/" {
+		drArgs = append(drArgs, "-b", work, "-b", "/proc")
+	}
+	if o.AndroidPolicy != "" {
+		drArgs = append(drArgs, "--android-policy="+o.AndroidPolicy)
+	}
+	drArgs = append(drArgs, "--")
+	runners = append(runners, runner{name: "droidroot", command: func(argv []string) []string {
+		return append(append([]string(nil), drArgs...), argv...)
+	}})
+	for _, c := range o.Compares {
+		c := c
+		prefix := make([]string, len(c.Command))
+		for i, w := range c.Command {
+			prefix[i] = strings.ReplaceAll(w, "{dir}", work)
+		}
+		runners = append(runners, runner{name: c.Name, command: func(argv []string) []string {
+			return append(append([]string(nil), prefix...), argv...)
+		}})
+	}
+	for _, r := range runners {
+		rep.Header.Modes = append(rep.Header.Modes, r.name)
+	}
+
+	// Results, filled round by round.
+	mechs := mechRows()
+	mechRes := make([]Result, len(mechs))
+	for i, m := range mechs {
+		mechRes[i] = Result{Mode: MechanismMode, State: StateOK}
+		switch {
+		case m.notBuilt:
+			mechRes[i].State, mechRes[i].Reason = StateNotBuiltYet, ""
+		case m.twoCPUs && len(cpus) < 2:
+			mechRes[i].State, mechRes[i].Reason = StateNA, "one CPU"
+		}
+	}
+	newGrid := func(rows int) [][]Result {
+		g := make([][]Result, rows)
+		for i := range g {
+			g[i] = make([]Result, len(runners))
+			for j, r := range runners {
+				g[i][j] = Result{Mode: r.name, State: StateOK}
+			}
+		}
+		return g
+	}
+	callRes := newGrid(len(callRows))
+	counts := ThreadCounts(len(cpus))
+	parRes := newGrid(len(counts))
+	wholeRes := newGrid(len(wholeRows))
+	wholeArgv := make([][]string, len(wholeRows))
+	for i, w := range wholeRows {
+		path := ""
+		if w.candidates == nil {
+			path = "" // argv is complete
+		} else {
+			for _, c := range w.candidates {
+				if inRootfs(root, c) {
+					path = c
+					break
+				}
+			}
+			if path == "" {
+				for j := range runners {
+					wholeRes[i][j].State, wholeRes[i][j].Reason = StateSkipped, "no "+w.candidates[0]+" in the rootfs"
+				}
+				continue
+			}
+		}
+		if path != "" {
+			wholeArgv[i] = append([]string{path}, w.args(work)...)
+		} else {
+			wholeArgv[i] = w.args(work)
+		}
+		if root != "/" && !w.static {
+			switch {
+			case w.needsTree:
+				wholeRes[i][0].State, wholeRes[i][0].Reason = StateNA, "needs -r /: a chroot cannot see the work tree"
+			case os.Geteuid() != 0:
+				wholeRes[i][0].State, wholeRes[i][0].Reason = StateNA, "needs root to chroot into the rootfs"
+			}
+		}
+	}
+
+	fail := func(r *Result, err error) {
+		if r.State == StateOK {
+			r.State, r.Reason, r.Samples = StateFailed, err.Error(), nil
+		}
+	}
+	names := make([]string, len(callRows))
+	for i, c := range callRows {
+		names[i] = c.id
+	}
+	start := time.Now()
+	for round := 0; round < b.rounds; round++ {
+		// Modes alternate: forwards in even rounds, backwards in odd ones.
+		order := make([]int, len(runners))
+		for j := range order {
+			order[j] = j
+			if round%2 == 1 {
+				order[j] = len(runners) - 1 - j
+			}
+		}
+		fmt.Fprintf(progress, "bench: round %d/%d: mechanisms (%.0fs)\n", round+1, b.rounds, time.Since(start).Seconds())
+		for i, m := range mechs {
+			if mechRes[i].State != StateOK {
+				continue
+			}
+			s, err := m.run(nativeProg, cpus, b.mechUS)
+			if errors.Is(err, errNotAvailable) {
+				mechRes[i].State, mechRes[i].Reason, mechRes[i].Samples = StateNA, "kernel lacks it", nil
+				continue
+			}
+			if err != nil {
+				fail(&mechRes[i], err)
+				continue
+			}
+			mechRes[i].Samples = append(mechRes[i].Samples, s.usPerOp())
+		}
+		for _, j := range order {
+			r := runners[j]
+			fmt.Fprintf(progress, "bench: round %d/%d: calls, %s (%.0fs)\n", round+1, b.rounds, r.name, time.Since(start).Seconds())
+			// drbench goes on after a failed call, so a failure spoils only its row.
+			out, runErr := runCapture(command(r.command([]string{prog, "calls", work, strconv.Itoa(b.callUS), strings.Join(names, ",")}), ""))
+			m, failed, err := parseSamplesFailed(out)
+			for i, c := range callRows {
+				s, ok := m[c.id]
+				switch {
+				case err != nil:
+					fail(&callRes[i][j], err)
+				case failed[c.id] != nil:
+					fail(&callRes[i][j], failed[c.id])
+				case !ok && runErr != nil:
+					fail(&callRes[i][j], runErr)
+				case !ok:
+					fail(&callRes[i][j], fmt.Errorf("no %s line (drbench stopped early)", c.id))
+				default:
+					callRes[i][j].Samples = append(callRes[i][j].Samples, s.usPerOp())
+				}
+			}
+		}
+		fmt.Fprintf(progress, "bench: round %d/%d: threads doing stat (%.0fs)\n", round+1, b.rounds, time.Since(start).Seconds())
+		for k, n := range counts {
+			for _, j := range order {
+				res := &parRes[k][j]
+				if res.State != StateOK {
+					continue
+				}
+				out, err := runCapture(command(runners[j].command([]string{prog, "par", work, strconv.Itoa(b.parUS), strconv.Itoa(n)}), ""))
+				if err != nil {
+					fail(res, err)
+					continue
+				}
+				s, err := parSample(out)
+				if err != nil {
+					fail(res, err)
+					continue
+				}
+				res.Samples = append(res.Samples, s)
+			}
+		}
+		fmt.Fprintf(progress, "bench: round %d/%d: whole programs (%.0fs)\n", round+1, b.rounds, time.Since(start).Seconds())
+		for i := range wholeRows {
+			for _, j := range order {
+				res := &wholeRes[i][j]
+				if res.State != StateOK {
+					continue
+				}
+				chroot := ""
+				if runners[j].native && root != "/" && !wholeRows[i].static {
+					chroot = root
+				}
+				ms, err := timeRuns(command(runners[j].command(wholeArgv[i]), chroot), wholeRows[i].id == "startup")
+				if err != nil {
+					fail(res, err)
+					continue
+				}
+				res.Samples = append(res.Samples, ms)
+			}
+		}
+	}
+	fmt.Fprintf(progress, "bench: done in %.1fs\n", time.Since(start).Seconds())
+
+	// Mechanisms: ratios to the native syscall row.
+	ms := Section{Name: "mechanism, one trap with a do-nothing handler", Unit: "us"}
+	for i := range mechRes {
+		mechRes[i].finish()
+	}
+	for i, m := range mechs {
+		mechRes[i].Ratio = ratio(mechRes[i].Median, mechRes[0].Median)
+		ms.Rows = append(ms.Rows, Row{ID: m.id, Title: m.title, Results: []Result{mechRes[i]}})
+	}
+	rep.Sections = append(rep.Sections, ms)
+	grid := func(name, unit string, ids, titles []string, g [][]Result) Section {
+		s := Section{Name: name, Unit: unit}
+		for i := range g {
+			for j := range g[i] {
+				g[i][j].finish()
+			}
+			for j := range g[i] {
+				g[i][j].Ratio = ratio(g[i][j].Median, g[i][0].Median)
+			}
+			s.Rows = append(s.Rows, Row{ID: ids[i], Title: titles[i], Results: g[i]})
+		}
+		return s
+	}
+	var ids, titles []string
+	for _, c := range callRows {
+		ids, titles = append(ids, c.id), append(titles, c.title)
+	}
+	rep.Sections = append(rep.Sections, grid("call", "us", ids, titles, callRes))
+	ids, titles = nil, nil
+	for _, n := range counts {
+		ids = append(ids, fmt.Sprintf("threads-%d", n))
+		titles = append(titles, fmt.Sprintf("%d thread(s) doing stat, total", n))
+	}
+	rep.Sections = append(rep.Sections, grid("throughput", "ops/s", ids, titles, parRes))
+	ids, titles = nil, nil
+	for _, w := range wholeRows {
+		ids, titles = append(ids, w.id), append(titles, w.title)
+	}
+	rep.Sections = append(rep.Sections, grid("whole program", "ms", ids, titles, wholeRes))
+	return rep, nil
+}
+
+// command makes an exec.Cmd of argv, chrooted into chroot if set.
+func command(argv []string, chroot string) *exec.Cmd {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if chroot != "" {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: chroot}
+		cmd.Dir = "/"
+	}
+	return cmd
+}
+
+// parSample turns "par N OPS NS" into operations per second.
+func parSample(out []byte) (float64, error) {
+	f := strings.Fields(string(out))
+	if len(f) != 4 || f[0] != "par" {
+		return 0, fmt.Errorf("drbench printed %q, want par N OPERATIONS NANOSECONDS", strings.TrimSpace(string(out)))
+	}
+	ops, err1 := strconv.ParseUint(f[2], 10, 64)
+	ns, err2 := strconv.ParseUint(f[3], 10, 64)
+	if err1 != nil || err2 != nil || ops == 0 || ns == 0 {
+		return 0, fmt.Errorf("drbench printed %q, want positive numbers", strings.TrimSpace(string(out)))
+	}
+	return float64(ops) / (float64(ns) / 1e9), nil
+}
+
+// timeRuns runs cmd (several times when repeat: short programs) and returns the
+// wall-clock milliseconds of one run.
+func timeRuns(cmd *exec.Cmd, repeat bool) (float64, error) {
+	n := 1
+	if repeat {
+		n = 5
+	}
+	var total time.Duration
+	for k := 0; k < n; k++ {
+		c := exec.Command(cmd.Path, cmd.Args[1:]...)
+		c.SysProcAttr, c.Dir = cmd.SysProcAttr, cmd.Dir
+		t0 := time.Now()
+		if _, err := runCapture(c); err != nil {
+			return 0, err
+		}
+		total += time.Since(t0)
+	}
+	return float64(total.Microseconds()) / 1e3 / float64(n), nil
+}
+
+// inRootfs reports whether the guest path names a regular file in the rootfs at root,
+// following symlinks the way the guest would (an absolute target is inside root).
+func inRootfs(root, guest string) bool {
+	for hops := 0; hops < 16; hops++ {
+		host := filepath.Join(root, guest)
+		st, err := os.Lstat(host)
+		if err != nil {
+			return false
+		}
+		if st.Mode()&os.ModeSymlink == 0 {
+			// Parent directories may be symlinks too (/bin -> usr/bin): resolve them the
+			// host's way, which is right for relative ones, the usual case.
+			st, err := os.Stat(host)
+			return err == nil && st.Mode().IsRegular()
+		}
+		target, err := os.Readlink(host)
+		if err != nil {
+			return false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(guest), target)
+		}
+		guest = target
+	}
+	return false
+}
