@@ -22,7 +22,7 @@
 # are inherited by the tests. The default runner also reads:
 #   DROIDROOT_TEST_RUN=REGEXP   passed as -test.run
 #   DROIDROOT_TEST_SKIP=REGEXP  passed as -test.skip
-#   DROIDROOT_TEST_TIMEOUT=DUR  -test.timeout of each binary (default 10m: e2e takes 3-4 min under
+#   DROIDROOT_TEST_TIMEOUT=DUR  -test.timeout of each binary (default 30m: e2e took 3-4 min under
 #                               TCG on an idle host, 2-3 times that on a busy one; run.sh's VM
 #                               limit bounds the whole run)
 #   DROIDROOT_TEST_SHORT=0      drop -test.short, which is on by default: under TCG a guest
@@ -86,7 +86,7 @@ default_tests() {
 			cd -P "$dir" || exit 1
 			short=-test.short
 			[ "${DROIDROOT_TEST_SHORT:-1}" = 0 ] && short=
-			exec "$t" -test.v -test.timeout="${DROIDROOT_TEST_TIMEOUT:-10m}" $short \
+			exec "$t" -test.v -test.timeout="${DROIDROOT_TEST_TIMEOUT:-30m}" $short \
 				${DROIDROOT_TEST_RUN:+"-test.run=$DROIDROOT_TEST_RUN"} \
 				${DROIDROOT_TEST_SKIP:+"-test.skip=$DROIDROOT_TEST_SKIP"}
 		)
