@@ -116,7 +116,7 @@ func (c *Call) Arg(i int) uint64 { return c.Entry.Arg(i) }
 // restart of the same call (after a signal handler ran) gets the guest's
 // own value back before it is translated again.
 func (c *Call) SetArg(i int, v uint64) {
-	if !c.inExit() && c.Entry.Arg(i) != v {
+	if !c.inExit() && c.Entry.Arg(i) != v && c.pushed(v) {
 		l := &c.th.rewrites
 		l.ents[l.next] = rewrite{nr: c.Entry.Nr(), arg: i, from: c.Entry.Arg(i), to: v}
 		l.next = (l.next + 1) % len(l.ents)
@@ -138,7 +138,9 @@ func (c *Call) undoRewrites() {
 	nr := c.Entry.Nr()
 	for k := range l.ents {
 		e := &l.ents[k]
-		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to {
+		// A guest never keeps data below its stack pointer's red zone
+		// (signal frames overwrite it): a pointer there is ours.
+		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to && e.to < c.Entry.SP()-RedZone {
 			c.Entry.SetArg(e.arg, e.from)
 			c.Regs.SetArg(e.arg, e.from)
 			c.dirty = true
@@ -251,6 +253,9 @@ func (c *Call) Push(b []byte) (uint64, error) {
 	c.scratch = addr
 	return addr, nil
 }
+
+// pushed reports whether v is an address Push handed out during this call.
+func (c *Call) pushed(v uint64) bool { return v >= c.scratch && v < c.Regs.SP()-RedZone }
 
 // PushString copies s and a NUL onto the guest stack and returns its address.
 func (c *Call) PushString(s string) (uint64, error) {
