@@ -238,8 +238,26 @@ print("shm_open", fd >= 0, os.path.exists("/dev/shm/t1")); libc.shm_unlink(b"/t1
 // hostFSType is the file system type of the host mount holding path.
 func hostFSType(t testing.TB, path string) string {
 	t.Helper()
-	out := run(t, "", "findmnt", "-n", "-o", "FSTYPE", "-T", path)
-	return strings.TrimSpace(out.Stdout)
+	// The mount holding path: the longest mount point that is a prefix of it, the last one
+	// mounted on a tie (what findmnt -T says, without needing findmnt on the host).
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ = filepath.EvalSymlinks(path)
+	best, fstype := -1, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 1 {
+			continue
+		}
+		mp := strings.ReplaceAll(f[4], "\\040", " ")
+		if (path == mp || mp == "/" || strings.HasPrefix(path, mp+"/")) && len(mp) >= best {
+			best, fstype = len(mp), g[0]
+		}
+	}
+	return fstype
 }
 
 // statfsName is what stat -f -c %T says for host path.
