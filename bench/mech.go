@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -123,9 +125,20 @@ func oneSample(out []byte, name string) (sample, error) {
 // runCapture runs cmd and returns its standard output; a failure carries the last line of
 // its stderr (and the output so far).
 func runCapture(cmd *exec.Cmd) ([]byte, error) {
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // a killed run's children may hold the pipes
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	// A measuring run that hangs (a tracer under test that deadlocks) is
+	// killed and reported as failed, so the rest of the table still comes.
+	timer := time.AfterFunc(RunTimeout, func() { cmd.Process.Kill() })
+	err := cmd.Wait()
+	if !timer.Stop() {
+		err = fmt.Errorf("%s timed out after %v (killed)", filepath.Base(cmd.Path), RunTimeout)
+	}
+	out := stdout.Bytes()
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
@@ -138,6 +151,9 @@ func runCapture(cmd *exec.Cmd) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// RunTimeout bounds each measuring run of a program (one row, one mode).
+var RunTimeout = 2 * time.Minute
 
 const (
 	ptraceOTraceSeccomp = 0x80
@@ -252,6 +268,7 @@ func mechNotify(prog string, supervisorCPU, traceeCPU int, syncWake bool, target
 	cmd.ExtraFiles = []*os.File{theirs}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // a killed run's children may hold the pipes
 	if err := cmd.Start(); err != nil {
 		theirs.Close()
 		return sample{}, err
