@@ -64,6 +64,9 @@ type Thread struct {
 	// restarted from a SIGSYS stop with an Exit pending (seccomp mode, where
 	// syscall stops are otherwise only exits).
 	skipEntryStop bool
+	// skipInitial: forked() resumed the new task from its initial stop
+	// before wait4 reported it; a late report of that stop is dropped.
+	skipInitial bool
 }
 
 // rewriteLog is a small ring of argument rewrites: which register of which

@@ -321,6 +321,9 @@ func (t *Tracer) loop() (int, error) {
 		}
 		sig := ws.StopSignal()
 		event := int(ws) >> 16 & 0xff
+		if th.skipInitial && event != unix.PTRACE_EVENT_STOP {
+			th.skipInitial = false // the thread ran: the initial stop will not be reported
+		}
 		if th.op != nil && t.opStop(th, sig, event) {
 			continue
 		}
@@ -336,6 +339,11 @@ func (t *Tracer) loop() (int, error) {
 		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
 			t.exitingStop(th)
 		case event == unix.PTRACE_EVENT_STOP:
+			if th.skipInitial && sig == unix.SIGTRAP {
+				// The initial stop forked() already resumed, reported late.
+				th.skipInitial = false
+				continue
+			}
 			if !th.ready {
 				th.stopped = true
 				continue
@@ -439,6 +447,12 @@ func (t *Tracer) forked(th *Thread, event int) {
 	if wasStopped {
 		ct.stopped = false
 		t.cont(ct, 0)
+	} else if resume(t.resumeReq(), child, 0) == nil {
+		// The child is already in its initial stop, which wait4 has not
+		// reported. Resume it now: under TCG on arm64 (kernel 6.1) such a
+		// stop was seen never to be reported, leaving the new thread
+		// stopped for good. Should the report still come, it is dropped.
+		ct.skipInitial = true
 	}
 	t.cont(th, 0)
 }
