@@ -67,6 +67,8 @@ type Thread struct {
 	// skipInitial: forked() resumed the new task from its initial stop
 	// before wait4 reported it; a late report of that stop is dropped.
 	skipInitial bool
+	// awaitInitial: a new task whose initial stop has not been reported.
+	awaitInitial bool
 }
 
 // rewriteLog is a small ring of argument rewrites: which register of which

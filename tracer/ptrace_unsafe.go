@@ -49,9 +49,12 @@ func getSiginfo(tid int, si *Siginfo) error {
 }
 
 // wait4 waits for any traced thread (WALL).
-func wait4(status *unix.WaitStatus) (int, error) {
+func wait4(status *unix.WaitStatus) (int, error) { return wait4Flags(status, 0) }
+
+// wait4Flags is wait4 with extra flags (WNOHANG: 0 when nothing is ready).
+func wait4Flags(status *unix.WaitStatus, flags int) (int, error) {
 	for {
-		pid, err := unix.Wait4(-1, status, unix.WALL, nil)
+		pid, err := unix.Wait4(-1, status, unix.WALL|flags, nil)
 		if err == unix.EINTR {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -73,6 +74,9 @@ type Tracer struct {
 	loaderLo, loaderHi uint64
 	lastStatus         int
 	warned             map[string]bool
+	// awaiting are new tasks whose initial stop has not been reported yet
+	// (see waitAwaiting).
+	awaiting map[int]*Thread
 	// hooks are the Events hooks of the table (events.go).
 	hooks []func(*Event)
 	// exitStops is set when a hook wants EventExiting.
@@ -298,7 +302,13 @@ func (t *Tracer) resumeReq() int {
 func (t *Tracer) loop() (int, error) {
 	var ws unix.WaitStatus
 	for len(t.threads) > 0 {
-		tid, err := wait4(&ws)
+		var tid int
+		var err error
+		if len(t.awaiting) > 0 {
+			tid, err = t.waitAwaiting(&ws)
+		} else {
+			tid, err = wait4(&ws)
+		}
 		if err != nil {
 			if err == unix.ECHILD {
 				break
@@ -306,6 +316,10 @@ func (t *Tracer) loop() (int, error) {
 			return 1, fmt.Errorf("wait4: %w", err)
 		}
 		th := t.threads[tid]
+		if th != nil && th.awaitInitial {
+			th.awaitInitial = false
+			delete(t.awaiting, tid)
+		}
 		switch {
 		case ws.Exited() || ws.Signaled():
 			t.exited(tid, th, ws)
@@ -447,14 +461,48 @@ func (t *Tracer) forked(th *Thread, event int) {
 	if wasStopped {
 		ct.stopped = false
 		t.cont(ct, 0)
-	} else if resume(t.resumeReq(), child, 0) == nil {
-		// The child is already in its initial stop, which wait4 has not
-		// reported. Resume it now: under TCG on arm64 (kernel 6.1) such a
-		// stop was seen never to be reported, leaving the new thread
-		// stopped for good. Should the report still come, it is dropped.
-		ct.skipInitial = true
+	} else {
+		// Its initial stop is still to come. Under TCG on arm64 (kernel
+		// 6.1) such a stop was seen never to be reported by wait4, leaving
+		// the new thread stopped for good: until a stop of it is reported,
+		// the loop polls and resumes it itself (waitAwaiting).
+		ct.awaitInitial = true
+		if t.awaiting == nil {
+			t.awaiting = map[int]*Thread{}
+		}
+		t.awaiting[child] = ct
 	}
 	t.cont(th, 0)
+}
+
+// waitAwaiting is wait4 while new tasks have not reported their initial
+// stop: it polls, and tries to resume such a task itself (PTRACE_CONT
+// succeeds only on a stopped tracee, and a task that never ran can only be
+// in its initial stop). The attempts do not wait for a quiet moment: other
+// threads may keep reporting stops all along. A late report of the resumed
+// stop is dropped (Thread.skipInitial).
+func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
+	for delay := 20 * time.Microsecond; ; {
+		for tid, th := range t.awaiting {
+			if resume(t.resumeReq(), tid, 0) == nil {
+				t.logf(2, "task %d: its initial stop was not reported; resumed", tid)
+				th.awaitInitial = false
+				th.skipInitial = true
+				delete(t.awaiting, tid)
+			}
+		}
+		if len(t.awaiting) == 0 {
+			return wait4(ws)
+		}
+		tid, err := wait4Flags(ws, unix.WNOHANG)
+		if err != nil || tid > 0 {
+			return tid, err
+		}
+		time.Sleep(delay)
+		if delay < 2*time.Millisecond {
+			delay *= 2
+		}
+	}
 }
 
 // cloneFlags reads the flags of the clone or clone3 call th is in; fork
