@@ -212,8 +212,8 @@ print("shm_open", fd >= 0, os.path.exists("/dev/shm/t1")); libc.shm_unlink(b"/t1
 	res := viaDroidroot(t, g, "", "/bin/bash", "-c", script)
 	want := "cpu  1 2 3 4\nLinux version 9.9.9-fake\n13 regular file\n25 regular file\nLinux version 9.9.9-fake\n" +
 		"/ /dev /dev/pts /dev/shm /proc /proc/stat /proc/version /tmp \npid-same\n" +
-		"/ " + hostFSType(t, root) + "\n/dev/shm tmpfs\n0\n" + dir + "/version\n" +
-		"tmpfs tmpfs " + statfsName(t, dir) + " \n0x1021994 0x1021994 True\nshm_open True True\n"
+		"/ " + hostFSType(t, root) + "\n/dev/shm tmpfs\n0\n" + mountRelative(t, dir+"/version") + "\n" +
+		"tmpfs tmpfs " + statfsName(t, dir) + " \n0x1021994 0x1021994 " + pyBool(statfsName(t, dir) != "tmpfs") + "\nshm_open True True\n"
 	if res.Code != 0 || res.Stdout != want {
 		t.Errorf("got %s\nwant stdout:\n%s", res, want)
 	}
@@ -236,6 +236,47 @@ print("shm_open", fd >= 0, os.path.exists("/dev/shm/t1")); libc.shm_unlink(b"/t1
 }
 
 // hostFSType is the file system type of the host mount holding path.
+// mountRelative is path as mountinfo's root field shows it: relative to the root of the
+// host mount holding it (on a host whose /tmp is a tmpfs, /tmp/x is /x).
+func mountRelative(t testing.TB, path string) string {
+	t.Helper()
+	mp := hostMount(t, path)
+	if mp == "/" {
+		return path
+	}
+	return strings.TrimPrefix(path, mp)
+}
+
+// pyBool is how python prints b.
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// hostMount is the mount point of the host mount holding path.
+func hostMount(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ = filepath.EvalSymlinks(path)
+	best := "/"
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := strings.ReplaceAll(f[4], "\\040", " ")
+		if (path == mp || strings.HasPrefix(path, mp+"/")) && len(mp) >= len(best) {
+			best = mp
+		}
+	}
+	return best
+}
+
 func hostFSType(t testing.TB, path string) string {
 	t.Helper()
 	// The mount holding path: the longest mount point that is a prefix of it, the last one
