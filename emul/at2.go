@@ -148,6 +148,21 @@ func emptyTarget(c *tracer.Call, dirfdArg int) (string, unix.Errno) {
 	return "/proc/" + strconv.Itoa(c.Pid()) + "/fd/" + strconv.Itoa(int(fd)), 0
 }
 
+// at2Target translates the (dirfd 0, path 1, flags 3) of faccessat2 and
+// fchmodat2 to the host path they act on; skip is set for AT_EMPTY_PATH
+// with an empty path (host is then the dirfd's file).
+func at2Target(c *tracer.Call) (host string, skip bool, errno unix.Errno) {
+	t, errno := translate(c, at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 0)
+	if errno != 0 {
+		return "", false, errno
+	}
+	if !t.skip {
+		return t.host, false, 0
+	}
+	host, errno = emptyTarget(c, 0)
+	return host, true, errno
+}
+
 // faccessat2 answers faccessat2(dirfd, path, mode, flags) as the kernel's
 // do_faccessat does. When the ids the check uses are droidroot's own
 // (the usual case), the answer is the kernel's faccessat on the host path
@@ -161,21 +176,14 @@ func faccessat2(c *tracer.Call) {
 		c.Fail(unix.EINVAL)
 		return
 	}
-	t, errno := translate(c, at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 0)
+	host, skip, errno := at2Target(c)
 	if errno != 0 {
 		c.Fail(errno)
 		return
 	}
-	host := t.host
-	if t.skip {
-		if host, errno = emptyTarget(c, 0); errno != 0 {
-			c.Fail(errno)
-			return
-		}
-	}
 	var st unix.Stat_t
 	statFlags := 0
-	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 && !t.skip {
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 && !skip {
 		statFlags = unix.AT_SYMLINK_NOFOLLOW
 	}
 	if err := unix.Fstatat(unix.AT_FDCWD, host, &st, statFlags); err != nil {
@@ -276,19 +284,12 @@ func fchmodat2(c *tracer.Call) {
 		c.Fail(unix.EINVAL)
 		return
 	}
-	t, errno := translate(c, at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 0)
+	host, skip, errno := at2Target(c)
 	if errno != 0 {
 		c.Fail(errno)
 		return
 	}
-	host := t.host
-	if t.skip {
-		if host, errno = emptyTarget(c, 0); errno != 0 {
-			c.Fail(errno)
-			return
-		}
-	}
-	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 && !t.skip {
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 && !skip {
 		var st unix.Stat_t
 		if err := unix.Lstat(host, &st); err != nil {
 			c.Fail(err.(unix.Errno))

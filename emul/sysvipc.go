@@ -279,15 +279,7 @@ func (s *sysvIPC) shmctl(c *tracer.Call) {
 		}
 	}
 	ret, out, err := s.ns.ShmCtl(s.caller(c), shmid, cmd, in)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	if out != nil && c.WriteMem(c.Arg(2), out) != nil {
-		c.Fail(unix.EFAULT)
-		return
-	}
-	c.Return(ret)
+	answerCtl(c, ret, out, err)
 }
 
 // events keeps the namespace in step with the process tree: SEM_UNDO and
@@ -458,6 +450,12 @@ func (s *sysvIPC) msgctl(c *tracer.Call) {
 	}
 	ret, out, wakes, err := s.ns.MsgCtl(s.caller(c), msqid, cmd, in)
 	s.msgWake(c.Tracer(), wakes)
+	answerCtl(c, ret, out, err)
+}
+
+// answerCtl answers a shmctl or msgctl: the error, or the structure the
+// command returns copied to the guest's buffer (argument 2) and ret.
+func answerCtl(c *tracer.Call, ret int64, out []byte, err error) {
 	if err != nil {
 		fail(c, err)
 		return
