@@ -139,7 +139,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	if p.TrapForeign {
 		a.ret(retTrap)
 	} else {
-		a.ret(retTrace | DataUnknownArch)
+		a.ret(retTrap | DataUnknownArch)
 	}
 
 	// One section per arch: load nr, split by NrBit if the arch has two
@@ -165,7 +165,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	}
 	if b.used[b.unsupported] {
 		a.bind(b.unsupported)
-		a.ret(retTrace | DataUnsupportedABI)
+		a.ret(retTrap | DataUnsupportedABI)
 	}
 	if b.used[b.trap] {
 		a.bind(b.trap)

@@ -218,7 +218,7 @@ func TestDisassembleDescribe(t *testing.T) {
 	for _, want := range []string{
 		"; arch", "AUDIT_ARCH x86_64", "AUDIT_ARCH i386", "x32 (X32_SYSCALL_BIT)",
 		"x86_64 getppid (110)", "x32 getpid (39)", "instruction_pointer (high)",
-		"TRACE entry", "TRACE exit", "TRACE unsupported ABI", "TRACE unknown arch", "ALLOW",
+		"TRACE entry", "TRACE exit", "TRAP unsupported ABI", "TRAP unknown arch", "ALLOW",
 	} {
 		if !strings.Contains(dis, want) {
 			t.Errorf("Disassemble lacks %q:\n%s", want, dis)

@@ -20,7 +20,7 @@ func Describe(goarch string, p Policy) string {
 	for _, abi := range abis {
 		rules, supported := p.Rules[abi]
 		if !supported {
-			fmt.Fprintf(&sb, "%s (arch %#x): unsupported, every syscall traces with data %#x\n",
+			fmt.Fprintf(&sb, "%s (arch %#x): unsupported, every syscall traps with data %#x (ENOSYS)\n",
 				abi.Name, abi.AuditArch, DataUnsupportedABI)
 			continue
 		}
@@ -44,7 +44,7 @@ func Describe(goarch string, p Policy) string {
 			fmt.Fprintf(&sb, "  %-24s %6d  %s\n", name, nr, rules[nr])
 		}
 	}
-	fmt.Fprintf(&sb, "unknown arch: every syscall traces with data %#x\n", DataUnknownArch)
+	fmt.Fprintf(&sb, "unknown arch: every syscall traps with data %#x (ENOSYS)\n", DataUnknownArch)
 	if p.Trampoline != 0 {
 		fmt.Fprintf(&sb, "trampoline: traced syscalls of supported ABIs with ip in [%#x, %#x) are allowed\n",
 			p.Trampoline, p.Trampoline+TrampolineSize)

@@ -234,12 +234,19 @@ func retName(v uint32) string {
 			return "TRACE entry"
 		case DataExit:
 			return "TRACE exit"
-		case DataUnsupportedABI:
-			return "TRACE unsupported ABI"
-		case DataUnknownArch:
-			return "TRACE unknown arch"
 		}
 		return fmt.Sprintf("TRACE data %#x", data)
+	case retTrap:
+		switch data {
+		case DataUnsupportedABI:
+			return "TRAP unsupported ABI"
+		case DataUnknownArch:
+			return "TRAP unknown arch"
+		}
+		if data != 0 {
+			return fmt.Sprintf("TRAP data %#x", data)
+		}
+		return "TRAP"
 	}
 	return ""
 }

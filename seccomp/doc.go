@@ -1,8 +1,11 @@
 // Package seccomp builds and installs the seccomp BPF program every guest
 // process of droidroot runs. It decides, per system call ABI and number,
 // which calls reach the ptrace tracer (SECCOMP_RET_TRACE, seen by the
-// tracer as a PTRACE_EVENT_SECCOMP stop whose PTRACE_GETEVENTMSG is the
-// RET_DATA) and which run untraced (SECCOMP_RET_ALLOW).
+// tracer as a PTRACE_EVENT_SECCOMP stop), which run untraced
+// (SECCOMP_RET_ALLOW), and which are trapped (SECCOMP_RET_TRAP: the calls
+// of ABIs droidroot does not translate, which the tracer answers with
+// ENOSYS at their SIGSYS stop, and under an Android policy its blocked
+// calls).
 //
 // # Program layout
 //
@@ -11,14 +14,14 @@
 //	ld  [4]                      ; seccomp_data.arch
 //	jeq AUDIT_ARCH_X86_64 -> A   ; one test per host arch (amd64: X86_64, I386;
 //	jeq AUDIT_ARCH_I386   -> B   ;                         arm64: AARCH64, ARM)
-//	ret TRACE|DataUnknownArch    ; arch of no host ABI
+//	ret TRAP|DataUnknownArch     ; arch of no host ABI
 //	A: ld [0]                    ; seccomp_data.nr
 //	   jset X32_SYSCALL_BIT -> x32 tree, else x86_64 tree
 //	   x86_64 tree
 //	   x32 tree
 //	B: ld [0]
 //	   i386 tree
-//	shared targets: ret ALLOW; ret TRACE|DataUnsupportedABI;
+//	shared targets: ret ALLOW; ret TRAP|DataUnsupportedABI;
 //	   entry block; exit block
 //
 // Each ABI's tree is a balanced binary search over the runs of consecutive
@@ -26,7 +29,7 @@
 // is one "jge #first-number-of-the-right-half", so the number of tests
 // before any decision is ceil(log2(runs)), about log2(2N) for N traced
 // calls. Leaves are jumps to the shared targets; an ABI the policy has no
-// rules for is a single jump to "ret TRACE|DataUnsupportedABI", so nothing
+// rules for is a single jump to "ret TRAP|DataUnsupportedABI", so nothing
 // of an unknown ABI is ever allowed silently.
 //
 // Conditional jumps reach at most 255 instructions ahead. The assembler

@@ -37,7 +37,7 @@ var junkArgs = [6]uint64{0xdeadbeef_cafebabe, 0, 1, 0xffffffff_ffffffff, 0x40000
 
 // verdict is a filter result split for readable diffs.
 type verdict struct {
-	Action string // "ALLOW", "TRACE" or "other:0x..."
+	Action string // "ALLOW", "TRACE", "TRAP" or "other:0x..."
 	Data   uint32
 }
 
@@ -49,6 +49,8 @@ func toVerdict(ret uint32) verdict {
 		return verdict{"ALLOW", ret & retData}
 	case retTrace:
 		return verdict{"TRACE", ret & retData}
+	case retTrap:
+		return verdict{"TRAP", ret & retData}
 	}
 	return verdict{fmt.Sprintf("other:%#x", ret&^retData), ret & retData}
 }
@@ -67,7 +69,7 @@ func expect(goarch string, p Policy, arch, nr uint32, ip uint64) verdict {
 		}
 	}
 	if abi == nil {
-		return verdict{"TRACE", DataUnknownArch}
+		return verdict{"TRAP", DataUnknownArch}
 	}
 	return expectABI(abi, p, nr, ip)
 }
@@ -76,7 +78,7 @@ func expect(goarch string, p Policy, arch, nr uint32, ip uint64) verdict {
 func expectABI(abi *ABI, p Policy, nr uint32, ip uint64) verdict {
 	rules, ok := p.Rules[abi]
 	if !ok {
-		return verdict{"TRACE", DataUnsupportedABI}
+		return verdict{"TRAP", DataUnsupportedABI}
 	}
 	act := rules[int(nr&^abi.NrBit)]
 	if act == Allow {

@@ -3,6 +3,7 @@
 package seccomp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -117,8 +118,8 @@ func kernelChild() error {
 	if err := check("getpgid from the next page", nextPage(unix.SYS_GETPGID), uintptr(pgid)); err != nil {
 		return err
 	}
-	// amd64: x32 has no rules, so even from the trampoline page it stops
-	// with DataUnsupportedABI. The result depends on the kernel's x32
+	// amd64: x32 has no rules, so even from the trampoline page it traps
+	// (SIGSYS) with DataUnsupportedABI. The result depends on the kernel's x32
 	// support and does not matter.
 	if runtime.GOARCH == "amd64" {
 		inPage(x32SyscallBit | 39) // x32 getpid
@@ -127,8 +128,9 @@ func kernelChild() error {
 }
 
 type stop struct {
+	Kind string // "TRACE" (PTRACE_EVENT_SECCOMP) or "TRAP" (SIGSYS)
 	Nr   uint64 // syscall number at the stop
-	Data uint64 // PTRACE_GETEVENTMSG
+	Data uint64 // PTRACE_GETEVENTMSG, or the SIGSYS's si_errno
 }
 
 // TestKernelFilter installs a filter in a traced child process and checks
@@ -177,6 +179,22 @@ func TestKernelFilter(t *testing.T) {
 		if !ws.Stopped() {
 			t.Fatalf("unexpected wait status %#x", ws)
 		}
+		if ws.StopSignal() == unix.SIGSYS {
+			// RET_TRAP: record the call (si_syscall) and its data
+			// (si_errno), and suppress the signal.
+			var si [128]byte
+			if _, _, e := unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(pid), 0,
+				uintptr(unsafe.Pointer(&si[0])), 0, 0); e != 0 {
+				t.Fatalf("PTRACE_GETSIGINFO: %v", e)
+			}
+			if code := int32(binary.LittleEndian.Uint32(si[8:])); code != 1 { // SYS_SECCOMP
+				t.Fatalf("SIGSYS with si_code %d, want SYS_SECCOMP", code)
+			}
+			stops = append(stops, stop{Kind: "TRAP",
+				Nr:   uint64(binary.LittleEndian.Uint32(si[24:])),
+				Data: uint64(binary.LittleEndian.Uint32(si[4:]))})
+			continue
+		}
 		if ws.StopSignal() != unix.SIGTRAP || ws.TrapCause() != unix.PTRACE_EVENT_SECCOMP {
 			sig = int(ws.StopSignal()) // a signal for the child: deliver it
 			if ws.StopSignal() == unix.SIGTRAP {
@@ -192,19 +210,19 @@ func TestKernelFilter(t *testing.T) {
 		if err := unix.PtraceGetRegs(pid, &regs); err != nil {
 			t.Fatalf("PTRACE_GETREGS: %v", err)
 		}
-		stops = append(stops, stop{Nr: syscallNr(&regs), Data: uint64(msg)})
+		stops = append(stops, stop{Kind: "TRACE", Nr: syscallNr(&regs), Data: uint64(msg)})
 	}
 	if !ws.Exited() || ws.ExitStatus() != 0 {
 		t.Errorf("child ended with status %#x (exit status %d, signal %v), want exit 0", ws, ws.ExitStatus(), ws.Signal())
 	}
 
 	want := []stop{
-		{unix.SYS_GETPPID, DataEntry},
-		{unix.SYS_GETPGID, DataExit},
-		{unix.SYS_GETPGID, DataExit}, // from the page after the trampoline
+		{"TRACE", unix.SYS_GETPPID, DataEntry},
+		{"TRACE", unix.SYS_GETPGID, DataExit},
+		{"TRACE", unix.SYS_GETPGID, DataExit}, // from the page after the trampoline
 	}
 	if runtime.GOARCH == "amd64" {
-		want = append(want, stop{x32SyscallBit | 39, DataUnsupportedABI})
+		want = append(want, stop{"TRAP", x32SyscallBit | 39, DataUnsupportedABI})
 	}
 	if diff := cmp.Diff(want, stops); diff != "" {
 		t.Errorf("seccomp stops (-want +got):\n%s", diff)

@@ -40,18 +40,24 @@ func (a Action) String() string {
 	return fmt.Sprintf("Action(%d)", uint8(a))
 }
 
-// RET_DATA values of the filter's SECCOMP_RET_TRACE results, which the
-// tracer reads with PTRACE_GETEVENTMSG at a PTRACE_EVENT_SECCOMP stop.
+// RET_DATA values of the filter's results. The traced actions carry
+// DataEntry or DataExit (PTRACE_GETEVENTMSG at the PTRACE_EVENT_SECCOMP
+// stop; droidroot's tracer does not read it: it takes entry or exit from
+// its handler table). The calls of an ABI droidroot does not translate
+// are trapped (SECCOMP_RET_TRAP) with DataUnsupportedABI or
+// DataUnknownArch, which the tracer finds in the SIGSYS's si_errno and
+// answers with ENOSYS: so a native trap needs no request beyond the
+// registers.
 const (
 	// DataEntry marks a syscall traced with TraceEntry.
 	DataEntry = 1
 	// DataExit marks a syscall traced with TraceExit.
 	DataExit = 2
 	// DataUnsupportedABI marks any syscall of an ABI the policy has no
-	// rules for (a host ABI without an entry in Policy.Rules).
+	// rules for (a host ABI without an entry in Policy.Rules): trapped.
 	DataUnsupportedABI = 0xffff
 	// DataUnknownArch marks a syscall whose seccomp_data.arch matches no
-	// ABI of the host.
+	// ABI of the host: trapped.
 	DataUnknownArch = 0xfffe
 )
 
@@ -86,7 +92,7 @@ const TrampolineSize = 4096
 // absent from an ABI's map is Allow.
 //
 // An ABI of HostABIs(goarch) without an entry in Rules (a nil map counts as
-// an entry) is unsupported: every one of its syscalls traces with
+// an entry) is unsupported: every one of its syscalls traps with
 // DataUnsupportedABI, whatever the instruction pointer.
 type Policy struct {
 	// Rules maps an ABI of the host to its syscall numbers (without

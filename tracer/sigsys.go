@@ -58,6 +58,41 @@ func (t *Tracer) ours(s sigsysInfo) bool {
 	return pol.Blocks(native, s.nr)
 }
 
+// foreign tells whether a SIGSYS is droidroot's filter trapping a call of
+// an ABI it does not translate (x32 or i386 on x86_64, an unknown arch):
+// its RET_DATA, and not the native ABI. Under an Android policy whose
+// filter traps foreign calls too (TrapForeign) droidroot's filter does not
+// trap them itself, and Android's SIGSYS (data 0) reaches the guest.
+func (t *Tracer) foreign(s sigsysInfo) bool {
+	if s.code != sysSeccomp || (s.errno != seccomp.DataUnsupportedABI && s.errno != seccomp.DataUnknownArch) {
+		return false
+	}
+	const x32Bit = 0x40000000 // X32_SYSCALL_BIT
+	return s.arch != seccomp.NativeABI(t.goarch).AuditArch || (t.goarch == "amd64" && uint32(s.nr)&x32Bit != 0)
+}
+
+// foreignStop answers a foreign call with ENOSYS, as a kernel without that
+// ABI would, and says so once. The kernel has skipped the call and left
+// pc after the syscall instruction; only the return register changes.
+// (SECCOMP_RET_TRAP resets a blocked or ignored SIGSYS to the default
+// action before the stop: a process that blocks SIGSYS and makes a
+// foreign call keeps SIGSYS unblocked afterwards.)
+func (t *Tracer) foreignStop(th *Thread, s sigsysInfo) {
+	if s.nr != -1 { // syscall(-1) goes down the x32 branch: ENOSYS, as native
+		t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
+	}
+	var r Regs
+	if err := getRegs(th.Tid, &r); err != nil {
+		return
+	}
+	r.SetRet(-int64(unix.ENOSYS))
+	r.answerAt(s.callAddr)
+	if err := putRegs(th.Tid, &r); err != nil {
+		t.logf(1, "setregs %d: %v", th.Tid, err)
+	}
+	t.cont(th, 0)
+}
+
 // sigsysStop handles a SIGSYS signal-delivery stop of th. It returns false
 // if the signal is not ours and must be delivered.
 //
@@ -78,6 +113,13 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		return false
 	}
 	s := decodeSigsys(&si)
+	if t.foreign(s) {
+		t.foreignStop(th, s)
+		return true
+	}
+	if t.cfg.Android == nil {
+		return false
+	}
 	if sk := th.skipRegs; sk != nil && s.nr == -1 && s.code == sysSeccomp {
 		// Ptrace-only mode: a call a handler answered or restarted at its
 		// entry stop went on as number -1, which the policy traps, and
@@ -92,9 +134,6 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	}
 	if !t.ours(s) {
 		return false
-	}
-	if s.nr >= 0 && s.nr&0x40000000 != 0 && t.goarch == "amd64" {
-		t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
 	}
 	c := &th.call
 	if err := getRegs(th.Tid, &c.Regs); err != nil {

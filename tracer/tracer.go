@@ -199,6 +199,9 @@ var ErrPtrace = errors.New("cannot trace the guest")
 func (t *Tracer) Run() (int, error) {
 	// Every ptrace request must come from this thread: lock it for good.
 	runtime.LockOSThread()
+	if err := quietStops(); err != nil {
+		t.logf(1, "SA_NOCLDSTOP on SIGCHLD: %v", err)
+	}
 
 	var filter []byte
 	if !t.cfg.NoSeccomp {
@@ -370,7 +373,7 @@ func (t *Tracer) loop() (int, error) {
 				t.cont(th, 0)
 			}
 		default:
-			if sig == unix.SIGSYS && t.cfg.Android != nil && t.sigsysStop(th) {
+			if sig == unix.SIGSYS && t.sigsysStop(th) {
 				continue // a blocked call, answered
 			}
 			// Signal-delivery stop: deliver it.
@@ -526,24 +529,13 @@ func (t *Tracer) cloneFlags(th *Thread) uint64 {
 	return 0
 }
 
-// seccompStop handles a PTRACE_EVENT_SECCOMP stop.
+// seccompStop handles a PTRACE_EVENT_SECCOMP stop. Every traced call is
+// of the native ABI (the filter traps the others, see foreignStop), so the
+// registers are all the stop needs: entry or exit comes from the handler
+// table, not from the filter's RET_DATA.
 func (t *Tracer) seccompStop(th *Thread) {
-	data, err := eventMsg(th.Tid)
-	if err != nil {
-		return
-	}
 	c := &th.call
 	if err := getRegs(th.Tid, &c.Regs); err != nil {
-		return
-	}
-	switch data {
-	case seccomp.DataUnsupportedABI, seccomp.DataUnknownArch:
-		t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
-		c.th = th
-		c.Regs.SetNr(-1)
-		c.Regs.SetRet(-int64(unix.ENOSYS))
-		putRegs(th.Tid, &c.Regs)
-		t.cont(th, 0)
 		return
 	}
 	t.enter(th)
