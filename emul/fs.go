@@ -65,6 +65,9 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 			}
 		case "cwd":
 			if fs := c.Tracer().ThreadFS(pid); fs != nil {
+				if len(fs.Cwd) >= tracer.PathMax {
+					return "", unix.ENAMETOOLONG // d_path's limit
+				}
 				return fs.Cwd, 0
 			}
 		case "root":

@@ -92,7 +92,12 @@ type translated struct {
 	guest string // the path as the guest gave it
 	host  string // the host path handed to the kernel
 	skip  bool   // left untouched (empty path with AT_EMPTY_PATH, NULL)
-	res   pathmap.Result
+	// keep: a relative path the kernel resolves to res.Host by itself
+	// from the directory the guest named (pathmap's Result.Literal): left
+	// untouched unless a handler changes host, so no copy is made and a
+	// directory deeper than PATH_MAX works as in the kernel.
+	keep bool
+	res  pathmap.Result
 }
 
 // translate reads and translates path argument a. It returns an errno the
@@ -127,9 +132,12 @@ func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix
 		return translated{}, errno
 	}
 	if activeL2S != nil && !a.raw && flags&(pathmap.Follow|pathmap.Entry) == 0 {
-		res.Host = activeL2S.substitute(c, res.Host)
+		if h := activeL2S.substitute(c, res.Host); h != res.Host {
+			res.Host, res.Literal = h, false
+		}
 	}
-	return translated{guest: guest, host: res.Host, res: res}, 0
+	keep := res.Literal && guest[0] != '/'
+	return translated{guest: guest, host: res.Host, keep: keep, res: res}, 0
 }
 
 // resolveAt translates guest path relative to dirfd argument index (-1:
@@ -146,6 +154,8 @@ func resolveAt(c *tracer.Call, dirfdArg int, guest string, fol bool) (string, un
 // lookupAt is resolveAt with pathmap flags and the full result.
 func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (pathmap.Result, unix.Errno) {
 	cwd := c.FS().Cwd
+	pr := c.PathProc()
+	pr.KernelCwd = true // the kernel's cwd is cwd's host directory
 	if !strings.HasPrefix(guest, "/") && dirfdArg >= 0 {
 		fd := int32(c.Arg(dirfdArg))
 		if fd != atFDCWD {
@@ -153,10 +163,10 @@ func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (
 			if errno != 0 {
 				return pathmap.Result{}, errno
 			}
-			cwd = dir
+			cwd, pr.KernelCwd = dir, false
 		}
 	}
-	r, err := c.Mapper().Lookup(c.PathProc(), cwd, guest, flags)
+	r, err := c.Mapper().Lookup(pr, cwd, guest, flags)
 	if err != nil {
 		if e, ok := err.(unix.Errno); ok {
 			return r, e
@@ -168,10 +178,14 @@ func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (
 			return lookupAt(c, -1, g, flags)
 		}
 	}
+	host := r.Host
 	if flags&pathmap.Follow != 0 {
 		r.Host = procExe(c, r.Host)
 	}
 	r.Host = unameRedirect(r.Host)
+	if r.Host != host {
+		r.Literal = false
+	}
 	return r, 0
 }
 
@@ -297,9 +311,9 @@ func procExe(c *tracer.Call, host string) string {
 }
 
 // rewrite makes argument i point at host path t.host, unless it equals
-// what the guest passed.
+// what the guest passed or the kernel finds it from the guest's own path.
 func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
-	if t.skip || t.host == t.guest {
+	if t.skip || (t.keep && t.host == t.res.Host) || t.host == t.guest {
 		return 0
 	}
 	addr, err := c.PushString(t.host)

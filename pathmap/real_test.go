@@ -155,3 +155,58 @@ func testResolveRealProc(t *testing.T, opts ...Option) {
 		t.Errorf("long procfs component: %v, want ENOENT", err)
 	}
 }
+
+// TestDeepCwd: below a cwd deeper than PATH_MAX, reached by relative
+// chdirs as the kernel allows, a relative walk makes its system calls
+// through /proc/<tid>/cwd (Proc.KernelCwd) and finds a symlink there;
+// without KernelCwd the host path is too long for the kernel.
+func TestDeepCwd(t *testing.T) {
+	root := t.TempDir()
+	back, err := unix.Open(".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(back)
+	defer unix.Fchdir(back) // the cwd is the whole process's
+	if err := unix.Chdir(root); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("d", 200)
+	guest := "/"
+	for len(root)+len(guest) < PathMax+400 {
+		if err := unix.Mkdir(name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Chdir(name); err != nil {
+			t.Fatal(err)
+		}
+		guest += name + "/"
+	}
+	guest = strings.TrimSuffix(guest, "/")
+	if err := os.Mkdir("sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", "link"); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range [][]Option{nil, {WithCache()}} {
+		m, err := New(root, nil, nil, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := Proc{Pid: os.Getpid(), KernelCwd: true}
+		r, err := m.Lookup(pr, guest, "link/f", Follow|WantGuest)
+		if err != nil || r.Literal || r.Guest != guest+"/sub/f" {
+			t.Errorf("KernelCwd: Lookup(link/f) = guest %.40q... literal %v, %v; want %.40q..., not literal", r.Guest, r.Literal, err, guest+"/sub/f")
+		}
+		r, err = m.Lookup(pr, guest, "sub/f", Follow)
+		if err != nil || !r.Literal {
+			t.Errorf("KernelCwd: Lookup(sub/f) literal %v, %v; want literal", r.Literal, err)
+		}
+		pr.KernelCwd = false
+		if _, err := m.Lookup(pr, guest, "link/f", Follow); err != syscall.ENAMETOOLONG {
+			t.Errorf("without KernelCwd: Lookup(link/f) error %v, want ENAMETOOLONG", err)
+		}
+		m.Close()
+	}
+}

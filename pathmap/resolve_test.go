@@ -608,3 +608,45 @@ func TestBindingDeref(t *testing.T) {
 		})
 	}
 }
+
+// TestLiteral: Result.Literal says when the kernel, given the guest's own
+// path from the host directory the walk started at, reaches Host itself.
+func TestLiteral(t *testing.T) {
+	m, _ := newFakeMapper(t)
+	pr := Proc{Pid: 123, Tid: 124}
+	tests := []struct {
+		cwd, p  string
+		flags   Flags
+		literal bool
+		host    string
+	}{
+		{"/usr", "bin/sh", Follow, true, "/r/usr/bin/sh"},
+		{"/usr", "bin//sh", Follow, true, "/r/usr/bin/sh"},
+		{"/usr", "./bin/sh", Follow, true, "/r/usr/bin/sh"},
+		{"/usr", "bin/", 0, true, "/r/usr/bin/"},
+		{"/usr", "bin/missing", Follow, true, "/r/usr/bin/missing"},
+		{"/", "bin", 0, true, "/r/bin"},                     // a link not followed: the kernel does not either
+		{"/", "dangling", Entry, true, "/r/dangling"},       // the entry itself
+		{"/", "bin", Follow, false, "/r/usr/bin"},           // a link followed
+		{"/", "bin/sh", 0, false, "/r/usr/bin/sh"},          // a link as an intermediate
+		{"/usr", "bin/../lib", Follow, false, "/r/usr/lib"}, // ".." is the guest's
+		{"/usr", "..", Entry, true, "/r/usr/.."},            // LAST_DOTDOT: the kernel refuses it itself
+		{"/", "..", Follow, false, "/r"},                    // ".." at the guest root stays there
+		{"/", "../etc", Follow, false, "/r/etc"},
+		{"/", "sdcard/Download", Follow, false, "/storage/emulated/0/Download"}, // a mount point
+		{"/sdcard", "Download/a.txt", Follow, true, "/storage/emulated/0/Download/a.txt"},
+		{"/", "a/b", Follow, false, "/vdir"}, // a virtual directory
+		{"/", "proc/self/status", Follow, false, "/proc/123/status"},
+		{"/", "/usr/bin/sh", Follow, true, "/r/usr/bin/sh"},
+	}
+	for _, tc := range tests {
+		r, err := m.Lookup(pr, tc.cwd, tc.p, tc.flags)
+		if err != nil {
+			t.Errorf("Lookup(%q, %q, %v): %v", tc.cwd, tc.p, tc.flags, err)
+			continue
+		}
+		if r.Literal != tc.literal || r.Host != tc.host {
+			t.Errorf("Lookup(%q, %q, %v) = %q literal %v, want %q literal %v", tc.cwd, tc.p, tc.flags, r.Host, r.Literal, tc.host, tc.literal)
+		}
+	}
+}

@@ -13,6 +13,13 @@ import (
 // Pid 0 disables the substitution.
 type Proc struct {
 	Pid, Tid int
+	// KernelCwd says that the kernel's current directory of thread Tid
+	// is the host directory of the cwd a relative path is walked from.
+	// A walk whose host path reaches PathMax bytes (a cwd deeper than
+	// PATH_MAX, reached by relative paths as the kernel allows) then
+	// makes its system calls on host paths below that directory through
+	// /proc/<Tid>/cwd, which the kernel resolves however deep it is.
+	KernelCwd bool
 }
 
 // Flags select how Lookup treats the last component of a path.
@@ -60,6 +67,15 @@ type Result struct {
 	// Virtual is set when the path names a virtual directory (a missing
 	// guest parent of a binding); Host is then the stand-in directory.
 	Virtual bool
+	// Literal is set when the kernel, given the guest's own path string
+	// from the host directory the walk started at (the host path of cwd,
+	// for a relative path), reaches Host by itself: the walk followed no
+	// symlink (procfs "self" included), took no "..", and crossed no mount
+	// point and no virtual directory. A tracer can then hand a relative
+	// path to the kernel unchanged, relative to the directory the guest
+	// named (its cwd or dirfd), which needs no copy and works however deep
+	// that directory is.
+	Literal bool
 }
 
 // Resolve translates guest path p for process pr into the host path to hand
@@ -100,16 +116,20 @@ func (m *Mapper) Lookup(pr Proc, cwd, p string, flags Flags) (Result, error) {
 		return Result{}, syscall.ENAMETOOLONG
 	}
 	w := walkers.Get().(*walker)
-	w.m, w.pr, w.flags, w.links, w.synced = m, pr, flags, 0, false
+	w.m, w.pr, w.flags, w.links, w.synced, w.bent = m, pr, flags, 0, false, false
 	if w.pr.Tid <= 0 {
 		w.pr.Tid = w.pr.Pid
 	}
 	var r Result
 	var err error
+	w.base = w.base[:0]
 	if p[0] == '/' {
 		w.setRoot()
 	} else {
 		err = w.setCwd(cwd)
+		if pr.KernelCwd && w.pr.Tid > 0 && !w.bent {
+			w.base = append(w.base, w.host...)
+		}
 	}
 	if err == nil {
 		w.pend = append(w.pend[:0], p...)
@@ -134,6 +154,11 @@ type walker struct {
 	// synced: the lookup cache has applied the changes reported so far
 	// (done before the first cached answer a walk uses).
 	synced bool
+	// bent: the walk left the literal path (Result.Literal is false).
+	bent bool
+	// base: the host path of the kernel's cwd when a relative walk
+	// started there (Proc.KernelCwd), else nil.
+	base []byte
 
 	// The current directory: its canonical guest path, its host path, its
 	// place in the binding trie (node is the deepest trie node on the guest
@@ -160,11 +185,34 @@ var walkers = sync.Pool{New: func() any {
 		alt:   make([]byte, 0, 512),
 		lbuf:  make([]byte, PathMax),
 		cbuf:  make([]byte, 0, PathMax+1),
+		base:  make([]byte, 0, 512),
 	}
 }}
 
+// deep names a host path of PathMax bytes or more that lies below the
+// kernel's cwd (see Proc.KernelCwd) through /proc/<tid>/cwd, in w.cbuf,
+// NUL-terminated; false if it cannot.
+func (w *walker) deep(path []byte) bool {
+	n := len(w.base)
+	if n == 0 || !w.m.osfs || !bytes.HasPrefix(path, w.base) || (len(path) > n && path[n] != '/') {
+		return false
+	}
+	w.cbuf = append(w.cbuf[:0], "/proc/"...)
+	w.cbuf = strconv.AppendInt(w.cbuf, int64(w.pr.Tid), 10)
+	w.cbuf = append(w.cbuf, "/cwd"...)
+	w.cbuf = append(w.cbuf, path[n:]...)
+	if len(w.cbuf) >= PathMax {
+		return false
+	}
+	w.cbuf = append(w.cbuf, 0)
+	return true
+}
+
 func (w *walker) lstat(path []byte) (uint32, error) {
 	if len(path) >= PathMax {
+		if w.deep(path) {
+			return sysLstat(w.cbuf) // not cached: inotify cannot watch it
+		}
 		return 0, syscall.ENAMETOOLONG
 	}
 	if w.m.osfs {
@@ -182,7 +230,17 @@ func (w *walker) lstat(path []byte) (uint32, error) {
 // readlink); EINVAL means path is not a symlink.
 func (w *walker) readlink(path []byte) ([]byte, error) {
 	if len(path) >= PathMax {
-		return nil, syscall.ENAMETOOLONG
+		if !w.deep(path) {
+			return nil, syscall.ENAMETOOLONG
+		}
+		n, err := sysReadlink(w.cbuf, w.lbuf)
+		if err != nil {
+			return nil, err
+		}
+		if n >= len(w.lbuf) {
+			return nil, syscall.ENAMETOOLONG
+		}
+		return w.lbuf[:n], nil
 	}
 	if w.m.osfs {
 		w.cbuf = append(append(w.cbuf[:0], path...), 0)
@@ -336,7 +394,7 @@ func (w *walker) checkVirtual() {
 }
 
 func (w *walker) setVirtual() {
-	w.virt, w.isDir = true, true
+	w.virt, w.isDir, w.bent = true, true, true
 	w.host = append(w.host[:0], w.m.vdir...)
 }
 
@@ -344,6 +402,7 @@ func (w *walker) setVirtual() {
 // component just read.
 func (w *walker) followLink(body []byte, last, trailing bool) error {
 	w.links++
+	w.bent = true
 	if w.links > MaxSymlinks {
 		return syscall.ELOOP
 	}
@@ -377,6 +436,7 @@ func (w *walker) finish(trailing bool, r Result) Result {
 		r.Guest = string(w.guest)
 	}
 	r.Virtual = r.Virtual || w.virt
+	r.Literal = !w.bent && !r.Virtual
 	return r
 }
 
@@ -447,6 +507,7 @@ func (w *walker) walk() (Result, error) {
 				return w.finish(false, Result{}), nil
 			}
 			if isDotDot(name) {
+				w.bent = true // the guest's "..", even at its root
 				w.up()
 			}
 			if last {
@@ -482,7 +543,7 @@ func (w *walker) walk() (Result, error) {
 			bi := kid.bind
 			w.guest = appendComponent(w.guest, name)
 			w.step(kid)
-			w.virt = false
+			w.virt, w.bent = false, true
 			w.host = w.appendMountHost(w.host[:0], bi)
 			if len(w.host) == 0 {
 				w.host = append(w.host, '/')
