@@ -207,3 +207,44 @@ func TestInRootfs(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorSection: each round's call cost over native, in units of that
+// round's floor cost over a native syscall.
+func TestFloorSection(t *testing.T) {
+	ok := func(mode string, s ...float64) Result {
+		r := Result{Mode: mode, State: StateOK, Samples: s}
+		r.finish()
+		return r
+	}
+	mechs := []mechRow{{id: "native"}, {id: "ptrace-same"}, {id: FloorMech}}
+	mechRes := []Result{ok("", 1, 2), ok("", 9, 9), ok("", 21, 32)}
+	calls := [][]Result{
+		{ok("native", 2, 3), ok("droidroot", 27, 48), ok("proot", 62, 93)},
+		{ok("native", 2, 3), {Mode: "droidroot", State: StateFailed}, ok("proot", 5)},
+	}
+	s, found := floorSection(mechs, mechRes, []string{"stat", "open"}, []string{"stat", "open"}, calls)
+	if !found {
+		t.Fatal("no section")
+	}
+	got := map[string][]float64{}
+	for _, r := range s.Rows {
+		for _, res := range r.Results {
+			got[r.ID+" "+res.Mode] = res.Samples
+			if res.State != StateOK {
+				got[r.ID+" "+res.Mode] = []float64{-1}
+			}
+		}
+	}
+	want := map[string][]float64{
+		"stat droidroot": {1.25, 1.5}, // (27-2)/(21-1), (48-3)/(32-2)
+		"stat proot":     {3, 3},
+		"open droidroot": {-1},
+		"open proot":     {-1}, // one round only
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, found := floorSection(mechs[:2], mechRes[:2], nil, nil, nil); found {
+		t.Error("a section without the floor row")
+	}
+}

@@ -505,6 +505,9 @@ func Run(o Options) (*Report, error) {
 		ids, titles = append(ids, c.id), append(titles, c.title)
 	}
 	rep.Sections = append(rep.Sections, grid("call", "us", ids, titles, callRes))
+	if fs, ok := floorSection(mechs, mechRes, ids, titles, callRes); ok {
+		rep.Sections = append(rep.Sections, fs)
+	}
 	ids, titles = nil, nil
 	for _, n := range counts {
 		ids = append(ids, fmt.Sprintf("threads-%d", n))
@@ -517,6 +520,54 @@ func Run(o Options) (*Report, error) {
 	}
 	rep.Sections = append(rep.Sections, grid("whole program", "ms", ids, titles, wholeRes))
 	return rep, nil
+}
+
+// FloorMech is the mechanism row that is the trap floor: the cheapest a
+// ptrace tracer can answer a stop, with the register get and set every
+// translating handler needs, scheduled as droidroot's tracer is.
+const FloorMech = "ptrace-regs-unpinned"
+
+// floorSection relates each call's cost under droidroot (and each
+// --compare) to the trap floor, round by round: (call - native call) /
+// (floor - native syscall), what the call adds over what the cheapest trap
+// adds. 1.00 is the floor itself; the rest is droidroot's own work.
+func floorSection(mechs []mechRow, mechRes []Result, ids, titles []string, callRes [][]Result) (Section, bool) {
+	var floor, native *Result
+	for i, m := range mechs {
+		switch m.id {
+		case FloorMech:
+			floor = &mechRes[i]
+		case "native":
+			native = &mechRes[i]
+		}
+	}
+	if floor == nil || native == nil || floor.State != StateOK || native.State != StateOK {
+		return Section{}, false
+	}
+	n := len(floor.Samples)
+	if len(native.Samples) != n {
+		return Section{}, false
+	}
+	s := Section{Name: "call over the trap floor: (call - native call) / (floor - native syscall), per round", Unit: "x"}
+	for i := range callRes {
+		row := Row{ID: ids[i], Title: titles[i]}
+		base := callRes[i][0]
+		for _, res := range callRes[i][1:] {
+			r := Result{Mode: res.Mode, State: StateNA, Reason: "not measured in every round"}
+			if res.State == StateOK && base.State == StateOK && len(res.Samples) == n && len(base.Samples) == n {
+				r = Result{Mode: res.Mode, State: StateOK}
+				for k := 0; k < n; k++ {
+					if d := floor.Samples[k] - native.Samples[k]; d > 0 {
+						r.Samples = append(r.Samples, (res.Samples[k]-base.Samples[k])/d)
+					}
+				}
+				r.finish()
+			}
+			row.Results = append(row.Results, r)
+		}
+		s.Rows = append(s.Rows, row)
+	}
+	return s, true
 }
 
 // command makes an exec.Cmd of argv, chrooted into chroot if set.

@@ -68,3 +68,27 @@ func TestBindOverSymlink(t *testing.T) {
 		t.Errorf("with !: %s\nwant bound, then the target's own content", res)
 	}
 }
+
+// TestCwdPending: droidroot lets chdir and fchdir run without waiting for their result and
+// settles the guest cwd when it is next read; cwdprobe changes directory from threads (one
+// that stays alive), fails to, forks and comes back with fchdir, inside a binding. Each
+// transcript must be the chroot oracle's.
+func TestCwdPending(t *testing.T) {
+	needRoot(t)
+	droidrootBin(t)
+	g := busyboxGuest(t)
+	src := t.TempDir() + "/src"
+	makeTree(t, src, tree{"f": "f\n", "a/f": "af\n", "b/g": "bg\n"})
+	g.Binds = append(g.Binds, src+":/fx/dir/sub")
+	for _, prog := range probeVariants {
+		prog := strings.Replace(prog, "pathprobe", "cwdprobe", 1)
+		want := viaChroot(t, g, "", "/progs/"+prog, "/fx/dir/sub")
+		got := viaDroidroot(t, g, "", "/progs/"+prog, "/fx/dir/sub")
+		if got.String() != want.String() {
+			t.Errorf("%s: droidroot: %s\nchroot: %s", prog, got, want)
+		}
+		if !strings.Contains(want.Stdout, "end: getcwd /fx/dir/sub/a, /proc/self/cwd /fx/dir/sub/a, stat f ok\n") {
+			t.Errorf("%s: the oracle itself says %s", prog, want)
+		}
+	}
+}

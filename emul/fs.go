@@ -65,10 +65,11 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 			}
 		case "cwd":
 			if fs := c.Tracer().ThreadFS(pid); fs != nil {
-				if len(fs.Cwd) >= tracer.PathMax {
+				cwd := settleCwd(c, pid, fs)
+				if len(cwd) >= tracer.PathMax {
 					return "", unix.ENAMETOOLONG // d_path's limit
 				}
-				return fs.Cwd, 0
+				return cwd, 0
 			}
 		case "root":
 			if c.Tracer().Process(pid) != nil {
@@ -98,7 +99,7 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 
 // getcwd answers getcwd(buf, size) with the guest's current directory.
 func getcwd(c *tracer.Call) {
-	cwd := c.FS().Cwd
+	cwd := guestCwd(c)
 	if len(cwd)+1 > tracer.PathMax {
 		c.Fail(unix.ENAMETOOLONG)
 		return
@@ -113,53 +114,6 @@ func getcwd(c *tracer.Call) {
 		return
 	}
 	c.Return(int64(len(cwd) + 1))
-}
-
-// chdirHandler translates chdir's path; at exit the guest cwd follows.
-var chdirHandler = tracer.Handler{
-	Enter: func(c *tracer.Call) {
-		t, errno := translate(c, p(0, always), pathmap.WantGuest)
-		if errno != 0 {
-			c.Fail(errno)
-			return
-		}
-		c.Data = t.res.Guest
-		if errno := rewrite(c, 0, t); errno != 0 {
-			c.Fail(errno)
-		}
-	},
-	Exit: func(c *tracer.Call) {
-		if c.Ret() != 0 {
-			return
-		}
-		if g := c.Data.(string); g != "" {
-			c.FS().Cwd = g
-		} else {
-			updateCwdFromKernel(c)
-		}
-	},
-}
-
-// fchdirHandler updates the guest cwd after a successful fchdir.
-var fchdirHandler = tracer.Handler{
-	Enter: func(c *tracer.Call) {},
-	Exit: func(c *tracer.Call) {
-		if c.Ret() == 0 {
-			updateCwdFromKernel(c)
-		}
-	},
-}
-
-func updateCwdFromKernel(c *tracer.Call) {
-	host, err := readlinkHost("/proc/" + strconv.Itoa(c.Tid()) + "/cwd")
-	if err != nil {
-		return
-	}
-	if g, ok := toGuest(c, host); ok {
-		c.FS().Cwd = g
-	} else {
-		c.FS().Cwd = "/"
-	}
 }
 
 // toGuest maps a host path the kernel reported back to a guest path. When

@@ -62,7 +62,7 @@ const maxOpened = 4096
 // name guest (relative to dirfd argument dirfdArg).
 func (l *link2symlink) noteOpen(c *tracer.Call, dirfdArg int, guest, dataHost string) {
 	if !strings.HasPrefix(guest, "/") {
-		base := c.FS().Cwd
+		base := guestCwd(c)
 		if dirfdArg >= 0 && int32(c.Arg(dirfdArg)) != atFDCWD {
 			d, errno := fdGuestPath(c, int(int32(c.Arg(dirfdArg))))
 			if errno != 0 {

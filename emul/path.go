@@ -153,20 +153,36 @@ func resolveAt(c *tracer.Call, dirfdArg int, guest string, fol bool) (string, un
 
 // lookupAt is resolveAt with pathmap flags and the full result.
 func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (pathmap.Result, unix.Errno) {
-	cwd := c.FS().Cwd
 	pr := c.PathProc()
-	pr.KernelCwd = true // the kernel's cwd is cwd's host directory
-	if !strings.HasPrefix(guest, "/") && dirfdArg >= 0 {
-		fd := int32(c.Arg(dirfdArg))
-		if fd != atFDCWD {
-			dir, errno := fdGuestPath(c, int(fd))
-			if errno != 0 {
-				return pathmap.Result{}, errno
-			}
-			cwd, pr.KernelCwd = dir, false
+	var cwd, dirHost string
+	dirExact := false
+	switch {
+	case strings.HasPrefix(guest, "/"):
+	case dirfdArg < 0 || int32(c.Arg(dirfdArg)) == atFDCWD:
+		cwd = guestCwd(c)
+		pr.KernelCwd = true // the kernel's cwd is cwd's host directory
+	default:
+		var errno unix.Errno
+		if dirHost, errno = fdHostPath(c, int(int32(c.Arg(dirfdArg)))); errno != 0 {
+			return pathmap.Result{}, errno
+		}
+		if !strings.HasPrefix(dirHost, "/") {
+			return pathmap.Result{}, unix.ENOTDIR // a pipe, socket, anon inode...
+		}
+		cwd, dirExact = toGuest(c, dirHost)
+		if !dirExact {
+			cwd = dirHost
 		}
 	}
 	r, err := c.Mapper().Lookup(pr, cwd, guest, flags)
+	if dirHost != "" && (err != nil || !r.Literal || !dirExact) {
+		// The kernel's first check, which a path it resolves itself
+		// from the dirfd (Literal) leaves to it.
+		if errno := isDir(dirHost); errno != 0 {
+			return pathmap.Result{}, errno
+		}
+		r.Literal = r.Literal && dirExact
+	}
 	if err != nil {
 		if e, ok := err.(unix.Errno); ok {
 			return r, e
@@ -214,7 +230,7 @@ func procDirLink(c *tracer.Call, host string) (string, bool) {
 		if fs == nil {
 			return "", false
 		}
-		base = fs.Cwd
+		base = settleCwd(c, pid, fs)
 	default:
 		return "", false
 	}
@@ -231,11 +247,20 @@ func fdGuestPath(c *tracer.Call, fd int) (string, unix.Errno) {
 	if !strings.HasPrefix(host, "/") {
 		return "", unix.ENOTDIR // a pipe, socket, anon inode...
 	}
-	var st unix.Stat_t
-	if unix.Stat(host, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return "", unix.ENOTDIR
+	if errno := isDir(host); errno != 0 {
+		return "", errno
 	}
 	return guestOrHost(c, host), 0
+}
+
+// isDir gives ENOTDIR when host is not a directory (0 when it is, or when
+// it cannot be told: the kernel says what it says).
+func isDir(host string) unix.Errno {
+	var st unix.Stat_t
+	if unix.Stat(host, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return unix.ENOTDIR
+	}
+	return 0
 }
 
 // fdFilePath returns the guest path of the file open as fd.

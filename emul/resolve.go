@@ -88,7 +88,7 @@ func resolveScoped(c *tracer.Call, dirfdArg int, p string, resolve uint64, follo
 	}
 	start := "/"
 	if !abs || resolve&resolveInRoot != 0 {
-		start = c.FS().Cwd
+		start = guestCwd(c)
 		if fd := int32(c.Arg(dirfdArg)); fd != atFDCWD {
 			dir, errno := fdGuestPath(c, int(fd))
 			if errno != 0 {

@@ -38,7 +38,7 @@ func (s *sockets) shortPath(c *tracer.Call, host string) (string, unix.Errno) {
 	if len(host) < sunPathMax {
 		return host, 0
 	}
-	if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", c.FS().Cwd, true); err == nil {
+	if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", guestCwd(c), true); err == nil {
 		if rel, err := filepath.Rel(cwdHost, host); err == nil && len(rel) < sunPathMax {
 			return rel, 0
 		}
@@ -195,7 +195,7 @@ func (s *sockets) sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
 			g, ok := s.names[string(path)]
 			if !ok && !filepath.IsAbs(string(path)) {
 				// Bound through a relative alias: the kernel reports that.
-				if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", c.FS().Cwd, true); err == nil {
+				if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", guestCwd(c), true); err == nil {
 					g, ok = s.names[filepath.Join(cwdHost, string(path))]
 				}
 			}

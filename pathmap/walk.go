@@ -626,7 +626,11 @@ func (w *walker) walk() (Result, error) {
 		var body []byte
 		var err error
 		known := kid != nil || trailing || !follow || (!last && nextIsDot(pend[w.pos:]))
-		if known {
+		if kid == nil && w.ownProcDir() {
+			// The caller's own /proc/<pid> or /proc/<pid>/task/<tid>:
+			// a directory while it makes this call.
+			mode, known = syscall.S_IFDIR, true
+		} else if known {
 			mode, err = w.lstat(w.host)
 			if err == nil && mode == syscall.S_IFLNK && follow {
 				body, err = w.readlink(w.host)
@@ -686,6 +690,37 @@ func (w *walker) walk() (Result, error) {
 		// not a directory either, the next lookup below it fails with
 		// ENOTDIR, as in the kernel.
 	}
+}
+
+// ownProcDir reports whether w.host is /proc/<Pid> or
+// /proc/<Pid>/task/<Tid> of the calling thread (Proc).
+func (w *walker) ownProcDir() bool {
+	if w.pr.Pid <= 0 {
+		return false
+	}
+	rest, ok := bytes.CutPrefix(w.host, []byte("/proc/"))
+	if !ok {
+		return false
+	}
+	rest, ok = cutNumber(rest, w.pr.Pid)
+	if !ok {
+		return false
+	}
+	if len(rest) == 0 {
+		return true
+	}
+	rest, ok = bytes.CutPrefix(rest, []byte("/task/"))
+	if !ok {
+		return false
+	}
+	rest, ok = cutNumber(rest, w.pr.Tid)
+	return ok && len(rest) == 0
+}
+
+// cutNumber cuts the decimal form of n from the start of b.
+func cutNumber(b []byte, n int) ([]byte, bool) {
+	var d [20]byte
+	return bytes.CutPrefix(b, strconv.AppendInt(d[:0], int64(n), 10))
 }
 
 // procLinkDir reports whether a symlink at host is a procfs magic link:

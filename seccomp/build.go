@@ -150,6 +150,10 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 		}
 		a.bind(g.start)
 		a.load(offNr)
+		if p.AllowSkipped && g == groups[0] {
+			a.jump(bpf.JumpEqual, 0xffffffff, b.allow, nil)
+			b.used[b.allow] = true
+		}
 		if len(g.abis) == 2 {
 			a.jump(bpf.JumpBitsSet, g.abis[1].NrBit, g.trees[1].entry(), g.trees[0].entry())
 		}

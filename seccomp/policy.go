@@ -109,10 +109,16 @@ type Policy struct {
 	// absent ABI has no such limit.
 	TrapFrom map[*ABI]int
 	// TrapForeign makes the ABIs without rules and the unknown arches trap
-	// (SECCOMP_RET_TRAP) instead of tracing with DataUnsupportedABI /
-	// DataUnknownArch: Android's filter does that to every ABI it does not
-	// list.
+	// with data 0 instead of DataUnsupportedABI / DataUnknownArch:
+	// Android's filter does that to every ABI it does not list.
 	TrapForeign bool
+	// AllowSkipped allows number -1 (0xffffffff) of the native arch
+	// before anything else: the number a tracer gives a call it skips at
+	// a syscall-entry stop, after which seccomp runs (the kernel then
+	// leaves the tracer's return value alone), and a guest's own
+	// syscall(-1), which gets the kernel's ENOSYS. Without it -1 would
+	// go down x86_64's x32 branch and trap.
+	AllowSkipped bool
 }
 
 // Errors of Build.

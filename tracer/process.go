@@ -5,8 +5,26 @@ import "github.com/droidroot/droidroot/ident"
 // FS is the filesystem context a group of threads shares (CLONE_FS): the
 // guest's current directory.
 type FS struct {
-	// Cwd is the guest path of the current directory, absolute and clean.
+	// Cwd is the guest path of the current directory, absolute and clean,
+	// once Pending is settled.
 	Cwd string
+	// Pending is a change of directory a thread was let make without a
+	// syscall-exit stop (chdir, fchdir), nil when there is none. Readers
+	// of Cwd settle it first (emul's guestCwd): the kernel's cwd tells
+	// whether it happened.
+	Pending *PendingCwd
+}
+
+// PendingCwd describes a chdir or fchdir whose result the tracer did not
+// wait for.
+type PendingCwd struct {
+	// Tid is the thread that made the call.
+	Tid int
+	// Guest is the guest directory chdir goes to when it succeeds; "" for
+	// fchdir, whose directory is read back from the kernel.
+	Guest string
+	// Dev and Ino identify Guest's host directory.
+	Dev, Ino uint64
 }
 
 // Process is the state of one thread group (a guest process).

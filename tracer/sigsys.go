@@ -78,9 +78,7 @@ func (t *Tracer) foreign(s sigsysInfo) bool {
 // action before the stop: a process that blocks SIGSYS and makes a
 // foreign call keeps SIGSYS unblocked afterwards.)
 func (t *Tracer) foreignStop(th *Thread, s sigsysInfo) {
-	if s.nr != -1 { // syscall(-1) goes down the x32 branch: ENOSYS, as native
-		t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
-	}
+	t.warnOnce("abi", "a guest process uses a syscall ABI droidroot does not support yet (only the native %s ABI is translated); answering ENOSYS", seccomp.NativeABI(t.goarch).Name)
 	var r Regs
 	if err := getRegs(th.Tid, &r); err != nil {
 		return

@@ -155,7 +155,7 @@ func Policy(goarch string, table Table) seccomp.Policy {
 			rules[nr] = seccomp.TraceEntry
 		}
 	}
-	return seccomp.Policy{Rules: map[*seccomp.ABI]map[int]seccomp.Action{abi: rules}}
+	return seccomp.Policy{Rules: map[*seccomp.ABI]map[int]seccomp.Action{abi: rules}, AllowSkipped: true}
 }
 
 // TracedNames lists the syscall names of table that exist on goarch, sorted.
