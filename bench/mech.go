@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/tracer"
 )
 
 // sample is one timed loop of drbench: n iterations (or operations) in ns nanoseconds.
@@ -166,6 +168,10 @@ const (
 // register get and set when regs is true). The tracer thread runs on tracerCPU and
 // the tracee on traceeCPU (-1: unpinned).
 func mechTrace(prog string, tracerCPU, traceeCPU int, regs bool, targetUS int) (sample, error) {
+	// As droidroot's tracer: a stop must not also send this process a SIGCHLD.
+	if err := tracer.QuietStops(); err != nil {
+		return sample{}, err
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	restore, err := pinThread(tracerCPU)

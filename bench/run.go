@@ -522,6 +522,10 @@ func Run(o Options) (*Report, error) {
 	return rep, nil
 }
 
+// FloorSection begins the name of the section that relates calls to the
+// trap floor (its rows are the call rows, its modes all but native).
+const FloorSection = "call over the trap floor"
+
 // FloorMech is the mechanism row that is the trap floor: the cheapest a
 // ptrace tracer can answer a stop, with the register get and set every
 // translating handler needs, scheduled as droidroot's tracer is.
@@ -548,7 +552,7 @@ func floorSection(mechs []mechRow, mechRes []Result, ids, titles []string, callR
 	if len(native.Samples) != n {
 		return Section{}, false
 	}
-	s := Section{Name: "call over the trap floor: (call - native call) / (floor - native syscall), per round", Unit: "x"}
+	s := Section{Name: FloorSection + ", (call - native call) / (floor - native syscall) per round", Unit: "x"}
 	for i := range callRes {
 		row := Row{ID: ids[i], Title: titles[i]}
 		base := callRes[i][0]

@@ -61,14 +61,16 @@ func wantRows(ncpu int) map[string][]string {
 	for _, n := range bench.ThreadCounts(ncpu) {
 		threads = append(threads, "threads-"+strconv.Itoa(n))
 	}
+	calls := []string{"stat", "lstat", "open", "access", "fstatat", "missing", "readlink", "getcwd", "uname", "chdir",
+		"mkdir", "rename", "symlink", "thread", "forkexec"}
 	return map[string][]string{
 		"mechanism": {"native", "seccomp-allow", "seccomp-nocache", "ptrace-same", "ptrace-other", "ptrace-unpinned",
 			"ptrace-regs-same", "ptrace-regs-other", "ptrace-regs-unpinned", "sigsys", "notify-same", "notify-other",
 			"notify-unpinned", "notify-sync", "fastpath"},
-		"call": {"stat", "lstat", "open", "access", "fstatat", "missing", "readlink", "getcwd", "uname", "chdir",
-			"mkdir", "rename", "symlink", "thread", "forkexec"},
-		"throughput":    threads,
-		"whole program": {"startup", "python3", "tar", "find"},
+		"call":             calls,
+		bench.FloorSection: calls,
+		"throughput":       threads,
+		"whole program":    {"startup", "python3", "tar", "find"},
 	}
 }
 
@@ -104,8 +106,11 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 		}
 		for _, r := range s.Rows {
 			sectionModes := modes
-			if name == "mechanism" {
+			switch name {
+			case "mechanism":
 				sectionModes = []string{bench.MechanismMode}
+			case bench.FloorSection:
+				sectionModes = modes[1:] // no native column
 			}
 			if len(r.Results) != len(sectionModes) {
 				t.Errorf("%s/%s: %d results, want %d", name, r.ID, len(r.Results), len(sectionModes))
@@ -119,6 +124,19 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 					if m == res.Mode && res.State != bench.StateOK {
 						t.Errorf("%s/%s under %s: %s (%s), want ok", name, r.ID, m, res.State, res.Reason)
 					}
+				}
+				switch {
+				case name == bench.FloorSection && res.State == bench.StateOK:
+					// Differences of noisy times: any finite number (uname's is ~0).
+					for _, v := range res.Samples {
+						if math.IsNaN(v) || math.IsInf(v, 0) {
+							t.Errorf("%s/%s %s: sample %v", name, r.ID, res.Mode, v)
+						}
+					}
+					if len(res.Samples) != rounds || !(res.Min <= res.Median && res.Median <= res.Max) || res.Ratio != 0 {
+						t.Errorf("%s/%s %s: %d samples (want %d), min %v median %v max %v, ratio %v", name, r.ID, res.Mode, len(res.Samples), rounds, res.Min, res.Median, res.Max, res.Ratio)
+					}
+					continue
 				}
 				switch res.State {
 				case bench.StateOK:

@@ -2,6 +2,7 @@ package emul
 
 import (
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -12,10 +13,10 @@ import (
 // The guest's current directory follows chdir and fchdir without a
 // syscall-exit stop: the entry handler records where the call goes
 // (tracer.FS.Pending) and lets it run, and the next reader of the cwd
-// (a relative path, getcwd, /proc/<pid>/cwd) settles it by asking the
-// kernel where the thread is. A chdir costs one trap, as any path call,
-// and a pending change costs one stat of /proc/<tid>/cwd when it is
-// settled (a readlink for fchdir, which is what its exit stop read).
+// (a relative path, getcwd, /proc/<pid>/cwd) settles it by reading
+// /proc/<tid>/cwd: one readlink, which is what an exit stop would have
+// needed on top of the stop itself. A chdir costs one trap, as any path
+// call, and consecutive chdirs to absolute paths settle nothing.
 
 // guestCwd returns the calling thread's guest cwd.
 func guestCwd(c *tracer.Call) string { return settleCwd(c, c.Tid(), c.FS()) }
@@ -31,9 +32,14 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 	// order), or if that thread is gone or no longer shares fs; another
 	// thread's call may still be on its way into the kernel.
 	done := p.Tid == tid || c.Tracer().ThreadFS(p.Tid) != fs
+	kernel, err := readlinkHost(procCwd(tid))
 	if p.Guest != "" {
-		var st unix.Stat_t
-		if unix.Stat(procCwd(tid), &st) == nil && st.Dev == p.Dev && st.Ino == p.Ino {
+		landed := err == nil && p.Host != "" && kernel == p.Host
+		if !landed && p.Host == "" {
+			var st unix.Stat_t
+			landed = unix.Stat(procCwd(tid), &st) == nil && st.Dev == p.Dev && st.Ino == p.Ino
+		}
+		if landed {
 			fs.Cwd, fs.Pending = p.Guest, nil
 			return fs.Cwd
 		}
@@ -41,8 +47,17 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 			return fs.Cwd // not made yet: still the old directory
 		}
 	}
-	// fchdir, or a chdir that did not land where expected: ask the kernel.
-	cwdFromKernel(c, tid, fs)
+	// fchdir, or a chdir that failed or landed elsewhere: the kernel's
+	// directory, under the guest name the cwd had if it is still there.
+	if err == nil {
+		if h, e := c.Mapper().Resolve(c.PathProc(), "/", fs.Cwd, true); e != nil || h != kernel {
+			if g, ok := toGuest(c, kernel); ok {
+				fs.Cwd = g
+			} else {
+				fs.Cwd = "/"
+			}
+		}
+	}
 	if done {
 		fs.Pending = nil
 	}
@@ -66,13 +81,11 @@ func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
 	}
 }
 
-// chdirHandler translates chdir's path. When the target is a directory the
-// change is left pending (see above); otherwise the call most likely fails,
-// and its exit stop settles it.
+// chdirHandler translates chdir's path and leaves the change pending (see
+// above). A chdir to a path that does not resolve fails at once; one that
+// the tracer cannot name for the settling keeps its exit stop.
 var chdirHandler = tracer.Handler{
 	Enter: func(c *tracer.Call) {
-		fs := c.FS()
-		guestCwd(c)
 		t, errno := translate(c, p(0, always), pathmap.WantGuest)
 		if errno != 0 {
 			c.Fail(errno)
@@ -86,15 +99,24 @@ var chdirHandler = tracer.Handler{
 		if t.res.Guest == "" {
 			return
 		}
-		target := t.host
-		if t.keep && t.host == t.res.Host {
-			target = procCwd(c.Tid()) + "/" + t.guest // relative, as the kernel sees it
+		pc := &tracer.PendingCwd{Tid: c.Tid(), Guest: t.res.Guest, Host: t.host}
+		if len(pc.Host) > 1 {
+			pc.Host = strings.TrimRight(pc.Host, "/") // as the kernel reports it
 		}
-		var st unix.Stat_t
-		if unix.Stat(target, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return
+		if len(t.host) >= tracer.PathMax || t.host == "" || t.host[0] != '/' {
+			// Too deep for /proc/<tid>/cwd to be read back: identify the
+			// directory now, as the kernel will see the path.
+			target := t.host
+			if t.keep && t.host == t.res.Host {
+				target = procCwd(c.Tid()) + "/" + t.guest
+			}
+			var st unix.Stat_t
+			if unix.Stat(target, &st) != nil {
+				return // the exit stop settles it
+			}
+			pc.Host, pc.Dev, pc.Ino = "", st.Dev, st.Ino
 		}
-		fs.Pending = &tracer.PendingCwd{Tid: c.Tid(), Guest: t.res.Guest, Dev: st.Dev, Ino: st.Ino}
+		c.FS().Pending = pc
 		c.NoExit()
 	},
 	Exit: func(c *tracer.Call) {
@@ -113,7 +135,6 @@ var chdirHandler = tracer.Handler{
 // from the kernel when the cwd is next needed.
 var fchdirHandler = tracer.Handler{
 	Enter: func(c *tracer.Call) {
-		guestCwd(c)
 		c.FS().Pending = &tracer.PendingCwd{Tid: c.Tid()}
 	},
 }

@@ -338,7 +338,7 @@ func procExe(c *tracer.Call, host string) string {
 // rewrite makes argument i point at host path t.host, unless it equals
 // what the guest passed or the kernel finds it from the guest's own path.
 func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
-	if t.skip || (t.keep && t.host == t.res.Host) || t.host == t.guest {
+	if !needsRewrite(t) {
 		return 0
 	}
 	addr, err := c.PushString(t.host)
@@ -349,11 +349,18 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 	return 0
 }
 
+// needsRewrite tells whether the kernel must be given t.host instead of
+// the guest's own path.
+func needsRewrite(t translated) bool {
+	return !t.skip && !(t.keep && t.host == t.res.Host) && t.host != t.guest
+}
+
 // pathHandler translates the given path arguments and lets the kernel run
 // the call on the host paths.
 func pathHandler(args ...pathArg) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var ts [2]translated
+		prefetch(c, args)
 		for k, a := range args {
 			t, errno := translate(c, a, 0)
 			if errno != 0 {
@@ -372,6 +379,7 @@ func pathHandler(args ...pathArg) tracer.Handler {
 func entryHandler(args ...pathArg) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var ts [2]translated
+		prefetch(c, args)
 		for k, a := range args {
 			t, errno := translate(c, a, pathmap.WantGuest)
 			if errno != 0 {
@@ -406,14 +414,37 @@ func mountOf(m *pathmap.Mapper, guest string) string {
 	return best
 }
 
-// writeArgs points each path argument at its translated host path.
+// prefetch reads a call's two path arguments with one system call.
+func prefetch(c *tracer.Call, args []pathArg) {
+	if len(args) == 2 {
+		c.PrefetchPaths(c.Arg(args[0].path), c.Arg(args[1].path))
+	}
+}
+
+// writeArgs points each path argument at its translated host path, with
+// one write for all of them.
 func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
-	{
-		for k, a := range args {
-			if errno := rewrite(c, a.path, ts[k]); errno != 0 {
-				c.Fail(errno)
-				return
-			}
+	var idx []int
+	var hosts []string
+	for k := range args {
+		if needsRewrite(ts[k]) {
+			idx, hosts = append(idx, k), append(hosts, ts[k].host)
+		}
+	}
+	switch len(idx) {
+	case 0:
+	case 1:
+		if errno := rewrite(c, args[idx[0]].path, ts[idx[0]]); errno != 0 {
+			c.Fail(errno)
+		}
+	default:
+		addrs, err := c.PushStrings(hosts...)
+		if err != nil {
+			c.Fail(unix.EFAULT)
+			return
+		}
+		for i, k := range idx {
+			c.SetArg(args[k].path, addrs[i])
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/pathmap"
@@ -47,6 +48,9 @@ type Call struct {
 	// skipped is set when Return answered the call.
 	skipped bool
 	buf     []byte
+	// pre holds paths PrefetchPaths read, by address, for ReadPath.
+	pre  [2]prefetched
+	buf2 []byte
 	// sigsys is set while the call is answered at a SIGSYS stop; callAddr
 	// is the address after its syscall instruction.
 	sigsys   bool
@@ -76,6 +80,13 @@ func (c *Call) reset(th *Thread) {
 	c.restartNr = 0
 	c.atExit = false
 	c.keepArgs = false
+	c.pre = [2]prefetched{}
+}
+
+// prefetched is a path argument read ahead of its ReadPath.
+type prefetched struct {
+	addr uint64
+	path string
 }
 
 // KeepArgs makes the argument registers as the handler left them final
@@ -222,10 +233,44 @@ func (c *Call) inExit() bool { return c.atExit || c.th.pendingExit != nil && !c.
 // ReadPath reads a NUL-terminated path argument from guest memory with the
 // kernel's limits (ENAMETOOLONG past PATH_MAX, EFAULT on a bad pointer).
 func (c *Call) ReadPath(addr uint64) (string, error) {
+	for _, p := range c.pre {
+		if p.addr == addr && addr != 0 {
+			return p.path, nil
+		}
+	}
 	if c.buf == nil {
 		c.buf = make([]byte, PathMax)
 	}
 	return readString(c.th.Tid, addr, PathMax, c.buf)
+}
+
+// PrefetchPaths reads the paths at a and b (a call's two path arguments)
+// with one system call, for the ReadPath calls that follow. A path it
+// cannot read whole that way (it crosses a page, or an address is bad) is
+// left to ReadPath, which gives the kernel's answer for it.
+func (c *Call) PrefetchPaths(a, b uint64) {
+	if a == 0 || b == 0 || a == b {
+		return
+	}
+	if c.buf == nil {
+		c.buf = make([]byte, PathMax)
+	}
+	if c.buf2 == nil {
+		c.buf2 = make([]byte, PathMax)
+	}
+	ba := c.buf[:4096-a%4096]
+	bb := c.buf2[:4096-b%4096]
+	if n, err := readMem2(c.th.Tid, a, ba, b, bb); err != nil || n != len(ba)+len(bb) {
+		return
+	}
+	for k, p := range [2]struct {
+		addr uint64
+		b    []byte
+	}{{a, ba}, {b, bb}} {
+		if i := bytes.IndexByte(p.b, 0); i >= 0 {
+			c.pre[k] = prefetched{addr: p.addr, path: string(p.b[:i])}
+		}
+	}
 }
 
 // ReadMem reads len(b) bytes of guest memory at addr.
@@ -262,6 +307,29 @@ func (c *Call) PushString(s string) (uint64, error) {
 	b := make([]byte, len(s)+1)
 	copy(b, s)
 	return c.Push(b)
+}
+
+// PushStrings is PushString for several strings with one write; it returns
+// their addresses in order.
+func (c *Call) PushStrings(ss ...string) ([]uint64, error) {
+	n := 0
+	for _, s := range ss {
+		n += len(s) + 1
+	}
+	b := make([]byte, 0, n)
+	offs := make([]uint64, len(ss))
+	for i, s := range ss {
+		offs[i] = uint64(len(b))
+		b = append(append(b, s...), 0)
+	}
+	base, err := c.Push(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := range offs {
+		offs[i] += base
+	}
+	return offs, nil
 }
 
 // SetExec records the program an execve handler decided to run; the

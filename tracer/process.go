@@ -23,7 +23,10 @@ type PendingCwd struct {
 	// Guest is the guest directory chdir goes to when it succeeds; "" for
 	// fchdir, whose directory is read back from the kernel.
 	Guest string
-	// Dev and Ino identify Guest's host directory.
+	// Host is Guest's host directory as /proc/<tid>/cwd reads when the
+	// call succeeded; "" when that is too long to read, and then Dev and
+	// Ino identify it.
+	Host     string
 	Dev, Ino uint64
 }
 

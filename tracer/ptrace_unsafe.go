@@ -78,6 +78,20 @@ func readMem(pid int, addr uint64, buf []byte) (int, error) {
 	return int(n), nil
 }
 
+// readMem2 reads tracee memory at a into ba and at b into bb with one
+// process_vm_readv and returns how many bytes were read in all (the
+// kernel stops at the first fault).
+func readMem2(pid int, a uint64, ba []byte, b uint64, bb []byte) (int, error) {
+	local := [2]unix.Iovec{{Base: &ba[0], Len: uint64(len(ba))}, {Base: &bb[0], Len: uint64(len(bb))}}
+	remote := [2]unix.RemoteIovec{{Base: uintptr(a), Len: len(ba)}, {Base: uintptr(b), Len: len(bb)}}
+	n, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid),
+		uintptr(unsafe.Pointer(&local[0])), 2, uintptr(unsafe.Pointer(&remote[0])), 2, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
 // writeMem copies buf into tracee memory at addr with process_vm_writev.
 func writeMem(pid int, addr uint64, buf []byte) error {
 	if len(buf) == 0 {

@@ -10,7 +10,7 @@ import (
 // droidroot supports).
 const saNoCldStop = 1
 
-// quietStops sets SA_NOCLDSTOP on the Go runtime's own SIGCHLD handler, so
+// QuietStops sets SA_NOCLDSTOP on the Go runtime's own SIGCHLD handler, so
 // that a tracee's ptrace stop no longer sends the tracer a SIGCHLD
 // (kernel/signal.c do_notify_parent_cldstop: wait4 is still woken). Without
 // it every stop delivers a signal that interrupts an idle runtime thread
@@ -18,7 +18,7 @@ const saNoCldStop = 1
 // still send SIGCHLD. The runtime installs its handlers once at start-up
 // and never reads them back, so changing the flags in place is safe; the
 // handler, its mask and its restorer are kept as they are.
-func quietStops() error {
+func QuietStops() error {
 	// struct kernel_sigaction on amd64 and arm64: handler, flags,
 	// restorer, mask (8 bytes each).
 	var act [4]uint64

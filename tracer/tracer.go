@@ -199,7 +199,7 @@ var ErrPtrace = errors.New("cannot trace the guest")
 func (t *Tracer) Run() (int, error) {
 	// Every ptrace request must come from this thread: lock it for good.
 	runtime.LockOSThread()
-	if err := quietStops(); err != nil {
+	if err := QuietStops(); err != nil {
 		t.logf(1, "SA_NOCLDSTOP on SIGCHLD: %v", err)
 	}
 
