@@ -162,6 +162,17 @@ func Binary(goarch string) ([]byte, error) {
 	return nil, fmt.Errorf("loader: no loader for GOARCH %q (have amd64, arm64)", goarch)
 }
 
+// IsOwn reports whether the file at path is this droidroot's loader for
+// goarch (byte for byte), which can also serve as the tracer's stage 2.
+func IsOwn(path, goarch string) bool {
+	bin, err := Binary(goarch)
+	if err != nil {
+		return false
+	}
+	have, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(have, bin)
+}
+
 // Extract writes the loader for goarch into dir and returns its path, which is what
 // the tracer execs. An empty dir means $PROOT_TMP_DIR, else os.TempDir(). The file
 // is named after its content (droidroot-loader-<goarch>-<sha256 prefix>), has mode

@@ -12,8 +12,10 @@ import (
 	"github.com/droidroot/droidroot/seccomp"
 )
 
-// Stage2Name is argv[0] of the re-executed droidroot that installs the
-// filter and execs the guest; main calls Stage2 when it sees it.
+// Stage2Name is argv[0] of the stage 2 that installs the filter and execs
+// the guest: droidroot's loader (loader/csrc/loader.c, stage2_main), or,
+// for a loader that is not droidroot's own, droidroot re-executed, whose
+// main calls Stage2 when it sees the name.
 const Stage2Name = "droidroot-stage2"
 
 // Stage2 runs in the freshly started child: it waits on fd 3 until the

@@ -35,6 +35,10 @@ type Config struct {
 	Env  []string
 	// Loader is the host path of the loader executable.
 	Loader string
+	// Stage2 is the host path of the program that installs the filter and
+	// execs the guest (see Stage2Name): droidroot's own loader, which
+	// does it without a second Go runtime start. "" re-executes droidroot.
+	Stage2 string
 	// Table holds the syscall handlers.
 	Table Table
 	// NoSeccomp makes every syscall stop (ptrace-only mode).
@@ -236,9 +240,12 @@ func (t *Tracer) Run() (int, error) {
 	if t.cfg.Stderr != nil {
 		files[2] = t.cfg.Stderr.Fd()
 	}
-	self, err := os.Executable()
-	if err != nil {
-		self = "/proc/self/exe"
+	self := t.cfg.Stage2
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			self = "/proc/self/exe"
+		}
 	}
 	argv := append([]string{Stage2Name, t.cfg.Path}, t.cfg.Argv...)
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{

@@ -230,11 +230,15 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	}
 
 	loaderPath := os.Getenv("PROOT_LOADER")
+	stage2 := loaderPath
 	if loaderPath == "" {
 		loaderPath, err = loader.Extract(tmpDir, runtime.GOARCH)
 		if err != nil {
 			return nil, errorf("cannot write the loader into %s: %v (set PROOT_TMP_DIR to a writable directory)", tmpDir, err)
 		}
+		stage2 = loaderPath
+	} else if !loader.IsOwn(loaderPath, runtime.GOARCH) {
+		stage2 = "" // another loader: droidroot itself is stage 2
 	}
 
 	ecfg := emulConfig(o, tmpDir).WithAndroid(android)
@@ -255,6 +259,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		Argv:       argv,
 		Env:        env,
 		Loader:     loaderPath,
+		Stage2:     stage2,
 		Table:      emul.Table(ecfg),
 		Creds:      emul.InitialCreds(ecfg),
 		Android:    android,

@@ -5,6 +5,8 @@
 #define DR_EM_MACHINE 183 /* EM_AARCH64 */
 
 #define SYS_prctl 167
+#define SYS_execve 221
+#define SYS_seccomp 277
 #define SYS_openat 56
 #define SYS_close 57
 #define SYS_read 63

@@ -14,6 +14,8 @@
 #define SYS_writev 20
 #define SYS_exit_group 231
 #define SYS_prctl 157
+#define SYS_execve 59
+#define SYS_seccomp 317
 #define SYS_openat 257
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

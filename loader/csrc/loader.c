@@ -109,6 +109,7 @@ extern char __executable_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
 
 void loader_main(const struct dr_load_script *script) __attribute__((noreturn, used));
+void stage2_main(uint64_t *sp) __attribute__((noreturn, used));
 void dr_jump(uint64_t entry, uint64_t sp) __attribute__((noreturn));
 
 /* gcc may emit calls to these for struct copies and loops, even freestanding. */
@@ -164,11 +165,11 @@ struct iovec_ {
 };
 
 /*
- * Report "droidroot loader: [ROLE: ]WHAT[ (errno N)][: PATH]" on fd 2 and exit 127,
- * the status a shell gives a command it could not run.
+ * Report "droidroot loader: [ROLE: ]WHAT[ (errno N)][: PATH]" on fd 2 and exit with
+ * status.
  */
 static void __attribute__((noreturn))
-die(const char *role, const char *what, long err, const char *path)
+die_status(int status, const char *role, const char *what, long err, const char *path)
 {
 	char num[32];
 	char *p = num + sizeof num;
@@ -202,7 +203,14 @@ die(const char *role, const char *what, long err, const char *path)
 #undef PIECE
 	syscall3(SYS_writev, 2, iov, n);
 	for (;;)
-		syscall1(SYS_exit_group, 127);
+		syscall1(SYS_exit_group, status);
+}
+
+/* die exits 127, the status a shell gives a command it could not run. */
+static void __attribute__((noreturn))
+die(const char *role, const char *what, long err, const char *path)
+{
+	die_status(127, role, what, err, path);
 }
 
 static uint64_t page_down(uint64_t x, uint64_t pagesz)
@@ -555,4 +563,116 @@ void loader_main(const struct dr_load_script *s)
 	}
 
 	dr_jump(entry, s->original_sp);
+}
+
+/*
+ * Stage 2 (the loader started with no load script, as argv[0] "droidroot-stage2"):
+ * the tracer forks and execs the loader this way, attaches to it, and sends the seccomp
+ * filter over fd 3 (a 32-bit little-endian byte count, then the sock_filter array; 0
+ * bytes: no filter, every call stops). Stage 2 installs it and execs argv[1] with
+ * argv[2...]: that exec is the first traced call. A Go stage 2 (droidroot re-executed)
+ * does the same for a loader that is not droidroot's own; this one spares a second Go
+ * runtime start. If fd 3 ends early the tracer died before attaching: never run untraced.
+ */
+#define STAGE2_NAME "droidroot-stage2"
+#define PR_SET_NO_NEW_PRIVS 38
+#define SECCOMP_SET_MODE_FILTER 1
+#define BPF_MAXINSNS 4096
+
+struct sock_fprog_ {
+	unsigned short len;
+	const void *filter;
+};
+
+static int read_full(int fd, void *buf, uint64_t n)
+{
+	unsigned char *p = buf;
+	long r;
+
+	while (n) {
+		r = syscall3(SYS_read, fd, p, n);
+		if (r == -4) /* EINTR */
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (uint64_t)r;
+	}
+	return 0;
+}
+
+static int streq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+/* The kernel's text for the errors exec gives. */
+static const char *exec_error(long r)
+{
+	switch (-r) {
+	case 1: return "operation not permitted";
+	case 2: return "no such file or directory";
+	case 7: return "argument list too long";
+	case 8: return "exec format error";
+	case 12: return "cannot allocate memory";
+	case 13: return "permission denied";
+	case 20: return "not a directory";
+	case 21: return "is a directory";
+	case 26: return "text file busy";
+	case 36: return "file name too long";
+	case 40: return "too many levels of symbolic links";
+	}
+	return 0;
+}
+
+/* "droidroot: PATH: TEXT", as the Go stage 2 says it; exit 127 for ENOENT, else 126. */
+static void __attribute__((noreturn)) exec_failed(const char *path, long r)
+{
+	const char *text = exec_error(r);
+	struct iovec_ iov[5] = {{"droidroot: ", 11}, {(void *)path, dr_strlen(path)}, {": ", 2}};
+
+	if (!text)
+		die_status(126, "stage 2", "cannot run", r, path);
+	iov[3].base = (void *)text;
+	iov[3].len = dr_strlen(text);
+	iov[4].base = "\n";
+	iov[4].len = 1;
+	syscall3(SYS_writev, 2, iov, 5);
+	for (;;)
+		syscall1(SYS_exit_group, r == -2 ? 127 : 126);
+}
+
+void stage2_main(uint64_t *sp)
+{
+	uint64_t argc = sp[0];
+	char **argv = (char **)(sp + 1);
+	char **envp = argv + argc + 1;
+	unsigned char hdr[4], filter[BPF_MAXINSNS * 8]; /* on the stack: no .bss in programs */
+	uint32_t n;
+	long r;
+
+	if (argc < 1 || !streq(argv[0], STAGE2_NAME))
+		loader_main(0); /* started by hand: says so */
+	if (read_full(3, hdr, 4))
+		die_status(125, "stage 2", "the tracer went away before attaching", 0, 0);
+	n = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+	if (n % 8 || n > sizeof filter || read_full(3, filter, n))
+		die_status(125, "stage 2", "bad filter from the tracer", 0, 0);
+	syscall1(SYS_close, 3);
+	if (n) {
+		struct sock_fprog_ prog = {(unsigned short)(n / 8), filter};
+
+		r = syscall6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
+		if (failed(r))
+			die_status(125, "stage 2", "prctl(PR_SET_NO_NEW_PRIVS) failed", r, 0);
+		r = syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+		if (failed(r))
+			die_status(125, "stage 2", "cannot install the seccomp filter", r, 0);
+	}
+	if (argc < 3)
+		die_status(125, "stage 2", "no program to run", 0, 0);
+	r = syscall3(SYS_execve, argv[1], argv + 2, envp);
+	exec_failed(argv[1], r);
 }

@@ -18,11 +18,16 @@ _start:
 	mov	x30, #0
 	bl	selftest_main
 #else
-	mov	x0, x1		/* loader_main(script) */
-	cbz	x0, 1f		/* no script: loader_main reports it on the kernel's stack */
+	cbnz	x1, 1f
+	mov	x0, sp		/* no script: stage2_main(the kernel's stack) */
+	mov	x29, #0
+	mov	x30, #0
+	bl	stage2_main
+	brk	#0
+1:	mov	x0, x1		/* loader_main(script) */
 	and	x1, x0, #~15
 	mov	sp, x1
-1:	mov	x29, #0
+	mov	x29, #0
 	mov	x30, #0
 	bl	loader_main
 #endif

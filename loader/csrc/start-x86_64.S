@@ -17,9 +17,14 @@ _start:
 	call	selftest_main
 #else
 	test	%rdi, %rdi
-	jz	1f		/* no script: loader_main reports it on the kernel's stack */
-	mov	%rdi, %rsp
-1:	and	$-16, %rsp
+	jnz	1f
+	mov	%rsp, %rdi	/* no script: stage2_main(the kernel's stack) */
+	and	$-16, %rsp
+	xor	%ebp, %ebp
+	call	stage2_main
+	ud2
+1:	mov	%rdi, %rsp
+	and	$-16, %rsp
 	xor	%ebp, %ebp
 	call	loader_main
 #endif
