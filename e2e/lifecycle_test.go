@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/droidroot/droidroot/loader"
 )
 
 // alive reports whether pid exists and is not a zombie.
@@ -138,5 +143,39 @@ func TestOracleNoSeccomp(t *testing.T) {
 				t.Errorf("ptrace-only droidroot differs from the chroot oracle on %s.ops (-chroot +droidroot):\n%s", name, diff)
 			}
 		})
+	}
+}
+
+// TestStage2: droidroot's own loader is stage 2 (it installs the filter and execs the
+// command); with a PROOT_LOADER that is not byte for byte droidroot's, droidroot re-executes
+// itself as stage 2 instead. Both install the filter and report exec errors alike.
+func TestStage2(t *testing.T) {
+	bin := droidrootBin(t)
+	g := busyboxGuest(t)
+	own, err := loader.Binary(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	same, other := filepath.Join(dir, "same"), filepath.Join(dir, "other")
+	if err := os.WriteFile(same, own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, append(append([]byte{}, own...), 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"", same, other} {
+		env := []string{"env", "PROOT_LOADER=" + l}
+		if l == "" {
+			env = []string{"env", "-u", "PROOT_LOADER"}
+		}
+		res := run(t, "", append(env, bin, "run", "-r", g.Root, "-b", "/proc", "--", "/bin/sh", "-c", "echo ok; grep ^Seccomp: /proc/self/status")...)
+		if res.Code != 0 || res.Stdout != "ok\nSeccomp:\t2\n" {
+			t.Errorf("PROOT_LOADER=%q: %s\nwant ok and a seccomp filter", l, res)
+		}
+		res = run(t, "", append(env, bin, "run", "-r", g.Root, "--", "/etc/passwd")...)
+		if res.Code != 126 || res.Stderr != "droidroot: /etc/passwd: permission denied\n" {
+			t.Errorf("PROOT_LOADER=%q, a file that is not executable: %s\nwant exit 126 and the kernel's error", l, res)
+		}
 	}
 }
