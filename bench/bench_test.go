@@ -247,4 +247,14 @@ func TestFloorSection(t *testing.T) {
 	if _, found := floorSection(mechs[:2], mechRes[:2], nil, nil, nil); found {
 		t.Error("a section without the floor row")
 	}
+	// droidroot's own floor row, when measured, is the floor.
+	mechs = append(mechs, mechRow{id: DroidrootFloorMech})
+	mechRes = append(mechRes, ok("", 11, 12))
+	s, _ = floorSection(mechs, mechRes, []string{"stat"}, []string{"stat"}, calls[:1])
+	if got := s.Rows[0].Results[0].Samples; !cmp.Equal(got, []float64{2.5, 4.5}) { // (27-2)/(11-1), (48-3)/(12-2)
+		t.Errorf("against droidroot's floor: %v, want [2.5 4.5]", got)
+	}
+	if !strings.Contains(s.Name, "debug floor") {
+		t.Errorf("section name %q does not say which floor", s.Name)
+	}
 }

@@ -166,6 +166,7 @@ func mechRows() []mechRow {
 		{id: "ptrace-regs-same", title: "ptrace + register get/set, same CPU", run: trace("same", true)},
 		{id: "ptrace-regs-other", title: "ptrace + register get/set, another CPU", run: trace("other", true), twoCPUs: true},
 		{id: "ptrace-regs-unpinned", title: "ptrace + register get/set, unpinned", run: trace("unpinned", true)},
+		{id: DroidrootFloorMech, title: "droidroot's tracer, do-nothing handler (debug floor)"}, // run: set by Run
 		{id: "sigsys", title: "in-process SIGSYS (RET_TRAP, handler)", run: direct("trap")},
 		{id: "notify-same", title: "user notification, same CPU", run: notify("same", false)},
 		{id: "notify-other", title: "user notification, another CPU", run: notify("other", false), twoCPUs: true},
@@ -318,8 +319,23 @@ func Run(o Options) (*Report, error) {
 		rep.Header.Modes = append(rep.Header.Modes, r.name)
 	}
 
-	// Results, filled round by round.
+	// Results, filled round by round. The droidroot floor row is droidroot's
+	// own tracer with a do-nothing getppid handler (debug floor) running
+	// drbench's untraced-by-itself getppid loop.
 	mechs := mechRows()
+	floorArgs := append([]string{o.Droidroot, "debug", "floor"}, drArgs[2:]...)
+	for i := range mechs {
+		if mechs[i].id == DroidrootFloorMech {
+			mechs[i].run = func(_ string, _ []int, us int) (sample, error) {
+				argv := append(append([]string(nil), floorArgs...), prog, "mech", "native", "-1", strconv.Itoa(us))
+				out, err := runCapture(command(argv, ""))
+				if err != nil {
+					return sample{}, err
+				}
+				return oneSample(out, "native")
+			}
+		}
+	}
 	mechRes := make([]Result, len(mechs))
 	for i, m := range mechs {
 		mechRes[i] = Result{Mode: MechanismMode, State: StateOK}
@@ -526,24 +542,39 @@ func Run(o Options) (*Report, error) {
 // trap floor (its rows are the call rows, its modes all but native).
 const FloorSection = "call over the trap floor"
 
-// FloorMech is the mechanism row that is the trap floor: the cheapest a
-// ptrace tracer can answer a stop, with the register get and set every
-// translating handler needs, scheduled as droidroot's tracer is.
+// FloorMech is the mechanism row of a minimal ptrace tracer: it answers
+// each stop with the register get and set every translating handler
+// needs, scheduled as droidroot's tracer is (unpinned).
 const FloorMech = "ptrace-regs-unpinned"
 
+// DroidrootFloorMech is the mechanism row of droidroot's own tracer
+// answering the same stop with a do-nothing handler (`droidroot debug
+// floor`): the floor the call rows are related to when it was measured
+// (its loop is what every droidroot call pays), else FloorMech.
+const DroidrootFloorMech = "droidroot-floor"
+
 // floorSection relates each call's cost under droidroot (and each
-// --compare) to the trap floor, round by round: (call - native call) /
+// --compare) to the trap floor (DroidrootFloorMech, else FloorMech), round
+// by round: (call - native call) /
 // (floor - native syscall), what the call adds over what the cheapest trap
 // adds. 1.00 is the floor itself; the rest is droidroot's own work.
 func floorSection(mechs []mechRow, mechRes []Result, ids, titles []string, callRes [][]Result) (Section, bool) {
-	var floor, native *Result
+	var floor, native, own *Result
 	for i, m := range mechs {
 		switch m.id {
 		case FloorMech:
 			floor = &mechRes[i]
+		case DroidrootFloorMech:
+			own = &mechRes[i]
 		case "native":
 			native = &mechRes[i]
 		}
+	}
+	name := FloorSection + ", (call - native call) / (floor - native syscall) per round; floor: droidroot's (debug floor)"
+	if own != nil && own.State == StateOK {
+		floor = own
+	} else {
+		name = FloorSection + ", (call - native call) / (floor - native syscall) per round; floor: ptrace + register get/set, unpinned"
 	}
 	if floor == nil || native == nil || floor.State != StateOK || native.State != StateOK {
 		return Section{}, false
@@ -552,7 +583,7 @@ func floorSection(mechs []mechRow, mechRes []Result, ids, titles []string, callR
 	if len(native.Samples) != n {
 		return Section{}, false
 	}
-	s := Section{Name: FloorSection + ", (call - native call) / (floor - native syscall) per round", Unit: "x"}
+	s := Section{Name: name, Unit: "x"}
 	for i := range callRes {
 		row := Row{ID: ids[i], Title: titles[i]}
 		base := callRes[i][0]
