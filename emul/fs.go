@@ -121,10 +121,17 @@ func getcwd(c *tracer.Call) {
 // rootfs directory, the rootfs path is preferred if it leads back to the
 // same host path.
 func toGuest(c *tracer.Call, host string) (string, bool) {
+	return toGuestIn(c, host, nil)
+}
+
+// toGuestIn is toGuest with its lookup in batch b (see pathmap.Batch).
+func toGuestIn(c *tracer.Call, host string, b *pathmap.Batch) (string, bool) {
 	root := c.Mapper().Root()
 	if rel, ok := strings.CutPrefix(host, root); ok && (root == "/" || rel == "" || rel[0] == '/') {
 		g := "/" + strings.TrimPrefix(rel, "/")
-		if h, err := c.Mapper().Resolve(c.PathProc(), "/", g, false); err == nil && h == host {
+		pr := c.PathProc()
+		pr.Batch = b
+		if h, err := c.Mapper().Resolve(pr, "/", g, false); err == nil && h == host {
 			return g, true
 		}
 	}

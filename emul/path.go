@@ -103,6 +103,12 @@ type translated struct {
 // translate reads and translates path argument a. It returns an errno the
 // call must fail with, or 0.
 func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix.Errno) {
+	return translateIn(c, a, extra, &pathmap.Batch{})
+}
+
+// translateIn is translate with its lookups in batch b: the path arguments
+// of one call share one (see pathmap.Batch).
+func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batch) (translated, unix.Errno) {
 	addr := c.Arg(a.path)
 	if addr == 0 && a.nullOK {
 		return translated{skip: true}, 0
@@ -118,10 +124,10 @@ func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix
 		return translated{}, unix.ENOENT
 	}
 	flags := a.follow(c, guest) | extra
-	res, errno := lookupAt(c, a.dirfd, guest, flags)
+	res, errno := lookupIn(c, a.dirfd, guest, flags, b)
 	if errno == unix.ENOENT && activeL2S != nil && flags&pathmap.Follow != 0 {
 		// A hard link termux proot made points at a host path.
-		if r, e := lookupAt(c, a.dirfd, guest, flags&^pathmap.Follow); e == 0 {
+		if r, e := lookupIn(c, a.dirfd, guest, flags&^pathmap.Follow, b); e == 0 {
 			if d, ok := l2sName(c, r.Host); ok {
 				res, errno = r, 0
 				res.Host = d
@@ -153,7 +159,14 @@ func resolveAt(c *tracer.Call, dirfdArg int, guest string, fol bool) (string, un
 
 // lookupAt is resolveAt with pathmap flags and the full result.
 func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (pathmap.Result, unix.Errno) {
+	return lookupIn(c, dirfdArg, guest, flags, &pathmap.Batch{})
+}
+
+// lookupIn is lookupAt with its lookups (the dirfd's guest name, the path)
+// in batch b.
+func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b *pathmap.Batch) (pathmap.Result, unix.Errno) {
 	pr := c.PathProc()
+	pr.Batch = b
 	var cwd, dirHost string
 	dirExact := false
 	switch {
@@ -169,7 +182,7 @@ func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (
 		if !strings.HasPrefix(dirHost, "/") {
 			return pathmap.Result{}, unix.ENOTDIR // a pipe, socket, anon inode...
 		}
-		cwd, dirExact = toGuest(c, dirHost)
+		cwd, dirExact = toGuestIn(c, dirHost, b)
 		if !dirExact {
 			cwd = dirHost
 		}
@@ -191,7 +204,7 @@ func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (
 	}
 	if r.Magic {
 		if g, ok := procDirLink(c, r.Host); ok {
-			return lookupAt(c, -1, g, flags)
+			return lookupIn(c, -1, g, flags, b)
 		}
 	}
 	host := r.Host
@@ -360,9 +373,10 @@ func needsRewrite(t translated) bool {
 func pathHandler(args ...pathArg) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var ts [2]translated
+		var b pathmap.Batch
 		prefetch(c, args)
 		for k, a := range args {
-			t, errno := translate(c, a, 0)
+			t, errno := translateIn(c, a, 0, &b)
 			if errno != 0 {
 				c.Fail(errno)
 				return
@@ -379,9 +393,10 @@ func pathHandler(args ...pathArg) tracer.Handler {
 func entryHandler(args ...pathArg) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var ts [2]translated
+		var b pathmap.Batch
 		prefetch(c, args)
 		for k, a := range args {
-			t, errno := translate(c, a, pathmap.WantGuest)
+			t, errno := translateIn(c, a, pathmap.WantGuest, &b)
 			if errno != 0 {
 				c.Fail(errno)
 				return

@@ -835,3 +835,38 @@ func TestCacheFoldEvents(t *testing.T) {
 	// And the answers are still right.
 	sameAnswers(t, "after the made-up events", cached, rt.mapper(t), probesFor(names, "/m/ci"))
 }
+
+// TestCacheBatch: the lookups of one batch check for changes once; a new
+// batch checks again and sees a change made between the two.
+func TestCacheBatch(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(root+"/a/b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := newCached(t, root, nil)
+	look := func(b *Batch, p string) string {
+		r, err := m.Lookup(Proc{Batch: b}, "/", p, Follow)
+		if err != nil {
+			t.Fatalf("Lookup(%s): %v", p, err)
+		}
+		return r.Host
+	}
+	look(nil, "/a/b/c") // fill the cache
+	syncs := m.CacheStats().Syncs
+	var b Batch
+	look(&b, "/a/b/c")
+	look(&b, "/a/b/d")
+	if n := m.CacheStats().Syncs - syncs; n != 1 {
+		t.Errorf("two lookups in one batch: %d checks for changes, want 1", n)
+	}
+	// b becomes a symlink to x: what the cache knew of b is stale.
+	if err := os.Rename(root+"/a/b", root+"/a/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("x", root+"/a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := look(&Batch{}, "/a/b/c"), root+"/a/x/c"; got != want {
+		t.Errorf("a new batch after a change: %q, want %q", got, want)
+	}
+}

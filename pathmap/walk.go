@@ -20,6 +20,15 @@ type Proc struct {
 	// makes its system calls on host paths below that directory through
 	// /proc/<Tid>/cwd, which the kernel resolves however deep it is.
 	KernelCwd bool
+	// Batch, if set, groups this lookup with others of one system call
+	// between which the caller changes nothing on the host: the lookup
+	// cache applies the changes reported so far once for all of them.
+	Batch *Batch
+}
+
+// Batch is shared by the lookups of one system call (see Proc.Batch).
+type Batch struct {
+	synced bool // the cache applied the reported changes during the batch
 }
 
 // Flags select how Lookup treats the last component of a path.
@@ -116,7 +125,7 @@ func (m *Mapper) Lookup(pr Proc, cwd, p string, flags Flags) (Result, error) {
 		return Result{}, syscall.ENAMETOOLONG
 	}
 	w := walkers.Get().(*walker)
-	w.m, w.pr, w.flags, w.links, w.synced, w.bent = m, pr, flags, 0, false, false
+	w.m, w.pr, w.flags, w.links, w.synced, w.bent = m, pr, flags, 0, pr.Batch != nil && pr.Batch.synced, false
 	if w.pr.Tid <= 0 {
 		w.pr.Tid = w.pr.Pid
 	}
@@ -138,6 +147,9 @@ func (m *Mapper) Lookup(pr Proc, cwd, p string, flags Flags) (Result, error) {
 	}
 	if err != nil {
 		r = Result{}
+	}
+	if pr.Batch != nil && w.synced {
+		pr.Batch.synced = true
 	}
 	w.m = nil
 	walkers.Put(w)
