@@ -157,7 +157,11 @@
 //     while a walk runs may or may not be, exactly as with the uncached
 //     walk, whose system calls race with it the same way. A lock is held
 //     from a system call until its answer is kept, so no event can be
-//     consumed in between (Lookup stays safe for concurrent use).
+//     consumed in between (Lookup stays safe for concurrent use). The
+//     lookups of one system call that share a Proc.Batch (its two paths,
+//     a dirfd's name and the path) make that check once: the caller
+//     promises to change nothing on the host between them, so what they
+//     could miss is a change concurrent with the call itself.
 //
 // What is never cached: anything in a directory that could not be watched
 // (inotify_add_watch failed: missing, not readable, the inotify watch limit
