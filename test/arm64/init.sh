@@ -22,6 +22,7 @@
 # are inherited by the tests. The default runner also reads:
 #   DROIDROOT_TEST_RUN=REGEXP   passed as -test.run
 #   DROIDROOT_TEST_SKIP=REGEXP  passed as -test.skip
+#   DROIDROOT_TEST_COUNT=N      passed as -test.count (to repeat a rare failure)
 #   DROIDROOT_TEST_TIMEOUT=DUR  -test.timeout of each binary (default 30m: e2e took 3-4 min under
 #                               TCG on an idle host, 2-3 times that on a busy one; run.sh's VM
 #                               limit bounds the whole run)
@@ -88,7 +89,8 @@ default_tests() {
 			[ "${DROIDROOT_TEST_SHORT:-1}" = 0 ] && short=
 			exec "$t" -test.v -test.timeout="${DROIDROOT_TEST_TIMEOUT:-30m}" $short \
 				${DROIDROOT_TEST_RUN:+"-test.run=$DROIDROOT_TEST_RUN"} \
-				${DROIDROOT_TEST_SKIP:+"-test.skip=$DROIDROOT_TEST_SKIP"}
+				${DROIDROOT_TEST_SKIP:+"-test.skip=$DROIDROOT_TEST_SKIP"} \
+				${DROIDROOT_TEST_COUNT:+"-test.count=$DROIDROOT_TEST_COUNT"}
 		)
 		trc=$?
 		echo "=== DROIDROOT-ARM64-RESULT $name rc=$trc start=${start}s end=$(uptime_s)s"
