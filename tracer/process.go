@@ -1,6 +1,10 @@
 package tracer
 
-import "github.com/droidroot/droidroot/ident"
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/ident"
+)
 
 // FS is the filesystem context a group of threads shares (CLONE_FS): the
 // guest's current directory.
@@ -61,8 +65,10 @@ type Thread struct {
 	// ready is false for a new task whose parent's fork/clone event has
 	// not been seen yet: it stays stopped until then.
 	ready bool
-	// stopped is true while a not-ready task waits in its initial stop.
+	// stopped is true while a not-ready task waits in its initial stop;
+	// held is the stop it reported (see forked).
 	stopped bool
+	held    unix.WaitStatus
 	// rewrites remembers the arguments handlers rewrote in this thread's
 	// last few translated calls (see undoRewrites).
 	rewrites rewriteLog

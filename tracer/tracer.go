@@ -339,55 +339,62 @@ func (t *Tracer) loop() (int, error) {
 		}
 		if th == nil {
 			// A new task whose parent's event has not arrived yet: keep
-			// it stopped until it has.
-			t.threads[tid] = &Thread{Tid: tid, stopped: true}
+			// it stopped until it has, with the stop it reported (its
+			// initial stop, or, where that stop is missing, its first
+			// traced call), which forked() then handles.
+			t.threads[tid] = &Thread{Tid: tid, stopped: true, held: ws}
 			continue
 		}
-		sig := ws.StopSignal()
-		event := int(ws) >> 16 & 0xff
-		if th.skipInitial && event != unix.PTRACE_EVENT_STOP {
-			th.skipInitial = false // the thread ran: the initial stop will not be reported
-		}
-		if th.op != nil && t.opStop(th, sig, event) {
-			continue
-		}
-		switch {
-		case sig == unix.SIGTRAP|0x80:
-			t.syscallStop(th)
-		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
-			t.seccompStop(th)
-		case sig == unix.SIGTRAP && (event == unix.PTRACE_EVENT_FORK || event == unix.PTRACE_EVENT_VFORK || event == unix.PTRACE_EVENT_CLONE):
-			t.forked(th, event)
-		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXEC:
-			t.execEvent(th)
-		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
-			t.exitingStop(th)
-		case event == unix.PTRACE_EVENT_STOP:
-			if th.skipInitial && sig == unix.SIGTRAP {
-				// The initial stop forked() already resumed, reported late.
-				th.skipInitial = false
-				continue
-			}
-			if !th.ready {
-				th.stopped = true
-				continue
-			}
-			switch sig {
-			case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
-				// Group stop: stay stopped but let SIGCONT through.
-				resume(unix.PTRACE_LISTEN, tid, 0)
-			default:
-				t.cont(th, 0)
-			}
-		default:
-			if sig == unix.SIGSYS && t.sigsysStop(th) {
-				continue // a blocked call, answered
-			}
-			// Signal-delivery stop: deliver it.
-			t.cont(th, sig)
-		}
+		t.dispatch(th, ws)
 	}
 	return t.lastStatus, nil
+}
+
+// dispatch handles stop ws of traced thread th.
+func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
+	sig := ws.StopSignal()
+	event := int(ws) >> 16 & 0xff
+	if th.skipInitial && event != unix.PTRACE_EVENT_STOP {
+		th.skipInitial = false // the thread ran: the initial stop will not be reported
+	}
+	if th.op != nil && t.opStop(th, sig, event) {
+		return
+	}
+	switch {
+	case sig == unix.SIGTRAP|0x80:
+		t.syscallStop(th)
+	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
+		t.seccompStop(th)
+	case sig == unix.SIGTRAP && (event == unix.PTRACE_EVENT_FORK || event == unix.PTRACE_EVENT_VFORK || event == unix.PTRACE_EVENT_CLONE):
+		t.forked(th, event)
+	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXEC:
+		t.execEvent(th)
+	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
+		t.exitingStop(th)
+	case event == unix.PTRACE_EVENT_STOP:
+		if th.skipInitial && sig == unix.SIGTRAP {
+			// The initial stop forked() already resumed, reported late.
+			th.skipInitial = false
+			return
+		}
+		if !th.ready {
+			th.stopped = true
+			return
+		}
+		switch sig {
+		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+			// Group stop: stay stopped but let SIGCONT through.
+			resume(unix.PTRACE_LISTEN, th.Tid, 0)
+		default:
+			t.cont(th, 0)
+		}
+	default:
+		if sig == unix.SIGSYS && t.sigsysStop(th) {
+			return // a blocked call, answered
+		}
+		// Signal-delivery stop: deliver it.
+		t.cont(th, sig)
+	}
 }
 
 func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
@@ -470,7 +477,15 @@ func (t *Tracer) forked(th *Thread, event int) {
 	}
 	if wasStopped {
 		ct.stopped = false
-		t.cont(ct, 0)
+		if held := ct.held; held.StopSignal() == unix.SIGTRAP && int(held)>>16&0xff != unix.PTRACE_EVENT_STOP {
+			// Not its initial stop: on arm64 under TCG (kernel 6.1) a new
+			// thread was seen to run without one, and this is its first
+			// traced call, which must be translated, not just resumed.
+			ct.held = 0
+			t.dispatch(ct, held)
+		} else {
+			t.cont(ct, 0)
+		}
 	} else {
 		// Its initial stop is still to come. Under TCG on arm64 (kernel
 		// 6.1) such a stop was seen never to be reported by wait4, leaving
@@ -494,6 +509,27 @@ func (t *Tracer) forked(th *Thread, event int) {
 func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
 	for delay := 20 * time.Microsecond; ; {
 		for tid, th := range t.awaiting {
+			// Only a task in its initial stop is resumed here. One that
+			// ran without it is at its first traced call (or a signal):
+			// that stop is handed to the loop as if wait4 had reported it.
+			var si Siginfo
+			if getSiginfo(tid, &si) != nil {
+				continue // not stopped yet
+			}
+			switch {
+			case si.Code>>8 == unix.PTRACE_EVENT_STOP:
+				// Its initial stop (do_jobctl_trap's si_code): resume it.
+			case si.Signo == int32(unix.SIGTRAP) && (si.Code&0xff == int32(unix.SIGTRAP) || si.Code&0xff == int32(unix.SIGTRAP|0x80)):
+				// A ptrace event or syscall stop: si_code is its status.
+				t.logf(2, "task %d: stopped without an initial stop", tid)
+				*ws = unix.WaitStatus(0x7f | uint32(si.Code)<<8)
+				return tid, nil
+			default:
+				// A signal-delivery stop.
+				t.logf(2, "task %d: a signal before its initial stop", tid)
+				*ws = unix.WaitStatus(0x7f | uint32(si.Signo)<<8)
+				return tid, nil
+			}
 			if resume(t.resumeReq(), tid, 0) == nil {
 				t.logf(2, "task %d: its initial stop was not reported; resumed", tid)
 				th.awaitInitial = false
