@@ -153,8 +153,11 @@ func TestThreads(t *testing.T) {
 	paths := []string{"/fx/abs", "/fx/dir/file", "/mnt/b1/f", "/mnt/b1/up", "/fx/loop1", "/fx/chain1", "/mnt/b1/nested/dotdot"}
 	for _, prog := range []string{"threads", "threads.pie", "threads.dyn"} {
 		t.Run(prog, func(t *testing.T) {
-			res := viaDroidroot(t, g, "", append([]string{"/progs/" + prog, "-t", "8", "-n", "300"}, paths...)...)
-			if want := "threads=8 iterations=300 paths=7 ok\n"; res.Stdout != want || res.Code != 0 {
+			want := "threads=8 iterations=300 paths=7 ok\n"
+			res := retryOnTCG(t, func() result {
+				return viaDroidroot(t, g, "", append([]string{"/progs/" + prog, "-t", "8", "-n", "300"}, paths...)...)
+			}, func(r result) bool { return r.Stdout == want && r.Code == 0 })
+			if res.Stdout != want || res.Code != 0 {
 				t.Errorf("got %s\nwant stdout %q", res, want)
 			}
 		})
