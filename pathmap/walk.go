@@ -241,24 +241,17 @@ func (w *walker) lstat(path []byte) (uint32, error) {
 // readlink returns the target of path in w.lbuf (valid until the next
 // readlink); EINVAL means path is not a symlink.
 func (w *walker) readlink(path []byte) ([]byte, error) {
-	if len(path) >= PathMax {
-		if !w.deep(path) {
-			return nil, syscall.ENAMETOOLONG
-		}
-		n, err := sysReadlink(w.cbuf, w.lbuf)
-		if err != nil {
-			return nil, err
-		}
-		if n >= len(w.lbuf) {
-			return nil, syscall.ENAMETOOLONG
-		}
-		return w.lbuf[:n], nil
+	deep := len(path) >= PathMax
+	if deep && !w.deep(path) {
+		return nil, syscall.ENAMETOOLONG
 	}
 	if w.m.osfs {
-		w.cbuf = append(append(w.cbuf[:0], path...), 0)
+		if !deep { // else w.cbuf names it through /proc/<tid>/cwd
+			w.cbuf = append(append(w.cbuf[:0], path...), 0)
+		}
 		var n int
 		var err error
-		if w.m.cache != nil {
+		if w.m.cache != nil && !deep { // inotify cannot watch a deep path
 			n, err = w.m.cache.readlink(w, path)
 		} else {
 			n, err = sysReadlink(w.cbuf, w.lbuf)
