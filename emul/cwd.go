@@ -51,11 +51,7 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 	// directory, under the guest name the cwd had if it is still there.
 	if err == nil {
 		if h, e := c.Mapper().Resolve(c.PathProc(), "/", fs.Cwd, true); e != nil || h != kernel {
-			if g, ok := toGuest(c, kernel); ok {
-				fs.Cwd = g
-			} else {
-				fs.Cwd = "/"
-			}
+			fs.Cwd = cwdGuest(c, kernel)
 		}
 	}
 	if done {
@@ -66,18 +62,21 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 
 func procCwd(tid int) string { return "/proc/" + strconv.Itoa(tid) + "/cwd" }
 
-// cwdFromKernel sets fs.Cwd to the guest path of thread tid's cwd as the
-// kernel has it ("/" if it lies outside the guest; unchanged if the kernel
-// cannot say, as for a directory deeper than PATH_MAX).
-func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
-	host, err := readlinkHost(procCwd(tid))
-	if err != nil {
-		return
-	}
+// cwdGuest is the guest cwd for the kernel's host cwd host: its guest
+// path, or "/" if it lies outside the guest.
+func cwdGuest(c *tracer.Call, host string) string {
 	if g, ok := toGuest(c, host); ok {
-		fs.Cwd = g
-	} else {
-		fs.Cwd = "/"
+		return g
+	}
+	return "/"
+}
+
+// cwdFromKernel sets fs.Cwd to the guest path of thread tid's cwd as the
+// kernel has it (unchanged if the kernel cannot say, as for a directory
+// deeper than PATH_MAX).
+func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
+	if host, err := readlinkHost(procCwd(tid)); err == nil {
+		fs.Cwd = cwdGuest(c, host)
 	}
 }
 

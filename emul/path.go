@@ -176,11 +176,8 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		pr.KernelCwd = true // the kernel's cwd is cwd's host directory
 	default:
 		var errno unix.Errno
-		if dirHost, errno = fdHostPath(c, int(int32(c.Arg(dirfdArg)))); errno != 0 {
+		if dirHost, errno = fdDirHost(c, int(int32(c.Arg(dirfdArg)))); errno != 0 {
 			return pathmap.Result{}, errno
-		}
-		if !strings.HasPrefix(dirHost, "/") {
-			return pathmap.Result{}, unix.ENOTDIR // a pipe, socket, anon inode...
 		}
 		cwd, dirExact = toGuestIn(c, dirHost, b)
 		if !dirExact {
@@ -253,17 +250,25 @@ func procDirLink(c *tracer.Call, host string) (string, bool) {
 // fdGuestPath returns the guest path of the directory open as fd in the
 // calling process, or the errno the kernel gives for a bad dirfd.
 func fdGuestPath(c *tracer.Call, fd int) (string, unix.Errno) {
-	host, errno := fdHostPath(c, fd)
+	host, errno := fdDirHost(c, fd)
+	if errno == 0 {
+		errno = isDir(host)
+	}
 	if errno != 0 {
 		return "", errno
 	}
-	if !strings.HasPrefix(host, "/") {
-		return "", unix.ENOTDIR // a pipe, socket, anon inode...
-	}
-	if errno := isDir(host); errno != 0 {
-		return "", errno
-	}
 	return guestOrHost(c, host), 0
+}
+
+// fdDirHost is the host path of what fd of the caller is open on, with
+// the kernel's EBADF, and ENOTDIR for what has no path (a pipe, socket,
+// anon inode...); whether it is a directory is left to isDir.
+func fdDirHost(c *tracer.Call, fd int) (string, unix.Errno) {
+	host, errno := fdHostPath(c, fd)
+	if errno == 0 && !strings.HasPrefix(host, "/") {
+		return "", unix.ENOTDIR
+	}
+	return host, errno
 }
 
 // isDir gives ENOTDIR when host is not a directory (0 when it is, or when
