@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/pathmap"
@@ -258,8 +259,8 @@ func (c *Call) PrefetchPaths(a, b uint64) {
 	if c.buf2 == nil {
 		c.buf2 = make([]byte, PathMax)
 	}
-	ba := c.buf[:4096-a%4096]
-	bb := c.buf2[:4096-b%4096]
+	ba := c.buf[:toPageEnd(a)]
+	bb := c.buf2[:toPageEnd(b)]
 	if n, err := readMem2(c.th.Tid, a, ba, b, bb); err != nil || n != len(ba)+len(bb) {
 		return
 	}

@@ -25,7 +25,7 @@ func readString(pid int, addr uint64, max int, buf []byte) (string, error) {
 	for got < max {
 		// Read up to the end of the current page so an unmapped next
 		// page does not fail the whole read.
-		chunk := int(4096 - (addr+uint64(got))%4096)
+		chunk := toPageEnd(addr + uint64(got))
 		if chunk > max-got {
 			chunk = max - got
 		}
@@ -42,3 +42,7 @@ func readString(pid int, addr uint64, max int, buf []byte) (string, error) {
 	}
 	return "", unix.ENAMETOOLONG
 }
+
+// toPageEnd is the number of bytes from addr to the end of its 4 KiB page:
+// a read that stops there does not fail for an unmapped next page.
+func toPageEnd(addr uint64) int { return int(4096 - addr%4096) }

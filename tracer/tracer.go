@@ -477,7 +477,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 	}
 	if wasStopped {
 		ct.stopped = false
-		if held := ct.held; held.StopSignal() == unix.SIGTRAP && int(held)>>16&0xff != unix.PTRACE_EVENT_STOP {
+		if held := ct.held; held.StopSignal() == unix.SIGTRAP && !initialStop(held) {
 			// Not its initial stop: on arm64 under TCG (kernel 6.1) a new
 			// thread was seen to run without one, and this is its first
 			// traced call, which must be translated, not just resumed.
@@ -500,34 +500,40 @@ func (t *Tracer) forked(th *Thread, event int) {
 	t.cont(th, 0)
 }
 
+// initialStop tells whether stop status ws is a PTRACE_EVENT_STOP, as a
+// new task's initial stop is.
+func initialStop(ws unix.WaitStatus) bool { return int(ws)>>16&0xff == unix.PTRACE_EVENT_STOP }
+
+// stopStatus is the wait status of the ptrace stop whose siginfo is si:
+// for a ptrace event or syscall stop (and PTRACE_EVENT_STOP), si_code is
+// the status's stop part; for a signal-delivery stop, the signal.
+func stopStatus(si *Siginfo) unix.WaitStatus {
+	code := si.Code & 0xff
+	if si.Code>>8 == unix.PTRACE_EVENT_STOP ||
+		si.Signo == int32(unix.SIGTRAP) && (code == int32(unix.SIGTRAP) || code == int32(unix.SIGTRAP|0x80)) {
+		return unix.WaitStatus(0x7f | uint32(si.Code)<<8)
+	}
+	return unix.WaitStatus(0x7f | uint32(si.Signo)<<8)
+}
+
 // waitAwaiting is wait4 while new tasks have not reported their initial
-// stop: it polls, and tries to resume such a task itself (PTRACE_CONT
-// succeeds only on a stopped tracee, and a task that never ran can only be
-// in its initial stop). The attempts do not wait for a quiet moment: other
-// threads may keep reporting stops all along. A late report of the resumed
-// stop is dropped (Thread.skipInitial).
+// stop: it polls, and for such a task that is stopped it asks the kernel
+// which stop (PTRACE_GETSIGINFO). In its initial stop, the task is resumed
+// here; a late report of that stop is dropped (Thread.skipInitial). In any
+// other (a task that ran without an initial stop, at its first traced call
+// or a signal) the stop is returned as if wait4 had reported it. The
+// attempts do not wait for a quiet moment: other threads may keep
+// reporting stops all along.
 func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
 	for delay := 20 * time.Microsecond; ; {
 		for tid, th := range t.awaiting {
-			// Only a task in its initial stop is resumed here. One that
-			// ran without it is at its first traced call (or a signal):
-			// that stop is handed to the loop as if wait4 had reported it.
 			var si Siginfo
 			if getSiginfo(tid, &si) != nil {
 				continue // not stopped yet
 			}
-			switch {
-			case si.Code>>8 == unix.PTRACE_EVENT_STOP:
-				// Its initial stop (do_jobctl_trap's si_code): resume it.
-			case si.Signo == int32(unix.SIGTRAP) && (si.Code&0xff == int32(unix.SIGTRAP) || si.Code&0xff == int32(unix.SIGTRAP|0x80)):
-				// A ptrace event or syscall stop: si_code is its status.
+			if st := stopStatus(&si); !initialStop(st) {
 				t.logf(2, "task %d: stopped without an initial stop", tid)
-				*ws = unix.WaitStatus(0x7f | uint32(si.Code)<<8)
-				return tid, nil
-			default:
-				// A signal-delivery stop.
-				t.logf(2, "task %d: a signal before its initial stop", tid)
-				*ws = unix.WaitStatus(0x7f | uint32(si.Signo)<<8)
+				*ws = st
 				return tid, nil
 			}
 			if resume(t.resumeReq(), tid, 0) == nil {
