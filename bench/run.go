@@ -570,12 +570,11 @@ func floorSection(mechs []mechRow, mechRes []Result, ids, titles []string, callR
 			native = &mechRes[i]
 		}
 	}
-	name := FloorSection + ", (call - native call) / (floor - native syscall) per round; floor: droidroot's (debug floor)"
+	which := "ptrace + register get/set, unpinned"
 	if own != nil && own.State == StateOK {
-		floor = own
-	} else {
-		name = FloorSection + ", (call - native call) / (floor - native syscall) per round; floor: ptrace + register get/set, unpinned"
+		floor, which = own, "droidroot's (debug floor)"
 	}
+	name := FloorSection + ", (call - native call) / (floor - native syscall) per round; floor: " + which
 	if floor == nil || native == nil || floor.State != StateOK || native.State != StateOK {
 		return Section{}, false
 	}
