@@ -258,35 +258,29 @@ func pyBool(b bool) string {
 // hostMount is the mount point of the host mount holding path.
 func hostMount(t testing.TB, path string) string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path, _ = filepath.EvalSymlinks(path)
-	best := "/"
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := strings.ReplaceAll(f[4], "\\040", " ")
-		if (path == mp || strings.HasPrefix(path, mp+"/")) && len(mp) >= len(best) {
-			best = mp
-		}
-	}
-	return best
+	mp, _ := hostMountOf(t, path)
+	return mp
 }
 
+// hostFSType is the filesystem type of the host mount holding path.
 func hostFSType(t testing.TB, path string) string {
 	t.Helper()
-	// The mount holding path: the longest mount point that is a prefix of it, the last one
-	// mounted on a tie (what findmnt -T says, without needing findmnt on the host).
+	_, fstype := hostMountOf(t, path)
+	return fstype
+}
+
+// hostMountOf finds the mount holding path: the longest mount point that is a prefix of it,
+// the last one mounted on a tie (what findmnt -T says, without needing findmnt on the host).
+// It returns its mount point ("/" if none matched) and filesystem type.
+func hostMountOf(t testing.TB, path string) (mountPoint, fstype string) {
+	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	path, _ = filepath.EvalSymlinks(path)
-	best, fstype := -1, ""
+	mountPoint = "/"
+	best := -1
 	for _, line := range strings.Split(string(b), "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
 		f, g := strings.Fields(pre), strings.Fields(post)
@@ -295,10 +289,10 @@ func hostFSType(t testing.TB, path string) string {
 		}
 		mp := strings.ReplaceAll(f[4], "\\040", " ")
 		if (path == mp || mp == "/" || strings.HasPrefix(path, mp+"/")) && len(mp) >= best {
-			best, fstype = len(mp), g[0]
+			best, mountPoint, fstype = len(mp), mp, g[0]
 		}
 	}
-	return fstype
+	return mountPoint, fstype
 }
 
 // statfsName is what stat -f -c %T says for host path.
