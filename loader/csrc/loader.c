@@ -164,6 +164,14 @@ struct iovec_ {
 	size_t len;
 };
 
+/* Write iov[0..n) on fd 2 and exit with status. */
+static void __attribute__((noreturn)) say_exit(const struct iovec_ *iov, int n, int status)
+{
+	syscall3(SYS_writev, 2, iov, n);
+	for (;;)
+		syscall1(SYS_exit_group, status);
+}
+
 /*
  * Report "droidroot loader: [ROLE: ]WHAT[ (errno N)][: PATH]" on fd 2 and exit with
  * status.
@@ -201,9 +209,7 @@ die_status(int status, const char *role, const char *what, long err, const char 
 	}
 	PIECE("\n");
 #undef PIECE
-	syscall3(SYS_writev, 2, iov, n);
-	for (;;)
-		syscall1(SYS_exit_group, status);
+	say_exit(iov, n, status);
 }
 
 /* die exits 127, the status a shell gives a command it could not run. */
@@ -639,9 +645,7 @@ static void __attribute__((noreturn)) exec_failed(const char *path, long r)
 	iov[3].len = dr_strlen(text);
 	iov[4].base = "\n";
 	iov[4].len = 1;
-	syscall3(SYS_writev, 2, iov, 5);
-	for (;;)
-		syscall1(SYS_exit_group, r == -2 ? 127 : 126);
+	say_exit(iov, 5, r == -2 ? 127 : 126);
 }
 
 void stage2_main(uint64_t *sp)
