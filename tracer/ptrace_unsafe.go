@@ -8,9 +8,27 @@ import (
 )
 
 // ptrace issues one ptrace request without going through the scheduler:
-// every request here returns at once.
+// every request here returns at once. addr and data are numbers; a request
+// that passes a pointer uses ptracePtr.
 func ptrace(req int, pid int, addr, data uintptr) error {
 	_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// ptracePtr issues a ptrace request whose data argument points to memory
+// the kernel reads or writes (registers, siginfo, an event message, an
+// iovec). The pointer becomes a uintptr only in the argument list of the
+// assembly syscall stub, as unsafe.Pointer's rule 4 requires. Made any
+// earlier and passed on through a Go function (as ptrace's data), the
+// uintptr goes stale whenever the goroutine's stack is copied on the way
+// (grown in a prologue, or shrunk by the GC): the kernel then reads and
+// writes the old stack. In the arm64 test VM that read a stopped call's
+// number as 0 about once in 600,000 calls, and the call ran untranslated.
+func ptracePtr(req int, pid int, addr uintptr, data unsafe.Pointer) error {
+	_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, uintptr(data), 0, 0)
 	if e != 0 {
 		return e
 	}
@@ -31,7 +49,7 @@ func resume(req, tid int, sig syscall.Signal) error {
 // eventMsg returns PTRACE_GETEVENTMSG for tid.
 func eventMsg(tid int) (uint64, error) {
 	var msg uint64
-	err := ptrace(unix.PTRACE_GETEVENTMSG, tid, 0, uintptr(unsafe.Pointer(&msg)))
+	err := ptracePtr(unix.PTRACE_GETEVENTMSG, tid, 0, unsafe.Pointer(&msg))
 	return msg, err
 }
 
@@ -45,7 +63,7 @@ type Siginfo struct {
 
 // getSiginfo reads the pending signal of a signal-delivery stop.
 func getSiginfo(tid int, si *Siginfo) error {
-	return ptrace(unix.PTRACE_GETSIGINFO, tid, 0, uintptr(unsafe.Pointer(si)))
+	return ptracePtr(unix.PTRACE_GETSIGINFO, tid, 0, unsafe.Pointer(si))
 }
 
 // wait4 waits for any traced thread (WALL).
@@ -125,7 +143,7 @@ const (
 // stop, or returns syscallInfoNone if the kernel cannot say.
 func syscallInfoOp(tid int) int {
 	var info [88]byte
-	if err := ptrace(ptraceGetSyscallInfo, tid, uintptr(len(info)), uintptr(unsafe.Pointer(&info[0]))); err != nil {
+	if err := ptracePtr(ptraceGetSyscallInfo, tid, uintptr(len(info)), unsafe.Pointer(&info[0])); err != nil {
 		return syscallInfoNone
 	}
 	return int(info[0])

@@ -11,12 +11,12 @@ const ntARMSystemCall = 0x404
 // getRegs reads the registers of stopped thread tid, and its syscall number.
 func getRegs(tid int, r *Regs) error {
 	iov := unix.Iovec{Base: (*byte)(unsafe.Pointer(&r.r)), Len: uint64(unsafe.Sizeof(r.r))}
-	if err := ptrace(unix.PTRACE_GETREGSET, tid, uintptr(unix.NT_PRSTATUS), uintptr(unsafe.Pointer(&iov))); err != nil {
+	if err := ptracePtr(unix.PTRACE_GETREGSET, tid, uintptr(unix.NT_PRSTATUS), unsafe.Pointer(&iov)); err != nil {
 		return err
 	}
 	var nr int32
 	iov = unix.Iovec{Base: (*byte)(unsafe.Pointer(&nr)), Len: 4}
-	if err := ptrace(unix.PTRACE_GETREGSET, tid, ntARMSystemCall, uintptr(unsafe.Pointer(&iov))); err != nil {
+	if err := ptracePtr(unix.PTRACE_GETREGSET, tid, ntARMSystemCall, unsafe.Pointer(&iov)); err != nil {
 		return err
 	}
 	r.nr = int(nr)
@@ -30,11 +30,11 @@ func putRegs(tid int, r *Regs) error {
 	if r.nrDirty {
 		nr := int32(r.nr)
 		iov := unix.Iovec{Base: (*byte)(unsafe.Pointer(&nr)), Len: 4}
-		if err := ptrace(unix.PTRACE_SETREGSET, tid, ntARMSystemCall, uintptr(unsafe.Pointer(&iov))); err != nil {
+		if err := ptracePtr(unix.PTRACE_SETREGSET, tid, ntARMSystemCall, unsafe.Pointer(&iov)); err != nil {
 			return err
 		}
 		r.nrDirty = false
 	}
 	iov := unix.Iovec{Base: (*byte)(unsafe.Pointer(&r.r)), Len: uint64(unsafe.Sizeof(r.r))}
-	return ptrace(unix.PTRACE_SETREGSET, tid, uintptr(unix.NT_PRSTATUS), uintptr(unsafe.Pointer(&iov)))
+	return ptracePtr(unix.PTRACE_SETREGSET, tid, uintptr(unix.NT_PRSTATUS), unsafe.Pointer(&iov))
 }

@@ -76,8 +76,10 @@ type Tracer struct {
 	killed bool
 	// loaderLo, loaderHi bound the loader's mapped image.
 	loaderLo, loaderHi uint64
-	lastStatus         int
-	warned             map[string]bool
+	// flight is the flight recorder (DROIDROOT_FLIGHT=1), nil when off.
+	flight     *flight
+	lastStatus int
+	warned     map[string]bool
 	// awaiting are new tasks whose initial stop has not been reported yet
 	// (see waitAwaiting).
 	awaiting map[int]*Thread
@@ -93,6 +95,9 @@ func New(cfg Config) (*Tracer, error) {
 		cfg.Log = os.Stderr
 	}
 	t := &Tracer{cfg: cfg, goarch: runtime.GOARCH, threads: map[int]*Thread{}, warned: map[string]bool{}}
+	if flightOn() {
+		t.flight = &flight{rings: map[int]*flightRing{}}
+	}
 	abi := seccomp.NativeABI(t.goarch)
 	for name, h := range cfg.Table {
 		nr, ok := abi.Nr(name)
@@ -325,6 +330,9 @@ func (t *Tracer) loop() (int, error) {
 			}
 			return 1, fmt.Errorf("wait4: %w", err)
 		}
+		if t.flight != nil {
+			t.fly(tid, "WAIT", "ws=%#x known=%v", uint32(ws), t.threads[tid] != nil)
+		}
 		th := t.threads[tid]
 		if th != nil && th.awaitInitial {
 			th.awaitInitial = false
@@ -347,6 +355,9 @@ func (t *Tracer) loop() (int, error) {
 		}
 		t.dispatch(th, ws)
 	}
+	if t.flight != nil && t.lastStatus != 0 {
+		t.flight.dump(os.Stderr)
+	}
 	return t.lastStatus, nil
 }
 
@@ -356,6 +367,9 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	event := int(ws) >> 16 & 0xff
 	if th.skipInitial && event != unix.PTRACE_EVENT_STOP {
 		th.skipInitial = false // the thread ran: the initial stop will not be reported
+	}
+	if t.flight != nil {
+		t.fly(th.Tid, "DISPATCH", "ws=%#x sig=%d event=%d op=%v pendingExit=%v", uint32(ws), sig, event, th.op != nil, th.pendingExit != nil)
 	}
 	if th.op != nil && t.opStop(th, sig, event) {
 		return
@@ -375,6 +389,9 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		if th.skipInitial && sig == unix.SIGTRAP {
 			// The initial stop forked() already resumed, reported late.
 			th.skipInitial = false
+			if t.flight != nil {
+				t.fly(th.Tid, "DROP", "late initial stop")
+			}
 			return
 		}
 		if !th.ready {
@@ -401,6 +418,9 @@ func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 	req := t.resumeReq()
 	if th.pendingExit != nil || th.op != nil || th.fix != nil {
 		req = unix.PTRACE_SYSCALL
+	}
+	if t.flight != nil {
+		t.fly(th.Tid, "CONT", "req=%d sig=%d", req, sig)
 	}
 	if err := resume(req, th.Tid, sig); err != nil && err != unix.ESRCH {
 		t.logf(1, "resume %d: %v", th.Tid, err)
@@ -452,6 +472,15 @@ func (t *Tracer) forked(th *Thread, event int) {
 	flags := t.cloneFlags(th)
 	ct := t.threads[child]
 	wasStopped := ct != nil && ct.stopped
+	if t.flight != nil {
+		held := unix.WaitStatus(0)
+		if ct != nil {
+			held = ct.held
+		}
+		if t.flight != nil {
+			t.fly(th.Tid, "FORK", "event=%d child=%d flags=%#x known=%v stopped=%v held=%#x", event, child, flags, ct != nil, wasStopped, uint32(held))
+		}
+	}
 	if ct == nil {
 		ct = &Thread{Tid: child}
 		t.threads[child] = ct
@@ -531,6 +560,9 @@ func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
 			if getSiginfo(tid, &si) != nil {
 				continue // not stopped yet
 			}
+			if t.flight != nil {
+				t.fly(tid, "AWAIT", "siginfo signo=%d code=%#x", si.Signo, si.Code)
+			}
 			if st := stopStatus(&si); !initialStop(st) {
 				t.logf(2, "task %d: stopped without an initial stop", tid)
 				*ws = st
@@ -593,6 +625,9 @@ func (t *Tracer) seccompStop(th *Thread) {
 // enter runs the entry handler of the syscall th is stopped at.
 func (t *Tracer) enter(th *Thread) {
 	c := &th.call
+	if t.flight != nil {
+		t.fly(th.Tid, "ENTER", "%s loading=%v", t.flyArgs(th.Tid, &c.Regs), th.loading)
+	}
 	if th.loading {
 		if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
 			t.cont(th, 0) // the loader opening the program: host paths
@@ -625,6 +660,16 @@ func (t *Tracer) enter(th *Thread) {
 	if c.dirty {
 		if err := putRegs(th.Tid, &c.Regs); err != nil {
 			t.logf(1, "setregs %d: %v", th.Tid, err)
+			if t.flight != nil {
+				t.fly(th.Tid, "SETREGS", "%v", err)
+			}
+		}
+		if t.flight != nil {
+			t.flyCheck(th)
+		}
+	} else {
+		if t.flight != nil {
+			t.fly(th.Tid, "CLEAN", "no register change")
 		}
 	}
 	if h.Exit != nil && !c.noExit {
