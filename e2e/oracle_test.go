@@ -49,6 +49,14 @@ func oracleGuest(t testing.TB, base string) guest {
 	if err := os.WriteFile(file, []byte("file\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A bind deep in the rootfs, of a directory beside it (beyond-pathmax-rewrite.ops): paths
+	// that cross it below a cwd deeper than PATH_MAX have a short relative host form.
+	long := filepath.Join(root, "fx/long", strings.Repeat(strings.Repeat("L", 200)+"/", 9))
+	for _, d := range []string{"src", "mp"} {
+		if err := os.Mkdir(filepath.Join(long, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return guest{
 		Root: root,
 		Binds: []string{
@@ -59,6 +67,7 @@ func oracleGuest(t testing.TB, base string) guest {
 			file + ":/mnt/file",
 			root + "/fx/dir:/mnt/alias",
 			mp + ":/fx/mp",
+			filepath.Join(long, "src") + ":" + strings.TrimPrefix(filepath.Join(long, "mp"), root),
 		},
 		Cwd: "/",
 	}

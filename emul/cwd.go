@@ -40,7 +40,7 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 			landed = unix.Stat(procCwd(tid), &st) == nil && st.Dev == p.Dev && st.Ino == p.Ino
 		}
 		if landed {
-			fs.Cwd, fs.Pending = p.Guest, nil
+			fs.Cwd, fs.Pending, fs.Lost = p.Guest, nil, false
 			return fs.Cwd
 		}
 		if !done {
@@ -51,8 +51,12 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 	// directory, under the guest name the cwd had if it is still there.
 	if err == nil {
 		if h, e := c.Mapper().Resolve(c.PathProc(), "/", fs.Cwd, true); e != nil || h != kernel {
-			fs.Cwd = cwdGuest(c, kernel)
+			setCwdGuest(c, fs, kernel)
+		} else {
+			fs.Lost = false
 		}
+	} else if p.Guest == "" {
+		fs.Lost = true // an fchdir too deep to read back
 	}
 	if done {
 		fs.Pending = nil
@@ -62,21 +66,24 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 
 func procCwd(tid int) string { return "/proc/" + strconv.Itoa(tid) + "/cwd" }
 
-// cwdGuest is the guest cwd for the kernel's host cwd host: its guest
-// path, or "/" if it lies outside the guest.
-func cwdGuest(c *tracer.Call, host string) string {
-	if g, ok := toGuest(c, host); ok {
-		return g
+// setCwdGuest sets fs.Cwd to the guest cwd for the kernel's host cwd
+// host: its guest path, or "/" if it lies outside the guest (fs.Lost).
+func setCwdGuest(c *tracer.Call, fs *tracer.FS, host string) {
+	g, ok := toGuest(c, host)
+	if !ok {
+		g = "/"
 	}
-	return "/"
+	fs.Cwd, fs.Lost = g, !ok
 }
 
 // cwdFromKernel sets fs.Cwd to the guest path of thread tid's cwd as the
-// kernel has it (unchanged if the kernel cannot say, as for a directory
-// deeper than PATH_MAX).
+// kernel has it (unchanged but fs.Lost if the kernel cannot say, as for
+// a directory deeper than PATH_MAX).
 func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
 	if host, err := readlinkHost(procCwd(tid)); err == nil {
-		fs.Cwd = cwdGuest(c, host)
+		setCwdGuest(c, fs, host)
+	} else {
+		fs.Lost = true
 	}
 }
 
@@ -105,12 +112,8 @@ var chdirHandler = tracer.Handler{
 		if len(t.host) >= tracer.PathMax || t.host == "" || t.host[0] != '/' {
 			// Too deep for /proc/<tid>/cwd to be read back: identify the
 			// directory now, as the kernel will see the path.
-			target := t.host
-			if t.keep && t.host == t.res.Host {
-				target = procCwd(c.Tid()) + "/" + t.guest
-			}
 			var st unix.Stat_t
-			if unix.Stat(target, &st) != nil {
+			if unix.Stat(tracerPath(c, p(0, always), t), &st) != nil {
 				return // the exit stop settles it
 			}
 			pc.Host, pc.Dev, pc.Ino = "", st.Dev, st.Ino
@@ -123,7 +126,7 @@ var chdirHandler = tracer.Handler{
 			return
 		}
 		if g := c.Data.(string); g != "" {
-			c.FS().Cwd = g
+			c.FS().Cwd, c.FS().Lost = g, false
 		} else {
 			cwdFromKernel(c, c.Tid(), c.FS())
 		}

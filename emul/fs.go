@@ -28,7 +28,7 @@ func readlinkHandler(a pathArg, bufArg, sizeArg int) tracer.Handler {
 			c.Fail(unix.EINVAL)
 			return
 		}
-		target, errno := readlinkGuest(c, t.host)
+		target, errno := readlinkGuest(c, tracerPath(c, a, t))
 		if errno != 0 {
 			c.Fail(errno)
 			return

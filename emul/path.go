@@ -100,6 +100,16 @@ type translated struct {
 	res  pathmap.Result
 }
 
+// kernelPath is the path to hand to the kernel for t.host: its relative
+// form from the directory the guest named (pathmap's Result.Rel) when
+// t.host is the lookup's own and too long for the kernel, else t.host.
+func (t translated) kernelPath() string {
+	if t.res.Rel != "" && t.host == t.res.Host {
+		return t.res.Rel
+	}
+	return t.host
+}
+
 // translate reads and translates path argument a. It returns an errno the
 // call must fail with, or 0.
 func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix.Errno) {
@@ -130,7 +140,7 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 		if r, e := lookupIn(c, a.dirfd, guest, flags&^pathmap.Follow, b); e == 0 {
 			if d, ok := l2sName(c, r.Host); ok {
 				res, errno = r, 0
-				res.Host = d
+				res.Host, res.Literal, res.Rel = d, false, ""
 			}
 		}
 	}
@@ -139,11 +149,34 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 	}
 	if activeL2S != nil && !a.raw && flags&(pathmap.Follow|pathmap.Entry) == 0 {
 		if h := activeL2S.substitute(c, res.Host); h != res.Host {
-			res.Host, res.Literal = h, false
+			res.Host, res.Literal, res.Rel = h, false, ""
 		}
 	}
 	keep := res.Literal && guest[0] != '/'
 	return translated{guest: guest, host: res.Host, keep: keep, res: res}, 0
+}
+
+// tracerPath is the path for the tracer's own system calls on what the
+// kernel finds with t (argument a of the calling thread): t.host, or when
+// that is too long, the relative path the kernel is given (the guest's own
+// when t.keep, else pathmap's Result.Rel) below /proc/<tid>/cwd or the
+// dirfd's /proc/<tid>/fd/<fd>.
+func tracerPath(c *tracer.Call, a pathArg, t translated) string {
+	if len(t.host) < tracer.PathMax || t.host != t.res.Host {
+		return t.host
+	}
+	rel := t.res.Rel
+	if t.keep {
+		rel = t.guest
+	}
+	if rel == "" {
+		return t.host
+	}
+	dir := procCwd(c.Tid())
+	if a.dirfd >= 0 && int32(c.Arg(a.dirfd)) != atFDCWD {
+		dir = "/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(int(int32(c.Arg(a.dirfd))))
+	}
+	return dir + "/" + rel
 }
 
 // resolveAt translates guest path relative to dirfd argument index (-1:
@@ -173,7 +206,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	case strings.HasPrefix(guest, "/"):
 	case dirfdArg < 0 || int32(c.Arg(dirfdArg)) == atFDCWD:
 		cwd = guestCwd(c)
-		pr.KernelCwd = true // the kernel's cwd is cwd's host directory
+		pr.KernelCwd = !c.FS().Lost // the kernel's cwd is cwd's host directory
 	default:
 		var errno unix.Errno
 		if dirHost, errno = fdDirHost(c, int(int32(c.Arg(dirfdArg)))); errno != 0 {
@@ -182,6 +215,9 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		cwd, dirExact = toGuestIn(c, dirHost, b)
 		if !dirExact {
 			cwd = dirHost
+		} else {
+			// A long Host is then given relative to the dirfd.
+			pr.Dir, pr.DirFd = dirHost, int(int32(c.Arg(dirfdArg)))
 		}
 	}
 	r, err := c.Mapper().Lookup(pr, cwd, guest, flags)
@@ -210,7 +246,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	}
 	r.Host = unameRedirect(r.Host)
 	if r.Host != host {
-		r.Literal = false
+		r.Literal, r.Rel = false, ""
 	}
 	return r, 0
 }
@@ -353,13 +389,14 @@ func procExe(c *tracer.Call, host string) string {
 	return host
 }
 
-// rewrite makes argument i point at host path t.host, unless it equals
-// what the guest passed or the kernel finds it from the guest's own path.
+// rewrite makes argument i point at host path t.host (t.kernelPath()),
+// unless it equals what the guest passed or the kernel finds it from the
+// guest's own path.
 func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 	if !needsRewrite(t) {
 		return 0
 	}
-	addr, err := c.PushString(t.host)
+	addr, err := c.PushString(t.kernelPath())
 	if err != nil {
 		return unix.EFAULT
 	}
@@ -370,7 +407,7 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 // needsRewrite tells whether the kernel must be given t.host instead of
 // the guest's own path.
 func needsRewrite(t translated) bool {
-	return !t.skip && !(t.keep && t.host == t.res.Host) && t.host != t.guest
+	return !t.skip && !(t.keep && t.host == t.res.Host) && t.kernelPath() != t.guest
 }
 
 // pathHandler translates the given path arguments and lets the kernel run
@@ -448,7 +485,7 @@ func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
 	var hosts []string
 	for k := range args {
 		if needsRewrite(ts[k]) {
-			idx, hosts = append(idx, k), append(hosts, ts[k].host)
+			idx, hosts = append(idx, k), append(hosts, ts[k].kernelPath())
 		}
 	}
 	switch len(idx) {

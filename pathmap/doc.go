@@ -240,8 +240,22 @@
 //     the current directory too.
 //   - Host paths are longer than guest paths by the rootfs prefix: a guest
 //     path that the kernel would accept may need a host path of PathMax
-//     bytes or more, which then fails with ENAMETOOLONG (proot has the same
-//     limit).
+//     bytes or more. For a relative path walked from the kernel's own
+//     directory (Proc.KernelCwd, or a dirfd: Proc.Dir), Result.Rel then
+//     names Host relative to that directory ("../" up to their longest
+//     common ancestor, then the rest of Host), which the kernel takes
+//     physically: right, since a host path the walk builds has no symlinks
+//     (canonical mount sources, components looked up; only an unfollowed
+//     last component may be a symlink). The walk's own lookups of such
+//     paths go through /proc/<tid>/cwd or /proc/<tid>/fd/<fd> the same way.
+//     This works when the target lies near that directory on the host
+//     (the same mount, or a binding whose source is beside it). An
+//     absolute path, a walk without such a directory, and a target whose
+//     relative form is PathMax bytes or more too (in a binding whose
+//     source lies elsewhere) fail with ENAMETOOLONG, as in proot. A
+//     directory named by the caller that is itself deeper than PATH_MAX
+//     works through KernelCwd only: the caller cannot read such a
+//     dirfd's host path back to give Proc.Dir.
 //   - A binding whose source is a magic link (proot's
 //     `-b /proc/self/fd/0:/dev/stdin`) resolves to "/proc/<pid>/fd/0" even
 //     unfollowed, so lstat sees a symlink where a real bind mount would show

@@ -17,9 +17,17 @@ type Proc struct {
 	// is the host directory of the cwd a relative path is walked from.
 	// A walk whose host path reaches PathMax bytes (a cwd deeper than
 	// PATH_MAX, reached by relative paths as the kernel allows) then
-	// makes its system calls on host paths below that directory through
-	// /proc/<Tid>/cwd, which the kernel resolves however deep it is.
+	// makes its system calls on host paths near that directory through
+	// /proc/<Tid>/cwd, which the kernel resolves however deep it is, and
+	// a Result whose Host is that long gets a relative form (Result.Rel).
 	KernelCwd bool
+	// Dir, when not empty, is the host directory that the caller's file
+	// descriptor DirFd is open on: the dirfd an *at call's relative path
+	// is walked from. When it is the host path of the cwd given to
+	// Lookup, it serves as KernelCwd's directory does, through
+	// /proc/<Tid>/fd/<DirFd> (KernelCwd must then be false).
+	Dir   string
+	DirFd int
 	// Batch, if set, groups this lookup with others of one system call
 	// between which the caller changes nothing on the host: the lookup
 	// cache applies the changes reported so far once for all of them.
@@ -76,6 +84,15 @@ type Result struct {
 	// Virtual is set when the path names a virtual directory (a missing
 	// guest parent of a binding); Host is then the stand-in directory.
 	Virtual bool
+	// Rel, when not empty, is a path relative to the directory the walk
+	// started at (Proc.KernelCwd's or Proc.Dir's), as the kernel takes it
+	// from there, that names Host when Host is PathMax bytes or longer:
+	// "../" for each component of that directory below its longest
+	// common ancestor with Host, then the rest of Host. It is empty when
+	// Host is shorter, when Literal is set (the guest's own path works),
+	// and when that relative form is too long as well (a mount whose
+	// source lies elsewhere on the host): Host then gives ENAMETOOLONG.
+	Rel string
 	// Literal is set when the kernel, given the guest's own path string
 	// from the host directory the walk started at (the host path of cwd,
 	// for a relative path), reaches Host by itself: the walk followed no
@@ -136,7 +153,7 @@ func (m *Mapper) Lookup(pr Proc, cwd, p string, flags Flags) (Result, error) {
 		w.setRoot()
 	} else {
 		err = w.setCwd(cwd)
-		if pr.KernelCwd && w.pr.Tid > 0 && !w.bent {
+		if w.kernelDir() {
 			w.base = append(w.base, w.host...)
 		}
 	}
@@ -168,9 +185,11 @@ type walker struct {
 	synced bool
 	// bent: the walk left the literal path (Result.Literal is false).
 	bent bool
-	// base: the host path of the kernel's cwd when a relative walk
-	// started there (Proc.KernelCwd), else nil.
+	// base: the host path of the kernel's cwd or dirfd when a relative
+	// walk started there (Proc.KernelCwd, Proc.Dir), else empty; fd is
+	// the dirfd that names it, -1 for the cwd.
 	base []byte
+	fd   int
 
 	// The current directory: its canonical guest path, its host path, its
 	// place in the binding trie (node is the deepest trie node on the guest
@@ -201,23 +220,60 @@ var walkers = sync.Pool{New: func() any {
 	}
 }}
 
-// deep names a host path of PathMax bytes or more that lies below the
-// kernel's cwd (see Proc.KernelCwd) through /proc/<tid>/cwd, in w.cbuf,
-// NUL-terminated; false if it cannot.
+// kernelDir reports whether the kernel's view of the directory a relative
+// walk starts from is w.host (Proc.KernelCwd, Proc.Dir), and sets w.fd to
+// name it.
+func (w *walker) kernelDir() bool {
+	if w.pr.Tid <= 0 || w.bent {
+		return false
+	}
+	w.fd = -1
+	if w.pr.KernelCwd {
+		return true
+	}
+	if w.pr.Dir != "" && string(w.host) == w.pr.Dir {
+		w.fd = w.pr.DirFd
+		return true
+	}
+	return false
+}
+
+// deep names a host path of PathMax bytes or more through the kernel's
+// directory of the walk (see Proc.KernelCwd): /proc/<tid>/cwd or
+// /proc/<tid>/fd/<fd>, then the path relative to it (appendRel), in
+// w.cbuf, NUL-terminated; false if it cannot.
 func (w *walker) deep(path []byte) bool {
-	n := len(w.base)
-	if n == 0 || !w.m.osfs || !bytes.HasPrefix(path, w.base) || (len(path) > n && path[n] != '/') {
+	if len(w.base) == 0 || !w.m.osfs {
 		return false
 	}
 	w.cbuf = append(w.cbuf[:0], "/proc/"...)
 	w.cbuf = strconv.AppendInt(w.cbuf, int64(w.pr.Tid), 10)
-	w.cbuf = append(w.cbuf, "/cwd"...)
-	w.cbuf = append(w.cbuf, path[n:]...)
-	if len(w.cbuf) >= PathMax {
+	if w.fd < 0 {
+		w.cbuf = append(w.cbuf, "/cwd/"...)
+	} else {
+		w.cbuf = append(w.cbuf, "/fd/"...)
+		w.cbuf = strconv.AppendInt(w.cbuf, int64(w.fd), 10)
+		w.cbuf = append(w.cbuf, '/')
+	}
+	var ok bool
+	if w.cbuf, ok = appendRel(w.cbuf, w.base, path); !ok || len(w.cbuf) >= PathMax {
 		return false
 	}
 	w.cbuf = append(w.cbuf, 0)
 	return true
+}
+
+// relHost is Result.Rel for host: its path relative to the kernel's
+// directory of the walk, "" when there is none or none short enough.
+func (w *walker) relHost(host string) string {
+	if len(w.base) == 0 {
+		return ""
+	}
+	r, ok := appendRel(make([]byte, 0, PathMax), w.base, []byte(host))
+	if !ok {
+		return ""
+	}
+	return string(r)
 }
 
 func (w *walker) lstat(path []byte) (uint32, error) {
@@ -442,6 +498,9 @@ func (w *walker) finish(trailing bool, r Result) Result {
 	}
 	r.Virtual = r.Virtual || w.virt
 	r.Literal = !w.bent && !r.Virtual
+	if !r.Literal && len(r.Host) >= PathMax {
+		r.Rel = w.relHost(r.Host)
+	}
 	return r
 }
 

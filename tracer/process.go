@@ -17,6 +17,11 @@ type FS struct {
 	// of Cwd settle it first (emul's guestCwd): the kernel's cwd tells
 	// whether it happened.
 	Pending *PendingCwd
+	// Lost is set when the kernel's cwd is not known to be Cwd's host
+	// directory: it lies outside the guest (Cwd is then "/"), or it could
+	// not be read back (deeper than PATH_MAX after an fchdir). Paths are
+	// then never made relative to it (pathmap.Proc.KernelCwd).
+	Lost bool
 }
 
 // PendingCwd describes a chdir or fchdir whose result the tracer did not
