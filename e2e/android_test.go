@@ -133,9 +133,7 @@ diff -r src out/src && echo same; tar -tzf a.tgz | sort`,
 			for i, pol := range androidPolicies {
 				g := debianGuest(t)
 				g.Binds = append(g.Binds, rootfs(t, "busybox")+"/progs:/mnt/progs")
-				res := retryOnTCG(t, func() result {
-					return viaDroidrootPolicy(t, g, pol, "", "/bin/bash", "-c", scripts[name])
-				}, func(r result) bool { return name != "threads" || r.Code == 0 })
+				res := viaDroidrootPolicy(t, g, pol, "", "/bin/bash", "-c", scripts[name])
 				if res.Code != 0 || res.Stdout == "" {
 					t.Fatalf("--android-policy=%s: %s", pol, res)
 				}

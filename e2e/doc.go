@@ -12,8 +12,6 @@
 //	DROIDROOT_ROOTFS_DEBIAN    the debian rootfs (default $DROIDROOT_CACHE/debian)
 //	DROIDROOT_E2E_REQUIRED=1   a missing input fails the test instead of skipping it (CI sets it)
 //	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
-//	DROIDROOT_TCG              1 under qemu-system-aarch64's TCG (set by the arm64 VM): a threaded
-//	                           guest program that fails is run once more (retryOnTCG; a known bug)
 //	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
 //	DROIDROOT_ANDROID_POLICY   run every droidroot command under this Android release's app
 //	                           seccomp policy (make test-e2e-android: 12, then 16); the

@@ -322,19 +322,3 @@ func makeTree(t testing.TB, dir string, files tree) {
 		}
 	}
 }
-
-// retryOnTCG runs a multi-threaded guest program through run. Under qemu-system-aarch64's
-// TCG (the arm64 VM: DROIDROOT_TCG=1), a traced call of such a program is rarely run by the
-// kernel with its untranslated arguments (about one run of threads in twelve; session 2's
-// tracer does it too, no ptrace request fails; a known, open bug, see docs/architecture.md).
-// There a run that fails ok is logged and made once more, and the second run's result is
-// returned: the test still fails if it fails twice. Anywhere else nothing is retried.
-func retryOnTCG(t *testing.T, run func() result, ok func(result) bool) result {
-	t.Helper()
-	res := run()
-	if ok(res) || os.Getenv("DROIDROOT_TCG") != "1" {
-		return res
-	}
-	t.Logf("KNOWN ISSUE (arm64 under TCG, an untranslated call in a threaded guest), running once more:\n%s", res)
-	return run()
-}

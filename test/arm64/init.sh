@@ -15,7 +15,7 @@
 #
 # The tests' environment (whatever runs): DROIDROOT_BIN=/droidroot/bin/droidroot,
 # DROIDROOT_ROOTFS_BUSYBOX=/droidroot/rootfs, DROIDROOT_ROOTFS_DEBIAN=/droidroot/debian (when
-# shipped), DROIDROOT_E2E_REQUIRED=1, DROIDROOT_E2E_TIMEOUT=3m, DROIDROOT_TCG=1
+# shipped), DROIDROOT_E2E_REQUIRED=1, DROIDROOT_E2E_TIMEOUT=3m
 # (the e2e suite's limit per command, 60 s by default, is for native speed: under TCG
 # TestThreads's 50,000 traced calls take ~30 s, twice that on a busy host), unless the kernel command
 # line sets them: its KEY=VALUE words (before `--`) arrive here as environment variables and
@@ -43,8 +43,6 @@ if [ -d /droidroot/debian ] && [ -z "${DROIDROOT_ROOTFS_DEBIAN:-}" ]; then
 fi
 export DROIDROOT_E2E_REQUIRED="${DROIDROOT_E2E_REQUIRED:-1}"
 export DROIDROOT_E2E_TIMEOUT="${DROIDROOT_E2E_TIMEOUT:-3m}"
-# run-vm.sh always emulates (TCG): the e2e tests know a rare failure of it (e2e's retryOnTCG).
-export DROIDROOT_TCG="${DROIDROOT_TCG:-1}"
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
