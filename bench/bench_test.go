@@ -222,7 +222,7 @@ func TestFloorSection(t *testing.T) {
 		{ok("native", 2, 3), ok("droidroot", 27, 48), ok("proot", 62, 93)},
 		{ok("native", 2, 3), {Mode: "droidroot", State: StateFailed}, ok("proot", 5)},
 	}
-	s, found := floorSection(mechs, mechRes, []string{"stat", "open"}, []string{"stat", "open"}, calls)
+	s, found := floorSection(FloorMech, mechs, mechRes, []string{"stat", "open"}, []string{"stat", "open"}, calls)
 	if !found {
 		t.Fatal("no section")
 	}
@@ -244,13 +244,16 @@ func TestFloorSection(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if _, found := floorSection(mechs[:2], mechRes[:2], nil, nil, nil); found {
+	if _, found := floorSection(FloorMech, mechs[:2], mechRes[:2], nil, nil, nil); found {
 		t.Error("a section without the floor row")
 	}
-	// droidroot's own floor row, when measured, is the floor.
+	if _, found := floorSection(DroidrootFloorMech, mechs, mechRes, nil, nil, nil); found {
+		t.Error("a section against droidroot's floor, which was not measured")
+	}
+	// droidroot's own floor row, when measured, makes a second section.
 	mechs = append(mechs, mechRow{id: DroidrootFloorMech})
 	mechRes = append(mechRes, ok("", 11, 12))
-	s, _ = floorSection(mechs, mechRes, []string{"stat"}, []string{"stat"}, calls[:1])
+	s, _ = floorSection(DroidrootFloorMech, mechs, mechRes, []string{"stat"}, []string{"stat"}, calls[:1])
 	if got := s.Rows[0].Results[0].Samples; !cmp.Equal(got, []float64{2.5, 4.5}) { // (27-2)/(11-1), (48-3)/(12-2)
 		t.Errorf("against droidroot's floor: %v, want [2.5 4.5]", got)
 	}

@@ -160,4 +160,14 @@ func TestThreads(t *testing.T) {
 			}
 		})
 	}
+	// The tracer polls for stops while they come quickly (tracer.DefaultSpin);
+	// DROIDROOT_SPIN=0 makes it block in wait4 every time.
+	t.Run("nospin", func(t *testing.T) {
+		want := "threads=8 iterations=100 paths=7 ok\n"
+		args := droidrootArgs(droidrootBin(t), g, append([]string{"/progs/threads", "-t", "8", "-n", "100"}, paths...)...)
+		res := run(t, "", append([]string{"env", "DROIDROOT_SPIN=0"}, args...)...)
+		if res.Stdout != want || res.Code != 0 {
+			t.Errorf("got %s\nwant stdout %q", res, want)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -76,6 +77,10 @@ type Tracer struct {
 	killed bool
 	// loaderLo, loaderHi bound the loader's mapped image.
 	loaderLo, loaderHi uint64
+	// spin is how long waitNext polls before it blocks (0: never);
+	// spinning is set while stops come quickly.
+	spin     time.Duration
+	spinning bool
 	// flight is the flight recorder (DROIDROOT_FLIGHT=1), nil when off.
 	flight     *flight
 	lastStatus int
@@ -95,6 +100,10 @@ func New(cfg Config) (*Tracer, error) {
 		cfg.Log = os.Stderr
 	}
 	t := &Tracer{cfg: cfg, goarch: runtime.GOARCH, threads: map[int]*Thread{}, warned: map[string]bool{}}
+	t.spin = DefaultSpin
+	if v, err := strconv.Atoi(os.Getenv("DROIDROOT_SPIN")); err == nil && v >= 0 {
+		t.spin = time.Duration(v) * time.Microsecond
+	}
 	if flightOn() {
 		t.flight = &flight{rings: map[int]*flightRing{}}
 	}
@@ -322,7 +331,7 @@ func (t *Tracer) loop() (int, error) {
 		if len(t.awaiting) > 0 {
 			tid, err = t.waitAwaiting(&ws)
 		} else {
-			tid, err = wait4(&ws)
+			tid, err = t.waitNext(&ws)
 		}
 		if err != nil {
 			if err == unix.ECHILD {
@@ -359,6 +368,43 @@ func (t *Tracer) loop() (int, error) {
 		t.flight.dump(os.Stderr)
 	}
 	return t.lastStatus, nil
+}
+
+// DefaultSpin is how long the tracer polls for the next stop before it
+// blocks, while stops come quickly (see waitNext); DROIDROOT_SPIN=US
+// changes it, 0 turns polling off. Measured on a 2-core VM: a trap with a
+// do-nothing handler 17-20 us instead of 23-26, stat 33-35 instead of 37-42.
+const DefaultSpin = 50 * time.Microsecond
+
+// waitNext is wait4, polled first while stops come quickly. Blocked in
+// wait4, the tracer's CPU goes idle and the stop has to wake it (an
+// interrupt, an idle exit): in a syscall-dense stretch, polling for up to
+// t.spin (sched_yield between polls, so that a tracee on the same CPU
+// runs) finds the next stop without that. A poll that comes back empty
+// turns polling off until a blocking wait returns within t.spin again, so
+// a guest that computes between calls costs at most one empty poll.
+func (t *Tracer) waitNext(ws *unix.WaitStatus) (int, error) {
+	if t.spin <= 0 {
+		return wait4(ws)
+	}
+	if t.spinning {
+		deadline := time.Now().Add(t.spin)
+		for {
+			tid, err := wait4Flags(ws, unix.WNOHANG)
+			if err != nil || tid > 0 {
+				return tid, err
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		t.spinning = false
+	}
+	start := time.Now()
+	tid, err := wait4(ws)
+	t.spinning = time.Since(start) < t.spin
+	return tid, err
 }
 
 // dispatch handles stop ws of traced thread th.
