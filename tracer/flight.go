@@ -9,8 +9,8 @@ import (
 
 // flight is the tracer's flight recorder, a developer's tool for rare
 // races (DROIDROOT_FLIGHT=1): the last stops the tracer saw and what it did
-// with each, printed to stderr when the first process exits with a
-// non-zero status. With it on, every translated call is also checked:
+// with each, printed to stderr when the run ends with a non-zero status
+// (the one droidroot exits with). With it on, every translated call is also checked:
 // the registers are read back after they are written, and the strings the
 // changed arguments point to are read back too.
 type flight struct {

@@ -553,8 +553,9 @@ func (t *Tracer) forked(th *Thread, event int) {
 	if wasStopped {
 		ct.stopped = false
 		if held := ct.held; held.StopSignal() == unix.SIGTRAP && !initialStop(held) {
-			// Not its initial stop: on arm64 under TCG (kernel 6.1) a new
-			// thread was seen to run without one, and this is its first
+			// Not its initial stop: in the arm64 test VM a new thread was
+			// seen to run without one (before ptracePtr fixed the stale
+			// pointers, which may explain it), and this is its first
 			// traced call, which must be translated, not just resumed.
 			ct.held = 0
 			t.dispatch(ct, held)
@@ -562,10 +563,11 @@ func (t *Tracer) forked(th *Thread, event int) {
 			t.cont(ct, 0)
 		}
 	} else {
-		// Its initial stop is still to come. Under TCG on arm64 (kernel
-		// 6.1) such a stop was seen never to be reported by wait4, leaving
-		// the new thread stopped for good: until a stop of it is reported,
-		// the loop polls and resumes it itself (waitAwaiting).
+		// Its initial stop is still to come. In the arm64 test VM such a
+		// stop was seen never to be reported by wait4, leaving the new
+		// thread stopped for good (before ptracePtr: an event message
+		// read as child 0 looks just like that): until a stop of it is
+		// reported, the loop polls and resumes it itself (waitAwaiting).
 		ct.awaitInitial = true
 		if t.awaiting == nil {
 			t.awaiting = map[int]*Thread{}
