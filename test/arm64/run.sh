@@ -78,7 +78,8 @@ step "fetch"
 mkdir -p "$work/bin"
 export GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 # -s -w: no symbol table or DWARF (a smaller initramfs); file:line in failures come from pclntab.
-goflags=(-trimpath -ldflags=-s\ -w)
+# urfave_cli_no_docs: as the Makefile builds droidroot (no man page generator, a faster start).
+goflags=(-trimpath -tags=urfave_cli_no_docs -ldflags=-s\ -w)
 cd "$repo"
 skipped=()
 step "go build ./cmd/droidroot"
