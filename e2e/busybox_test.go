@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -142,6 +143,37 @@ func TestDynamicUsesGuestLoader(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, sorted(res.Stdout)); diff != "" || res.Code != 0 {
 		t.Errorf("droidroot: the dynamic program did not run with the rootfs's own files (-want +got):\n%s\n%s", diff, res)
+	}
+}
+
+// TestFlightRecorder: DROIDROOT_FLIGHT=1 prints the tracer's last stops, with the paths it
+// wrote read back, when the run ends with a non-zero status, and nothing otherwise.
+func TestFlightRecorder(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	bin := droidrootBin(t)
+	for _, code := range []int{3, 0} {
+		args := droidrootArgs(bin, g, "/bin/sh", "-c", "cat /etc/hostname >/dev/null; exit "+strconv.Itoa(code))
+		res := run(t, "", append([]string{"env", "DROIDROOT_FLIGHT=1"}, args...)...)
+		if res.Code != code {
+			t.Fatalf("exit %d: got %s", code, res)
+		}
+		dumped := strings.Contains(res.Stderr, "droidroot flight recorder:")
+		if dumped != (code != 0) {
+			t.Errorf("exit %d: flight recorder printed: %v, want %v\n%s", code, dumped, code != 0, res)
+		}
+		if code == 0 {
+			continue
+		}
+		// cat's open of /etc/hostname: its entry, and the host path written for it, read back.
+		root, err := filepath.EvalSymlinks(g.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strconv.Quote(root + "/etc/hostname")
+		if !strings.Contains(res.Stderr, `a1="/etc/hostname"`) || !strings.Contains(res.Stderr, want) {
+			t.Errorf("no entry for cat's open of /etc/hostname with host path %s:\n%s", want, res.Stderr)
+		}
 	}
 }
 
