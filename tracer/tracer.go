@@ -523,9 +523,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 		if ct != nil {
 			held = ct.held
 		}
-		if t.flight != nil {
-			t.fly(th.Tid, "FORK", "event=%d child=%d flags=%#x known=%v stopped=%v held=%#x", event, child, flags, ct != nil, wasStopped, uint32(held))
-		}
+		t.fly(th.Tid, "FORK", "event=%d child=%d flags=%#x known=%v stopped=%v held=%#x", event, child, flags, ct != nil, wasStopped, uint32(held))
 	}
 	if ct == nil {
 		ct = &Thread{Tid: child}
@@ -715,10 +713,8 @@ func (t *Tracer) enter(th *Thread) {
 		if t.flight != nil {
 			t.flyCheck(th)
 		}
-	} else {
-		if t.flight != nil {
-			t.fly(th.Tid, "CLEAN", "no register change")
-		}
+	} else if t.flight != nil {
+		t.fly(th.Tid, "CLEAN", "no register change")
 	}
 	if h.Exit != nil && !c.noExit {
 		th.pendingExit = h
