@@ -2,7 +2,6 @@ package emul
 
 import (
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -103,7 +102,7 @@ var ashmemIoctl = tracer.Handler{Enter: func(c *tracer.Call) {
 		c.SetArg(1, c.Arg(2))
 	case ashmemGetSize:
 		var st unix.Stat_t
-		if err := unix.Fstatat(unix.AT_FDCWD, "/proc/"+strconv.Itoa(c.Tid())+"/fd/"+strconv.Itoa(fd), &st, 0); err != nil {
+		if err := unix.Fstatat(unix.AT_FDCWD, procFd(c.Tid(), fd), &st, 0); err != nil {
 			c.Fail(err.(unix.Errno))
 			return
 		}

@@ -145,7 +145,7 @@ func emptyTarget(c *tracer.Call, dirfdArg int) (string, unix.Errno) {
 	if _, errno := fdHostPath(c, int(fd)); errno != 0 {
 		return "", errno
 	}
-	return "/proc/" + strconv.Itoa(c.Pid()) + "/fd/" + strconv.Itoa(int(fd)), 0
+	return procFd(c.Pid(), int(fd)), 0
 }
 
 // at2Target translates the (dirfd 0, path 1, flags 3) of faccessat2 and

@@ -66,6 +66,10 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 
 func procCwd(tid int) string { return "/proc/" + strconv.Itoa(tid) + "/cwd" }
 
+// procFd is the /proc path of file descriptor fd of task tid, which the
+// kernel follows to the open file (however long its path).
+func procFd(tid, fd int) string { return "/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(fd) }
+
 // setCwdGuest sets fs.Cwd to the guest cwd for the kernel's host cwd
 // host: its guest path, or "/" if it lies outside the guest (fs.Lost).
 func setCwdGuest(c *tracer.Call, fs *tracer.FS, host string) {

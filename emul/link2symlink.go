@@ -312,7 +312,7 @@ func (l *link2symlink) linkHandler(oldA, newA pathArg, flagsArg int) tracer.Hand
 			}
 			if l.on && !l.fail {
 				// The kernel's way for an unnamed (O_TMPFILE) file too.
-				proc := "/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(fd)
+				proc := procFd(c.Tid(), fd)
 				if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, nw.host, unix.AT_SYMLINK_FOLLOW); err == nil {
 					c.Return(0)
 					return

@@ -174,7 +174,7 @@ func tracerPath(c *tracer.Call, a pathArg, t translated) string {
 	}
 	dir := procCwd(c.Tid())
 	if a.dirfd >= 0 && int32(c.Arg(a.dirfd)) != atFDCWD {
-		dir = "/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(int(int32(c.Arg(a.dirfd))))
+		dir = procFd(c.Tid(), int(int32(c.Arg(a.dirfd))))
 	}
 	return dir + "/" + rel
 }
@@ -331,7 +331,7 @@ func fdHostPath(c *tracer.Call, fd int) (string, unix.Errno) {
 	if fd < 0 {
 		return "", unix.EBADF
 	}
-	host, err := readlinkHost("/proc/" + strconv.Itoa(c.Tid()) + "/fd/" + strconv.Itoa(fd))
+	host, err := readlinkHost(procFd(c.Tid(), fd))
 	if err != nil {
 		return "", unix.EBADF
 	}
