@@ -159,11 +159,20 @@ type node struct {
 	name   string
 	parent *node
 	kids   []*node
-	bind   *bindInfo // non-nil at a mount point (always at the root)
-	mount  *node     // nearest ancestor-or-self with bind != nil
+	byName map[string]*node // kids by name, once there are kidIndexMin of them
+	bind   *bindInfo        // non-nil at a mount point (always at the root)
+	mount  *node            // nearest ancestor-or-self with bind != nil
 }
 
+// kidIndexMin is the number of children from which a node indexes them by
+// name: a directory holding thousands of bind points must not make each
+// lookup (and each insert in New) linear in their number.
+const kidIndexMin = 16
+
 func (n *node) child(name []byte) *node {
+	if n.byName != nil {
+		return n.byName[string(name)]
+	}
 	for _, k := range n.kids {
 		if k.name == string(name) {
 			return k
@@ -173,12 +182,29 @@ func (n *node) child(name []byte) *node {
 }
 
 func (n *node) childString(name string) *node {
+	if n.byName != nil {
+		return n.byName[name]
+	}
 	for _, k := range n.kids {
 		if k.name == name {
 			return k
 		}
 	}
 	return nil
+}
+
+// addKid appends k to n's children, indexing them once there are many.
+func (n *node) addKid(k *node) {
+	n.kids = append(n.kids, k)
+	switch {
+	case n.byName != nil:
+		n.byName[k.name] = k
+	case len(n.kids) >= kidIndexMin:
+		n.byName = make(map[string]*node, 2*len(n.kids))
+		for _, c := range n.kids {
+			n.byName[c.name] = c
+		}
+	}
 }
 
 // Mapper translates paths between one guest view (rootfs plus bindings) and
@@ -230,6 +256,8 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 	m.rootBI = newBindInfo(rootPath, "/", mode)
 	m.rootBI.effective = true
 	m.root = &node{bind: m.rootBI}
+	m.root.mount = m.root
+	m.vdir = rootPath
 
 	var berrs BindErrors
 	for _, b := range binds {
@@ -240,7 +268,8 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		}
 		guest = filepath.Clean(guest)
 		if !b.NoDeref && guest != "/" {
-			guest = derefGuest(root, m.binds, fs, guest)
+			// m as built so far is the guest's view before this mount.
+			guest = m.derefGuest(guest)
 		}
 		host := b.Host
 		var mode uint32
@@ -259,11 +288,9 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		m.binds = append(m.binds, Binding{Host: bi.host, Guest: bi.guest, NoDeref: b.NoDeref})
 		m.infos = append(m.infos, bi)
 		m.insert(bi)
+		m.rootBI = m.root.bind
+		m.vdir = m.rootBI.host
 	}
-	m.setMounts(m.root, m.root)
-	m.rootBI = m.root.bind
-
-	m.vdir = m.rootBI.host
 	if o.virtualDir != "" {
 		v, mode, err := realpath(m.fs, o.virtualDir)
 		if err != nil {
@@ -370,6 +397,11 @@ func isSymbolicProc(host string) bool {
 
 // insert adds bi to the guest trie; a later binding at the same guest path
 // hides the earlier one.
+// insert adds bi's mount point to the trie, hiding an earlier binding at the
+// same guest path, and keeps every node's mount up to date, so that m can
+// resolve paths between two inserts (New's derefGuest). Its cost is the
+// length of bi's guest path plus the size of the subtree below it, not the
+// number of bindings.
 func (m *Mapper) insert(bi *bindInfo) {
 	n := m.root
 	for _, c := range strings.Split(bi.guest, "/") {
@@ -378,8 +410,8 @@ func (m *Mapper) insert(bi *bindInfo) {
 		}
 		k := n.childString(c)
 		if k == nil {
-			k = &node{name: c, parent: n}
-			n.kids = append(n.kids, k)
+			k = &node{name: c, parent: n, mount: n.mount}
+			n.addKid(k)
 		}
 		n = k
 	}
@@ -388,6 +420,7 @@ func (m *Mapper) insert(bi *bindInfo) {
 	}
 	bi.effective = true
 	n.bind = bi
+	m.setMounts(n, n)
 }
 
 func (m *Mapper) setMounts(n, mount *node) {
@@ -466,15 +499,12 @@ func toErrno(err error) error {
 }
 
 // derefGuest returns where a binding at guest lands given the bindings
-// before it (already dereferenced): guest with every symlink resolved in
-// the guest's view, the last component included; for a missing path, the
-// path it would have. guest itself when it cannot be resolved (the
-// binding then stays where it was asked for).
-func derefGuest(root string, prev []Binding, fs FS, guest string) string {
-	pm, _ := New(root, prev, fs)
-	if pm == nil {
-		return guest
-	}
+// before it, which m holds while New builds it: guest with every symlink
+// resolved in the guest's view, the last component included; for a missing
+// path, the path it would have. guest itself when it cannot be resolved
+// (the binding then stays where it was asked for).
+func (m *Mapper) derefGuest(guest string) string {
+	pm := m
 	self := os.Getpid()
 	// The longest prefix that resolves, then the missing rest as given.
 	for p, rest := guest, ""; p != "/"; p, rest = filepath.Dir(p), filepath.Join(filepath.Base(p), rest) {

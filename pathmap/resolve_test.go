@@ -650,3 +650,66 @@ func TestLiteral(t *testing.T) {
 		}
 	}
 }
+
+// TestNewLinearInBindings: New's work grows linearly with the number of bindings. Each
+// binding's guest path is dereferenced in the view of the bindings before it; doing that
+// with a fresh Mapper per binding (which dereferenced all of its own bindings again) made
+// 20 bindings take seconds and 25, what launchers pass, never finish. The count of host
+// filesystem calls is exact, so this fails on a regression without timing anything.
+func TestNewLinearInBindings(t *testing.T) {
+	calls := func(n int) int {
+		f := fakeWorld()
+		f.dir("/opt/a")
+		var binds []Binding
+		for i := range n {
+			// Launcher-like: nested, through a symlink (/lib -> /usr/lib), missing guest parents.
+			binds = append(binds, Binding{Host: "/opt/a", Guest: fmt.Sprintf("/lib/b%d/c", i)})
+		}
+		f.resetCounts()
+		m, err := New("/r", binds, f)
+		if err != nil {
+			t.Fatalf("New with %d bindings: %v", n, err)
+		}
+		if got := len(m.Bindings()); got != n {
+			t.Fatalf("New with %d bindings kept %d", n, got)
+		}
+		if g := m.Bindings()[n-1].Guest; g != fmt.Sprintf("/usr/lib/b%d/c", n-1) {
+			t.Fatalf("last binding's guest path %q, want it dereferenced through /lib", g)
+		}
+		l, r := f.counts()
+		return l + r
+	}
+	small, big := calls(10), calls(10000)
+	if per10, per10k := float64(small)/10, float64(big)/10000; per10k > 2*per10 {
+		t.Errorf("host calls per binding: %.1f with 10 bindings, %.1f with 10,000 (want linear)", per10, per10k)
+	}
+}
+
+// TestBindingDerefIncremental: a binding's guest path is resolved in the view of exactly the
+// bindings before it: a later binding that replaces "/" or hides an earlier one at the same
+// path changes where the bindings after it land, not where earlier ones landed.
+func TestBindingDerefIncremental(t *testing.T) {
+	f := fakeWorld()
+	f.dir("/opt/a/inner", "/opt/b", "/opt/newroot/etc")
+	f.link("/opt/a/l", "inner")
+	f.link("/opt/newroot/lnk", "/etc")
+	m, err := New("/r", []Binding{
+		{Host: "/opt/a", Guest: "/lib/x"},       // through /lib -> /usr/lib
+		{Host: "/opt/newroot", Guest: "/"},      // replaces the rootfs: no /lib link any more
+		{Host: "/opt/b", Guest: "/lib/y"},       // so this stays /lib/y
+		{Host: "/opt/b", Guest: "/lnk/z"},       // newroot's /lnk -> /etc
+		{Host: "/opt/a", Guest: "/mnt"},         //
+		{Host: "/opt/b", Guest: "/mnt/l/below"}, // through the link inside /opt/a
+	}, f)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	var got []string
+	for _, b := range m.Bindings() {
+		got = append(got, b.Guest)
+	}
+	want := []string{"/usr/lib/x", "/", "/lib/y", "/etc/z", "/mnt", "/mnt/inner/below"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("guest paths (-want +got):\n%s", diff)
+	}
+}
