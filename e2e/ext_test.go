@@ -381,7 +381,7 @@ func TestQemu(t *testing.T) {
 	}
 	root := filepath.Join(cacheDir(), "arm64", "rootfs")
 	if _, err := os.Stat(filepath.Join(root, "progs", "hello-static")); err != nil {
-		missing(t, "arm64 rootfs %s not built (test/arm64)", root)
+		missing(t, "arm64 rootfs %s not built (run test/arm64/run.sh --rootfs-only)", root)
 	}
 	qemu := "/usr/bin/qemu-aarch64-static"
 	if _, err := os.Stat(qemu); err != nil {

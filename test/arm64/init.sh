@@ -20,6 +20,8 @@
 # TestThreads's 50,000 traced calls take ~30 s, twice that on a busy host), unless the kernel command
 # line sets them: its KEY=VALUE words (before `--`) arrive here as environment variables and
 # are inherited by the tests. The default runner also reads:
+#   DROIDROOT_TEST_BINS=A,B     run only these test binaries (names without .test; run.sh sets it
+#                               per part of test/arm64/parts)
 #   DROIDROOT_TEST_RUN=REGEXP   passed as -test.run
 #   DROIDROOT_TEST_SKIP=REGEXP  passed as -test.skip
 #   DROIDROOT_TEST_COUNT=N      passed as -test.count (to repeat a rare failure)
@@ -77,6 +79,10 @@ default_tests() {
 		[ -x "$t" ] || continue
 		name=${t##*/}
 		name=${name%.test}
+		case ",${DROIDROOT_TEST_BINS:-$name}," in
+		*",$name,"*) ;;
+		*) continue ;;
+		esac
 		dir=/droidroot/pkg/$name
 		[ -d "$dir" ] || dir=/tmp
 		echo "=== DROIDROOT-ARM64-RUN $name (in $(cd -P "$dir" && pwd))"

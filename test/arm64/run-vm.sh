@@ -77,8 +77,27 @@ elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 marker=$(tr -d '\r' <"$log" | grep -a '^DROIDROOT-ARM64-END status=' | tail -n1 || true)
 guest_uptime=$(tr -d '\r' <"$log" | sed -n 's/^DROIDROOT-ARM64-UPTIME \(.*\)$/\1/p' | tail -n1)
 
+# running_tests: the test binary and the tests (go test -v's `=== RUN` lines) that had started
+# and not finished when the console stopped: what a timeout interrupted.
+running_tests() {
+	tr -d '\r' <"$log" | awk '
+		/^=== DROIDROOT-ARM64-RUN / { bin = $3; delete run; n = 0 }
+		/^=== DROIDROOT-ARM64-RESULT / { bin = "" }
+		/^=== (RUN|CONT) / { if (!($3 in run)) order[++n] = $3; run[$3] = 1 }
+		/^ *--- (PASS|FAIL|SKIP): / { delete run[$3] }
+		END {
+			if (bin == "") exit
+			s = ""
+			for (i = 1; i <= n; i++) if (order[i] in run) s = s " " order[i]
+			printf "%s.test%s\n", bin, (s == "" ? " (between tests)" : ":" s)
+		}'
+}
+
 fail() {
 	say "FAILED: $*"
+	local r
+	r=$(running_tests)
+	if [[ -n $r ]]; then say "running when it stopped: $r"; fi
 	say "last 50 console lines:"
 	tail -n 50 -- "$log" | tr -d '\r' | sed 's/^/    | /' >&2
 	say "full console log kept at $log"
