@@ -142,16 +142,16 @@ func androidBlockedNames(p *seccomp.AndroidPolicy) map[string]bool {
 // addAndroid puts into tbl a handler for every native call cfg.Android
 // blocks: a rewrite, an emulation, or its answer. tbl already holds the
 // other emulations cfg turns on.
-func addAndroid(cfg Config, tbl tracer.Table) {
+func addAndroid(cfg Config, tbl *tableBuilder) {
 	for name := range androidBlockedNames(cfg.Android) {
-		if _, ok := tbl[name]; ok && androidOthers(cfg, name) {
+		if _, ok := tbl.get(name); ok && androidOthers(cfg, name) {
 			continue // another emulation (setfsuid with EmulateSetID, ...)
 		}
 		if h, ok := androidRewrites[name]; ok {
-			tbl[name] = h
+			tbl.set(name, h)
 			continue
 		}
-		tbl[name] = answerHandler(androidAnswerOf(name))
+		tbl.set(name, answerHandler(androidAnswerOf(name)))
 	}
 }
 

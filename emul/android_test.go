@@ -99,11 +99,11 @@ func TestAndroidKeepsOtherEmulations(t *testing.T) {
 		{"faccessat2", Config{}, false},
 		{"rseq", Config{EmulateAt2: true, SysVIPC: true, EmulateSetID: true, EmulateRobustList: true}, false},
 	} {
-		tbl := tracer.Table{tc.name: {Enter: marker}}
+		b := &tableBuilder{t: tracer.Table{tc.name: {Enter: marker}}, e: &Emulation{layers: map[string][]string{}}, layer: "android"}
 		cfg := tc.cfg
 		cfg.Android = p
-		addAndroid(cfg, tbl)
-		kept := fmt.Sprintf("%p", tbl[tc.name].Enter) == fmt.Sprintf("%p", marker)
+		addAndroid(cfg, b)
+		kept := fmt.Sprintf("%p", b.t[tc.name].Enter) == fmt.Sprintf("%p", marker)
 		if kept != tc.keep {
 			t.Errorf("%s with %+v: kept = %v, want %v", tc.name, tc.cfg, kept, tc.keep)
 		}

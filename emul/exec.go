@@ -87,9 +87,9 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 			f.Close()
 			return nil, unix.ENOEXEC
 		}
-		if activeQemu != nil && foreignELF(f) {
+		if q := emulationOf(c).qemu; q != nil && foreignELF(f) {
 			f.Close()
-			return activeQemu.plan(c, host, argv, argvAddr)
+			return q.plan(c, host, argv, argvAddr)
 		}
 		interpGuest, errno := elfInterp(f)
 		f.Close()
@@ -98,7 +98,7 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 		}
 		plan := &execPlan{argv: argv, program: host}
 		plan.exe, _ = c.Mapper().ToGuest(host)
-		if activeL2S != nil && isL2SData(filepath.Base(host)) {
+		if emulationOf(c).l2s != nil && isL2SData(filepath.Base(host)) {
 			// A hard link's name: /proc/self/exe shows the name, not the data file.
 			if r, errno := lookupAt(c, fileDirfd, filename, pathmap.WantGuest); errno == 0 && r.Guest != "" {
 				plan.exe = r.Guest

@@ -85,8 +85,8 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 		return "", err.(unix.Errno)
 	}
 	if isProc && strings.HasPrefix(target, "/") {
-		if activeL2S != nil {
-			if name, ok := activeL2S.nameOf(c, target); ok {
+		if l2s := emulationOf(c).l2s; l2s != nil {
+			if name, ok := l2s.nameOf(c, target); ok {
 				return name, 0 // a file opened through a hard link's name
 			}
 		}

@@ -36,12 +36,12 @@ func InitialCreds(cfg Config) *ident.Creds {
 // set*id families answered from the tracer's credentials (EmulateSetID or
 // an Identity), and with an Identity the owner fix-ups of stat results and
 // root's answers to privileged file calls.
-func addIdentity(t tracer.Table, cfg Config) {
+func addIdentity(t *tableBuilder, cfg Config) {
 	if cfg.Identity == nil && !cfg.EmulateSetID {
 		return
 	}
 	for name, h := range credHandlers() {
-		t[name] = h
+		t.set(name, h)
 	}
 	if cfg.Identity == nil {
 		return
@@ -78,8 +78,8 @@ func addIdentity(t tracer.Table, cfg Config) {
 
 // chainExit adds exit to the handler of name (creating a pass-through
 // handler for an untraced call such as fstat), after any Exit it has.
-func chainExit(t tracer.Table, name string, exit func(c *tracer.Call)) {
-	h, ok := t[name]
+func chainExit(t *tableBuilder, name string, exit func(c *tracer.Call)) {
+	h, ok := t.get(name)
 	if !ok {
 		h.Enter = func(*tracer.Call) {}
 	}
@@ -88,7 +88,7 @@ func chainExit(t tracer.Table, name string, exit func(c *tracer.Call)) {
 	} else {
 		h.Exit = exit
 	}
-	t[name] = h
+	t.set(name, h)
 }
 
 // credHandlers answer the get*id and set*id families from the calling
@@ -395,8 +395,8 @@ func privilegedXattr(c *tracer.Call) {
 // regular file with the same permissions (droidroot is not really root, so
 // the kernel would say EPERM): dpkg and tar then find a file to rename and
 // chown. A remaining EPERM becomes success, as under termux proot.
-func mknodHandler(t tracer.Table, name string, modeArg int) {
-	h, ok := t[name]
+func mknodHandler(t *tableBuilder, name string, modeArg int) {
+	h, ok := t.get(name)
 	if !ok {
 		return
 	}
@@ -411,7 +411,7 @@ func mknodHandler(t tracer.Table, name string, modeArg int) {
 			c.SetArg(modeArg, uint64(unix.S_IFREG|mode&^unix.S_IFMT))
 		}
 	}
-	t[name] = h
+	t.set(name, h)
 	chainExit(t, name, privileged(ident.CapMknod))
 }
 
@@ -419,8 +419,8 @@ func mknodHandler(t tracer.Table, name string, modeArg int) {
 // uid, or its fs uid with AT_EACCESS) answer as root's: read and write are
 // granted (EROFS stays), execute needs an x bit unless on a directory.
 // dirfdArg is -1 for access(2), flagsArg -1 without flags.
-func accessHandler(t tracer.Table, name string, dirfdArg, pathArg, modeArg, flagsArg int) {
-	h, ok := t[name]
+func accessHandler(t *tableBuilder, name string, dirfdArg, pathArg, modeArg, flagsArg int) {
+	h, ok := t.get(name)
 	if !ok {
 		return
 	}
@@ -429,7 +429,7 @@ func accessHandler(t tracer.Table, name string, dirfdArg, pathArg, modeArg, flag
 		inner(c)
 		c.Data = c.Regs.Arg(pathArg) // the host path the kernel checks
 	}
-	t[name] = h
+	t.set(name, h)
 	chainExit(t, name, func(c *tracer.Call) {
 		if c.Ret() != -int64(unix.EACCES) {
 			return

@@ -98,10 +98,6 @@ func (l *link2symlink) nameOf(c *tracer.Call, dataHost string) (string, bool) {
 	return name, true
 }
 
-// activeL2S is the emulation of the current table, nil when -l is off;
-// translate consults it for calls that act on a name itself.
-var activeL2S *link2symlink
-
 // isL2SData reports whether base is the base name of a data file.
 func isL2SData(base string) bool {
 	return strings.HasPrefix(base, l2sPrefix) && !strings.HasSuffix(base, l2sCountSuffix)

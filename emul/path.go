@@ -135,7 +135,8 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 	}
 	flags := a.follow(c, guest) | extra
 	res, errno := lookupIn(c, a.dirfd, guest, flags, b)
-	if errno == unix.ENOENT && activeL2S != nil && flags&pathmap.Follow != 0 {
+	l2s := emulationOf(c).l2s
+	if errno == unix.ENOENT && l2s != nil && flags&pathmap.Follow != 0 {
 		// A hard link termux proot made points at a host path.
 		if r, e := lookupIn(c, a.dirfd, guest, flags&^pathmap.Follow, b); e == 0 {
 			if d, ok := l2sName(c, r.Host); ok {
@@ -147,8 +148,8 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 	if errno != 0 {
 		return translated{}, errno
 	}
-	if activeL2S != nil && !a.raw && flags&(pathmap.Follow|pathmap.Entry) == 0 {
-		if h := activeL2S.substitute(c, res.Host); h != res.Host {
+	if l2s != nil && !a.raw && flags&(pathmap.Follow|pathmap.Entry) == 0 {
+		if h := l2s.substitute(c, res.Host); h != res.Host {
 			res.Host, res.Literal, res.Rel = h, false, ""
 		}
 	}
@@ -244,7 +245,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	if flags&pathmap.Follow != 0 {
 		r.Host = procExe(c, r.Host)
 	}
-	r.Host = unameRedirect(r.Host)
+	r.Host = unameRedirect(c, r.Host)
 	if r.Host != host {
 		r.Literal, r.Rel = false, ""
 	}

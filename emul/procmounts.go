@@ -338,8 +338,8 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 			c.Fail(errno)
 			return
 		}
-		if activeL2S != nil && isL2SData(filepath.Base(t.host)) && !isL2SData(filepath.Base(t.guest)) {
-			activeL2S.noteOpen(c, a.dirfd, t.guest, t.host)
+		if l2s := emulationOf(c).l2s; l2s != nil && isL2SData(filepath.Base(t.host)) && !isL2SData(filepath.Base(t.guest)) {
+			l2s.noteOpen(c, a.dirfd, t.guest, t.host)
 		}
 		if v.ashmem && isAshmemOpen(t.guest, t.host) {
 			c.NoExit()

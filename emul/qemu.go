@@ -22,9 +22,6 @@ type qemu struct {
 	cmd []string // host path of the emulator, then its arguments
 }
 
-// activeQemu is the -q of the current table, nil when off.
-var activeQemu *qemu
-
 // foreignELF reports whether f is a 64- or 32-bit ELF of another machine.
 func foreignELF(f *os.File) bool {
 	ef, err := elf.NewFile(f)

@@ -178,7 +178,7 @@ func (w *scopeWalk) result(host string, trailing bool) scopedResult {
 	if trailing && !strings.HasSuffix(host, "/") {
 		host += "/"
 	}
-	return scopedResult{host: unameRedirect(host)}
+	return scopedResult{host: unameRedirect(w.c, host)}
 }
 
 // host returns the host path of canonical guest path g, the last

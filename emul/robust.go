@@ -32,10 +32,10 @@ const (
 	robustListLimit = 2048
 )
 
-func addRobustList(t tracer.Table) {
+func addRobustList(t *tableBuilder) {
 	r := &robustLists{heads: map[int]uint64{}}
-	t["set_robust_list"] = tracer.Handler{Enter: r.set, Events: r.events, ExitingEvents: true}
-	t["get_robust_list"] = tracer.Handler{Enter: r.get}
+	t.set("set_robust_list", tracer.Handler{Enter: r.set, Events: r.events, ExitingEvents: true})
+	t.set("get_robust_list", tracer.Handler{Enter: r.get})
 }
 
 func (r *robustLists) set(c *tracer.Call) {

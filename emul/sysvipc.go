@@ -35,20 +35,20 @@ func newSysvIPC(tmpDir string) *sysvIPC {
 }
 
 // addSysvIPC puts the SysV IPC emulation into table t.
-func addSysvIPC(t tracer.Table, tmpDir string) {
+func addSysvIPC(t *tableBuilder, tmpDir string) {
 	s := newSysvIPC(tmpDir)
-	t["semget"] = tracer.Handler{Enter: s.semget, Events: s.events}
-	t["semop"] = tracer.Handler{Enter: func(c *tracer.Call) { s.semtimedop(c, false) }}
-	t["semtimedop"] = tracer.Handler{Enter: func(c *tracer.Call) { s.semtimedop(c, true) }}
-	t["semctl"] = tracer.Handler{Enter: s.semctl}
-	t["shmget"] = tracer.Handler{Enter: s.shmget}
-	t["shmat"] = tracer.Handler{Enter: s.shmat}
-	t["shmdt"] = tracer.Handler{Enter: s.shmdt}
-	t["shmctl"] = tracer.Handler{Enter: s.shmctl}
-	t["msgget"] = tracer.Handler{Enter: s.msgget}
-	t["msgsnd"] = tracer.Handler{Enter: s.msgsnd}
-	t["msgrcv"] = tracer.Handler{Enter: s.msgrcv}
-	t["msgctl"] = tracer.Handler{Enter: s.msgctl}
+	t.set("semget", tracer.Handler{Enter: s.semget, Events: s.events})
+	t.set("semop", tracer.Handler{Enter: func(c *tracer.Call) { s.semtimedop(c, false) }})
+	t.set("semtimedop", tracer.Handler{Enter: func(c *tracer.Call) { s.semtimedop(c, true) }})
+	t.set("semctl", tracer.Handler{Enter: s.semctl})
+	t.set("shmget", tracer.Handler{Enter: s.shmget})
+	t.set("shmat", tracer.Handler{Enter: s.shmat})
+	t.set("shmdt", tracer.Handler{Enter: s.shmdt})
+	t.set("shmctl", tracer.Handler{Enter: s.shmctl})
+	t.set("msgget", tracer.Handler{Enter: s.msgget})
+	t.set("msgsnd", tracer.Handler{Enter: s.msgsnd})
+	t.set("msgrcv", tracer.Handler{Enter: s.msgrcv})
+	t.set("msgctl", tracer.Handler{Enter: s.msgctl})
 }
 
 // caller describes the calling thread with its real credentials. They are

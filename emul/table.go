@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
 	"github.com/droidroot/droidroot/tracer"
 )
@@ -100,114 +99,113 @@ func (cfg Config) WithAndroid(p *seccomp.AndroidPolicy) Config {
 	return cfg
 }
 
-// Table returns the handlers of every syscall droidroot translates, by
-// name, for the behaviours cfg turns on. Names that do not exist on an
-// architecture (open on arm64) are ignored there.
-func Table(cfg Config) tracer.Table {
-	socks := newSockets()
-	newfstatat := pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath))
-	t := tracer.Table{
-		// open and friends
-		"open":     pathHandler(p(0, openFollow(1))),
-		"creat":    pathHandler(p(0, always)),
-		"openat":   pathHandler(at(0, 1, openFollow(2))),
-		"openat2":  openat2Handler(cfg.EmulateAt2),
-		"truncate": pathHandler(p(0, always)),
-		// stat family
-		"stat":       pathHandler(p(0, always)),
-		"lstat":      pathHandler(p(0, never)),
-		"newfstatat": newfstatat,
-		"fstatat":    newfstatat, // arm64's name for the same call
-		"statx":      pathHandler(at(0, 1, unlessFlag(2, atSymlinkNofollow)).empty(2, atEmptyPath)),
-		"statfs":     pathHandler(p(0, always)),
-		// access
-		"access":     pathHandler(p(0, always)),
-		"faccessat":  pathHandler(at(0, 1, always)),
-		"faccessat2": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
-		// links
-		"readlink":   readlinkHandler(p(0, never), 1, 2),
-		"readlinkat": readlinkHandler(at(0, 1, never).empty(emptyAlways, 0), 2, 3),
-		"symlink":    pathHandler(p(1, entry)),
-		"symlinkat":  pathHandler(at(1, 2, entry)),
-		"link":       entryHandler(p(0, never), p(1, entry)),
-		"linkat":     entryHandler(at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath), at(2, 3, entry)),
-		"unlink":     entryHandler(p(0, entry)),
-		"unlinkat":   entryHandler(at(0, 1, entry)),
-		"rename":     entryHandler(p(0, entry), p(1, entry)),
-		"renameat":   entryHandler(at(0, 1, entry), at(2, 3, entry)),
-		"renameat2":  entryHandler(at(0, 1, entry), at(2, 3, entry)),
-		// directories
-		"mkdir":   pathHandler(p(0, entry)),
-		"mkdirat": pathHandler(at(0, 1, entry)),
-		"rmdir":   entryHandler(p(0, entry)),
-		"mknod":   pathHandler(p(0, entry)),
-		"mknodat": pathHandler(at(0, 1, entry)),
-		"chdir":   chdirHandler,
-		"fchdir":  fchdirHandler,
-		"getcwd":  {Enter: getcwd},
-		"chroot":  chrootHandler,
-		// attributes
-		"chmod":     pathHandler(p(0, always)),
-		"fchmodat":  pathHandler(at(0, 1, always)),
-		"fchmodat2": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
-		"chown":     pathHandler(p(0, always)),
-		"lchown":    pathHandler(p(0, never)),
-		"fchownat":  pathHandler(at(0, 1, unlessFlag(4, atSymlinkNofollow)).empty(4, atEmptyPath)),
-		"utime":     pathHandler(p(0, always)),
-		"utimes":    pathHandler(p(0, always)),
-		"futimesat": pathHandler(at(0, 1, always)),
-		"utimensat": pathHandler(at(0, 1, unlessFlag(3, atSymlinkNofollow)).null()),
-		// extended attributes
-		"setxattr":     pathHandler(p(0, always)),
-		"lsetxattr":    pathHandler(p(0, never)),
-		"getxattr":     pathHandler(p(0, always)),
-		"lgetxattr":    pathHandler(p(0, never)),
-		"listxattr":    pathHandler(p(0, always)),
-		"llistxattr":   pathHandler(p(0, never)),
-		"removexattr":  pathHandler(p(0, always)),
-		"lremovexattr": pathHandler(p(0, never)),
-		// watches and handles
-		"inotify_add_watch": pathHandler(p(1, unlessFlag(2, inDontFollow))),
-		"fanotify_mark":     pathHandler(at(3, 4, unlessFlag(1, fanMarkDontFollow)).null()),
-		"name_to_handle_at": pathHandler(at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath)),
-		// privileged
-		"acct":    pathHandler(p(0, always).null()),
-		"swapon":  pathHandler(p(0, always)),
-		"swapoff": pathHandler(p(0, always)),
-		// exec
-		"execve":   execHandler(false),
-		"execveat": execHandler(true),
-		// AF_UNIX sockets
-		"bind":        socks.unixAddrHandler(1, 2, pathmap.Entry),
-		"connect":     socks.unixAddrHandler(1, 2, pathmap.Follow),
-		"sendto":      socks.unixAddrHandler(4, 5, pathmap.Follow),
-		"sendmsg":     socks.sendmsgHandler(),
-		"getsockname": socks.sockNameHandler(1, 2),
-		"getpeername": socks.sockNameHandler(1, 2),
-		"accept":      socks.sockNameHandler(1, 2),
-		"accept4":     socks.sockNameHandler(1, 2),
+// Emulation is the handler table of one run and the state its handlers
+// share (what -l, -q and -k keep), built by New from a Config. Hand both to
+// the tracer: Table as tracer.Config.Table, the Emulation itself as
+// tracer.Config.State, where handlers find it (emulationOf).
+type Emulation struct {
+	// Table holds the handlers, by syscall name.
+	Table tracer.Table
+	// layers lists, per syscall, "base" when it is declared and then each
+	// layer that replaced or wrapped its handler, in the order applied.
+	layers map[string][]string
+	cfg    Config
+	views  *procViews    // the guest's /proc mount tables and /dev/ashmem
+	socks  *sockets      // AF_UNIX address translation
+	l2s    *link2symlink // -l, nil when off
+	qemu   *qemu         // -q, nil when off
+	uname  *Uname        // -k, nil when off
+}
+
+// New builds the handler table for cfg: every declared syscall's base
+// handler (declarations.go), then each layer cfg turns on, in layerOrder.
+func New(cfg Config) *Emulation {
+	e := &Emulation{
+		layers: map[string][]string{},
+		cfg:    cfg,
+		views:  &procViews{tmpDir: cfg.TmpDir, ashmem: cfg.AshmemMemfd},
+		socks:  newSockets(),
+		uname:  cfg.Uname,
 	}
-	extend(t, cfg)
-	activeUname.Store(cfg.Uname)
-	if cfg.Uname != nil {
-		for name, h := range cfg.Uname.handlers() {
-			t[name] = h
+	if len(cfg.Qemu) > 0 {
+		e.qemu = &qemu{cmd: cfg.Qemu}
+	}
+	b := &tableBuilder{t: tracer.Table{}, e: e, decls: declarations(), layer: "base"}
+	for name, d := range b.decls {
+		if d.base == nil {
+			continue // only a layer traces it (fstat, ioctl, getdents64)
+		}
+		b.set(name, d.base(e, d))
+	}
+	for _, l := range layerOrder {
+		if l.on(cfg) {
+			b.layer = l.name
+			l.apply(e, b)
 		}
 	}
-	if cfg.EmulateAt2 {
-		for name, h := range at2Handlers() {
-			t[name] = h
-		}
+	e.Table = b.t
+	return e
+}
+
+// Table returns New(cfg).Table: the handlers alone, for callers that need
+// no per-run state (the seccomp filter's view, tests of the table's shape).
+// A table whose -l, -q or -k handlers run needs its Emulation as the
+// tracer's State.
+func Table(cfg Config) tracer.Table { return New(cfg).Table }
+
+// Config returns the configuration e was built from.
+func (e *Emulation) Config() Config { return e.cfg }
+
+// Layers returns, for each syscall with a handler, the layers that made
+// it: "base" first when it is declared, then each option's layer that
+// replaced or wrapped it, in order (the last one wins where they replace).
+func (e *Emulation) Layers() map[string][]string {
+	out := make(map[string][]string, len(e.layers))
+	for name, ls := range e.layers {
+		out[name] = append([]string(nil), ls...)
 	}
-	if cfg.SysVIPC {
-		addSysvIPC(t, cfg.TmpDir)
+	return out
+}
+
+// emulationOf returns the Emulation of c's run (a zero one when the tracer
+// has none: every option off).
+func emulationOf(c *tracer.Call) *Emulation {
+	if e, ok := c.State().(*Emulation); ok && e != nil {
+		return e
 	}
-	if cfg.EmulateRobustList {
-		addRobustList(t)
+	return &noEmulation
+}
+
+var noEmulation Emulation
+
+// tableBuilder assembles a table layer by layer, recording which layer set
+// each handler.
+type tableBuilder struct {
+	t     tracer.Table
+	e     *Emulation
+	decls map[string]decl
+	layer string // the layer being applied
+}
+
+// decl returns the declaration of name, which must exist.
+func (b *tableBuilder) decl(name string) decl {
+	d, ok := b.decls[name]
+	if !ok {
+		panic("emul: layer " + b.layer + " uses undeclared syscall " + name)
 	}
-	addIdentity(t, cfg)
-	if cfg.Android != nil {
-		addAndroid(cfg, t) // last: it sees the other emulations
+	return d
+}
+
+// get returns the handler of name so far.
+func (b *tableBuilder) get(name string) (tracer.Handler, bool) {
+	h, ok := b.t[name]
+	return h, ok
+}
+
+// set makes h the handler of name, on behalf of the current layer.
+func (b *tableBuilder) set(name string, h tracer.Handler) {
+	b.t[name] = h
+	if ls := b.e.layers[name]; len(ls) == 0 || ls[len(ls)-1] != b.layer {
+		b.e.layers[name] = append(ls, b.layer)
 	}
-	return t
 }

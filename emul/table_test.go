@@ -3,6 +3,8 @@ package emul
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/droidroot/droidroot/seccomp"
 )
 
@@ -34,6 +36,100 @@ func TestTableNames(t *testing.T) {
 			if _, ok := table[n]; !ok {
 				t.Errorf("%s: no handler for %q", goarch, n)
 			}
+		}
+	}
+}
+
+// TestLayers pins, for each option, which syscalls its layer changes and in what order the
+// layers apply: the last replacing layer's handler is the one that runs. A syscall whose
+// layers are only "base" is left out of want.
+func TestLayers(t *testing.T) {
+	l2sNames := map[string][]string{
+		"link": {"base", "link2symlink"}, "linkat": {"base", "link2symlink"},
+		"unlink": {"base", "link2symlink"}, "unlinkat": {"base", "link2symlink"},
+		"rename": {"base", "link2symlink"}, "renameat": {"base", "link2symlink"}, "renameat2": {"base", "link2symlink"},
+		"stat": {"base", "stat-patch"}, "lstat": {"base", "stat-patch"}, "newfstatat": {"base", "stat-patch"},
+		"fstatat": {"base", "stat-patch"}, "statx": {"base", "stat-patch"}, "fstat": {"stat-patch"},
+		"getdents64": {"hide"},
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want map[string][]string
+	}{
+		{"none", Config{}, map[string][]string{}},
+		{"-l", Config{Link2Symlink: true}, l2sNames},
+		{"FailLink", Config{FailLink: true}, map[string][]string{
+			"link": {"base", "link2symlink"}, "linkat": {"base", "link2symlink"},
+		}},
+		{"-L", Config{LstatLinkSize: true}, map[string][]string{
+			"stat": {"base", "stat-patch"}, "lstat": {"base", "stat-patch"}, "newfstatat": {"base", "stat-patch"},
+			"fstatat": {"base", "stat-patch"}, "statx": {"base", "stat-patch"},
+		}},
+		{"-p", Config{PortShift: true}, map[string][]string{
+			"bind": {"base", "port-shift"}, "connect": {"base", "port-shift"}, "sendto": {"base", "port-shift"},
+		}},
+		{"-H", Config{HideOwnFiles: true}, map[string][]string{"getdents64": {"hide"}}},
+		{"--ashmem-memfd", Config{AshmemMemfd: true}, map[string][]string{"ioctl": {"ashmem-memfd"}}},
+		{"-k", Config{Uname: &Uname{}}, map[string][]string{
+			"uname": {"uname"}, "sethostname": {"uname"}, "setdomainname": {"uname"},
+		}},
+		{"at2", Config{EmulateAt2: true}, map[string][]string{
+			"faccessat2": {"base", "at2"}, "fchmodat2": {"base", "at2"}, "close_range": {"at2"},
+		}},
+		{"robust list", Config{EmulateRobustList: true}, map[string][]string{
+			"set_robust_list": {"robust-list"}, "get_robust_list": {"robust-list"},
+		}},
+		// A fake non-root identity: the credentials, and the owner fix-ups of stat
+		// results (after -l's stat patching, which it wraps).
+		{"-i with -l", Config{Identity: &Identity{UID: 4242, GID: 4242}, Link2Symlink: true}, func() map[string][]string {
+			w := map[string][]string{}
+			for k, v := range l2sNames {
+				w[k] = v
+			}
+			for _, n := range []string{"stat", "lstat", "newfstatat", "fstatat", "statx", "fstat"} {
+				w[n] = append(append([]string(nil), w[n]...), "identity")
+			}
+			for _, n := range []string{"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
+				"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid",
+				"getgroups", "setgroups", "capget", "capset", "prctl"} {
+				w[n] = []string{"identity"}
+			}
+			return w
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string][]string{}
+			for name, ls := range New(tc.cfg).Layers() {
+				if len(ls) != 1 || ls[0] != "base" {
+					got[name] = ls
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("layers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLayersAndroid: the Android layer comes last; it replaces the handlers of the calls
+// the policy blocks except those another enabled emulation answers itself.
+func TestLayersAndroid(t *testing.T) {
+	p, err := seccomp.LoadAndroidPolicy("16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := New(Config{Link2Symlink: true}.WithAndroid(p)).Layers()
+	for name, want := range map[string][]string{
+		"rseq":            {"android"},
+		"faccessat2":      {"base", "at2"},
+		"set_robust_list": {"robust-list"},
+		"semget":          {"sysvipc"},
+		"chroot":          {"base"},
+		"accept":          {"base", "android"},
+	} {
+		if diff := cmp.Diff(want, got[name]); diff != "" {
+			t.Errorf("%s: layers (-want +got):\n%s", name, diff)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -161,13 +160,11 @@ func (u *Uname) redirect(host string) (string, bool) {
 	return filepath.Join(u.Dir, name), true
 }
 
-// activeUname is the Uname of the running table (nil: no -k), consulted by
-// every path lookup for the /proc/sys/kernel files.
-var activeUname atomic.Pointer[Uname]
-
-// unameRedirect applies the -k file redirection to a translated host path.
-func unameRedirect(host string) string {
-	if u := activeUname.Load(); u != nil {
+// unameRedirect applies the -k file redirection (if c's run has -k) to a
+// translated host path: every path lookup consults it for the
+// /proc/sys/kernel files.
+func unameRedirect(c *tracer.Call, host string) string {
+	if u := emulationOf(c).uname; u != nil {
 		if f, ok := u.redirect(host); ok {
 			return f
 		}

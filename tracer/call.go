@@ -115,6 +115,9 @@ func (c *Call) Mapper() *pathmap.Mapper { return c.t.cfg.Mapper }
 // PathProc identifies the caller to pathmap.
 func (c *Call) PathProc() pathmap.Proc { return pathmap.Proc{Pid: c.th.Proc.Pid, Tid: c.th.Tid} }
 
+// State returns Config.State: the per-run state of the handler table.
+func (c *Call) State() any { return c.t.cfg.State }
+
 // Tracer returns the tracer handling the call.
 func (c *Call) Tracer() *Tracer { return c.t }
 

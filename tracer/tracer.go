@@ -42,6 +42,10 @@ type Config struct {
 	Stage2 string
 	// Table holds the syscall handlers.
 	Table Table
+	// State is the per-run state the table's handlers share (emul's
+	// Emulation, built with the table), handed to them by Call.State; nil
+	// for none.
+	State any
 	// NoSeccomp makes every syscall stop (ptrace-only mode).
 	NoSeccomp bool
 	// KillOnExit kills every remaining tracee when the first process exits.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -67,8 +68,9 @@ func main() {
 						return nil
 					},
 				}, {
-					Name:  "filter",
-					Usage: "print the traced syscalls per ABI and the seccomp program",
+					Name:      "filter",
+					Usage:     "print the handler layers per syscall, the traced syscalls per ABI and the seccomp program of a run with the given options",
+					ArgsUsage: "[--arch A] [--trampoline ADDR] [-- RUN OPTIONS...]",
 					Flags: []cli.Flag{
 						&cli.StringFlag{Name: "arch", Value: runtime.GOARCH, Usage: "host architecture: amd64 or arm64"},
 						&cli.StringFlag{Name: "trampoline", Value: "0", Usage: "trampoline page address (0: none)"},
@@ -93,7 +95,29 @@ func debugFilter(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--trampoline %q: want a hex address", c.String("trampoline"))
 	}
-	pol := tracer.Policy(goarch, emul.Table(emul.Config{}))
+	// The run's own options (proot's grammar, no command needed).
+	o, err := ParseProot(c.Args().Slice())
+	if err != nil {
+		return err
+	}
+	android, _, err := androidPolicy(o)
+	if err != nil {
+		return err
+	}
+	tmpDir := os.Getenv("PROOT_TMP_DIR")
+	if tmpDir == "" {
+		tmpDir = os.TempDir()
+	}
+	em, code := emulation(o, tmpDir, android)
+	for _, f := range cleanups {
+		f()
+	}
+	if em == nil {
+		os.Exit(code)
+	}
+	fmt.Print(describeLayers(em))
+	fmt.Println()
+	pol := tracer.Policy(goarch, em.Table)
 	pol.Trampoline = t
 	prog, err := seccomp.Build(goarch, pol)
 	if err != nil {
@@ -103,4 +127,21 @@ func debugFilter(c *cli.Context) error {
 	fmt.Println()
 	fmt.Print(seccomp.Disassemble(prog))
 	return nil
+}
+
+// describeLayers lists each syscall with a handler and the layers that made
+// it, in the order applied (the last replacing layer's handler runs).
+func describeLayers(em *emul.Emulation) string {
+	layers := em.Layers()
+	names := make([]string, 0, len(layers))
+	for name := range layers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "handler layers (%d syscalls):\n", len(names))
+	for _, name := range names {
+		fmt.Fprintf(&b, "  %-20s %s\n", name, strings.Join(layers[name], " > "))
+	}
+	return b.String()
 }

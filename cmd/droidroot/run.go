@@ -241,8 +241,8 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		stage2 = "" // another loader: droidroot itself is stage 2
 	}
 
-	ecfg := emulConfig(o, tmpDir).WithAndroid(android)
-	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
+	em, code := emulation(o, tmpDir, android)
+	if em == nil {
 		return nil, code
 	}
 
@@ -260,8 +260,9 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		Env:        env,
 		Loader:     loaderPath,
 		Stage2:     stage2,
-		Table:      emul.Table(ecfg),
-		Creds:      emul.InitialCreds(ecfg),
+		Table:      em.Table,
+		State:      em,
+		Creds:      emul.InitialCreds(em.Config()),
 		Android:    android,
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
@@ -316,6 +317,17 @@ func virtualDir(tmpDir string) (string, error) {
 
 // emulConfig turns the command line's options into the handler table's
 // configuration.
+// emulation builds the handler table of o's run (the one `droidroot debug
+// filter` shows too), or prints why it cannot and returns a nil one and the
+// exit status.
+func emulation(o *Options, tmpDir string, android *seccomp.AndroidPolicy) (*emul.Emulation, int) {
+	ecfg := emulConfig(o, tmpDir).WithAndroid(android)
+	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
+		return nil, code
+	}
+	return emul.New(ecfg), 0
+}
+
 func emulConfig(o *Options, tmpDir string) emul.Config {
 	c := emul.Config{
 		SysVIPC: o.SysVIPC,

@@ -1,0 +1,169 @@
+package emul
+
+import (
+	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// decl declares one syscall once: its path arguments (how each is found
+// and whether its last component is followed) and its base handler, the one
+// it gets with every option off. The layers (layers.go) build their handlers
+// from the same declaration, so an argument rule is written in one place.
+type decl struct {
+	// args are the path arguments, in order.
+	args []pathArg
+	// flagsArg is the index of the flags argument the layers read
+	// (linkat's, unlinkat's, renameat2's), -1 for none.
+	flagsArg int
+	// stat describes a stat call's result, for the layers that patch it;
+	// nil for other calls.
+	stat *statDecl
+	// base returns the base handler; nil when only a layer traces the
+	// call (fstat, ioctl, getdents64).
+	base func(e *Emulation, d decl) tracer.Handler
+}
+
+// statDecl is where a stat call leaves its result and whether it follows
+// a symlink in the last component.
+type statDecl struct {
+	bufArg   int
+	kind     statKind
+	noFollow func(c *tracer.Call) bool
+}
+
+// Base handler constructors, from a declaration's arguments.
+func basePath(_ *Emulation, d decl) tracer.Handler  { return pathHandler(d.args...) }
+func baseEntry(_ *Emulation, d decl) tracer.Handler { return entryHandler(d.args...) }
+
+// baseReadlink is readlink's base handler: buffer and size arguments follow
+// the path.
+func baseReadlink(bufArg, sizeArg int) func(*Emulation, decl) tracer.Handler {
+	return func(_ *Emulation, d decl) tracer.Handler { return readlinkHandler(d.args[0], bufArg, sizeArg) }
+}
+
+// baseOpen is open's and openat's: the guest's views of /proc mount tables
+// and /dev/ashmem (--ashmem-memfd), then path translation.
+func baseOpen(flagsArg int) func(*Emulation, decl) tracer.Handler {
+	return func(e *Emulation, d decl) tracer.Handler { return e.views.openHandler(d.args[0], flagsArg) }
+}
+
+// baseHandler is a base handler that does not depend on the declaration.
+func baseHandler(h tracer.Handler) func(*Emulation, decl) tracer.Handler {
+	return func(*Emulation, decl) tracer.Handler { return h }
+}
+
+// baseSocket is a handler of the AF_UNIX emulation, which all socket calls
+// of a run share.
+func baseSocket(f func(s *sockets) tracer.Handler) func(*Emulation, decl) tracer.Handler {
+	return func(e *Emulation, _ decl) tracer.Handler { return f(e.socks) }
+}
+
+// pathDecl and entryDecl declare a call whose handler translates args (the
+// last component of an entry call is the name it acts on).
+func pathDecl(args ...pathArg) decl {
+	return decl{args: args, flagsArg: -1, base: basePath}
+}
+
+func entryDecl(flagsArg int, args ...pathArg) decl {
+	return decl{args: args, flagsArg: flagsArg, base: baseEntry}
+}
+
+// statCall declares a stat call: its path argument and result.
+func statCall(a pathArg, bufArg int, kind statKind, noFollow func(*tracer.Call) bool) decl {
+	return decl{args: []pathArg{a}, flagsArg: -1, base: basePath,
+		stat: &statDecl{bufArg: bufArg, kind: kind, noFollow: noFollow}}
+}
+
+// declarations returns every syscall droidroot can trace, by native name
+// (names a host ABI lacks, open on arm64, are ignored there). Calls that
+// the set*id, SysV IPC, robust-list, uname, at2 and Android layers add
+// whole are declared by those layers.
+func declarations() map[string]decl {
+	newfstatat := statCall(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 2, kindStat, flagSet(3, atSymlinkNofollow))
+	return map[string]decl{
+		// open and friends
+		"open":     {args: []pathArg{p(0, openFollow(1))}, flagsArg: 1, base: baseOpen(1)},
+		"creat":    pathDecl(p(0, always)),
+		"openat":   {args: []pathArg{at(0, 1, openFollow(2))}, flagsArg: 2, base: baseOpen(2)},
+		"openat2":  {flagsArg: -1, base: func(e *Emulation, _ decl) tracer.Handler { return openat2Handler(e.cfg.EmulateAt2) }},
+		"truncate": pathDecl(p(0, always)),
+		// stat family
+		"stat":       statCall(p(0, always), 1, kindStat, no),
+		"lstat":      statCall(p(0, never), 1, kindStat, yes),
+		"newfstatat": newfstatat,
+		"fstatat":    newfstatat, // arm64's name for the same call
+		"statx":      statCall(at(0, 1, unlessFlag(2, atSymlinkNofollow)).empty(2, atEmptyPath), 4, kindStatx, flagSet(2, atSymlinkNofollow)),
+		"fstat":      {args: []pathArg{{dirfd: -1, path: -1}}, flagsArg: -1, stat: &statDecl{bufArg: 1, kind: kindStat, noFollow: no}},
+		"statfs":     {flagsArg: -1, base: baseHandler(statfsHandler(false))},
+		"fstatfs":    {flagsArg: -1, base: baseHandler(statfsHandler(true))},
+		// access
+		"access":     pathDecl(p(0, always)),
+		"faccessat":  pathDecl(at(0, 1, always)),
+		"faccessat2": pathDecl(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
+		// links
+		"readlink":   {args: []pathArg{p(0, never)}, flagsArg: -1, base: baseReadlink(1, 2)},
+		"readlinkat": {args: []pathArg{at(0, 1, never).empty(emptyAlways, 0)}, flagsArg: -1, base: baseReadlink(2, 3)},
+		"symlink":    pathDecl(p(1, entry)),
+		"symlinkat":  pathDecl(at(1, 2, entry)),
+		"link":       entryDecl(-1, p(0, never), p(1, entry)),
+		"linkat":     entryDecl(4, at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath), at(2, 3, entry)),
+		"unlink":     entryDecl(-1, p(0, entry)),
+		"unlinkat":   entryDecl(2, at(0, 1, entry)),
+		"rename":     entryDecl(-1, p(0, entry), p(1, entry)),
+		"renameat":   entryDecl(-1, at(0, 1, entry), at(2, 3, entry)),
+		"renameat2":  entryDecl(4, at(0, 1, entry), at(2, 3, entry)),
+		// directories
+		"mkdir":      pathDecl(p(0, entry)),
+		"mkdirat":    pathDecl(at(0, 1, entry)),
+		"rmdir":      entryDecl(-1, p(0, entry)),
+		"mknod":      pathDecl(p(0, entry)),
+		"mknodat":    pathDecl(at(0, 1, entry)),
+		"chdir":      {flagsArg: -1, base: baseHandler(chdirHandler)},
+		"fchdir":     {flagsArg: -1, base: baseHandler(fchdirHandler)},
+		"getcwd":     {flagsArg: -1, base: baseHandler(tracer.Handler{Enter: getcwd})},
+		"chroot":     {flagsArg: -1, base: baseHandler(chrootHandler)},
+		"getdents64": {flagsArg: -1},
+		// attributes
+		"chmod":     pathDecl(p(0, always)),
+		"fchmodat":  pathDecl(at(0, 1, always)),
+		"fchmodat2": pathDecl(at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath)),
+		"chown":     pathDecl(p(0, always)),
+		"lchown":    pathDecl(p(0, never)),
+		"fchownat":  pathDecl(at(0, 1, unlessFlag(4, atSymlinkNofollow)).empty(4, atEmptyPath)),
+		"utime":     pathDecl(p(0, always)),
+		"utimes":    pathDecl(p(0, always)),
+		"futimesat": pathDecl(at(0, 1, always)),
+		"utimensat": pathDecl(at(0, 1, unlessFlag(3, atSymlinkNofollow)).null()),
+		// extended attributes
+		"setxattr":     pathDecl(p(0, always)),
+		"lsetxattr":    pathDecl(p(0, never)),
+		"getxattr":     pathDecl(p(0, always)),
+		"lgetxattr":    pathDecl(p(0, never)),
+		"listxattr":    pathDecl(p(0, always)),
+		"llistxattr":   pathDecl(p(0, never)),
+		"removexattr":  pathDecl(p(0, always)),
+		"lremovexattr": pathDecl(p(0, never)),
+		// watches and handles
+		"inotify_add_watch": pathDecl(p(1, unlessFlag(2, inDontFollow))),
+		"fanotify_mark":     pathDecl(at(3, 4, unlessFlag(1, fanMarkDontFollow)).null()),
+		"name_to_handle_at": pathDecl(at(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath)),
+		// privileged
+		"acct":    pathDecl(p(0, always).null()),
+		"swapon":  pathDecl(p(0, always)),
+		"swapoff": pathDecl(p(0, always)),
+		// exec
+		"execve":   {flagsArg: -1, base: baseHandler(execHandler(false))},
+		"execveat": {flagsArg: -1, base: baseHandler(execHandler(true))},
+		// AF_UNIX sockets
+		"bind":        {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.unixAddrHandler(1, 2, pathmap.Entry) })},
+		"connect":     {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.unixAddrHandler(1, 2, pathmap.Follow) })},
+		"sendto":      {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.unixAddrHandler(4, 5, pathmap.Follow) })},
+		"sendmsg":     {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sendmsgHandler() })},
+		"getsockname": {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
+		"getpeername": {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
+		"accept":      {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
+		"accept4":     {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
+		// devices
+		"ioctl": {flagsArg: -1},
+	}
+}
