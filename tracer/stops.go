@@ -1,0 +1,121 @@
+package tracer
+
+// This file: syscall stops (seccomp entry, syscall entry and exit) and the
+// handlers they run.
+
+// seccompStop handles a PTRACE_EVENT_SECCOMP stop. Every traced call is
+// of the native ABI (the filter traps the others, see foreignStop), so the
+// registers are all the stop needs: entry or exit comes from the handler
+// table, not from the filter's RET_DATA.
+func (t *Tracer) seccompStop(th *Thread) {
+	c := &th.call
+	if err := getRegs(th.Tid, &c.Regs); err != nil {
+		return
+	}
+	t.enter(th)
+}
+
+// enter runs the entry handler of the syscall th is stopped at.
+func (t *Tracer) enter(th *Thread) {
+	c := &th.call
+	if t.flight != nil {
+		t.fly(th.Tid, "ENTER", "%s loading=%v", t.flyArgs(th.Tid, &c.Regs), th.loading)
+	}
+	if th.loading {
+		if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+			t.cont(th, 0) // the loader opening the program: host paths
+			return
+		}
+		th.loading = false
+	}
+	if th.isPretranslated(&c.Regs) {
+		t.cont(th, 0) // restarted by SetNr at a SIGSYS stop: translated already
+		return
+	}
+	nr := c.Regs.Nr()
+	var h *Handler
+	if nr >= 0 && nr < len(t.handlers) {
+		h = t.handlers[nr]
+	}
+	if h == nil || t.blockedAtEntry(nr) {
+		t.cont(th, 0)
+		return
+	}
+	c.t = t
+	c.Entry = c.Regs
+	c.reset(th)
+	c.undoRewrites()
+	h.Enter(c)
+	if th.op != nil {
+		t.startOp(th, c, false, c.Entry.PC())
+		return
+	}
+	if c.dirty {
+		if err := putRegs(th.Tid, &c.Regs); err != nil {
+			t.logf(1, "setregs %d: %v", th.Tid, err)
+			if t.flight != nil {
+				t.fly(th.Tid, "SETREGS", "%v", err)
+			}
+		}
+		if t.flight != nil {
+			t.flyCheck(th)
+		}
+	} else if t.flight != nil {
+		t.fly(th.Tid, "CLEAN", "no register change")
+	}
+	if h.Exit != nil && !c.noExit {
+		th.pendingExit = h
+	}
+	if t.cfg.NoSeccomp && t.cfg.Android != nil && c.skipped {
+		saved := c.Regs
+		th.skipRegs = &saved
+	}
+	t.cont(th, 0)
+}
+
+// syscallStop handles a syscall-entry or -exit stop.
+func (t *Tracer) syscallStop(th *Thread) {
+	c := &th.call
+	if th.fix != nil && t.fixupStop(th) {
+		return
+	}
+	if t.cfg.NoSeccomp {
+		switch syscallInfoOp(th.Tid) {
+		case syscallInfoEntry:
+			th.inSyscall = false
+		case syscallInfoExit:
+			th.inSyscall = true
+		}
+	}
+	if t.cfg.NoSeccomp && !th.inSyscall {
+		th.inSyscall = true
+		th.skipRegs = nil
+		if err := getRegs(th.Tid, &c.Regs); err != nil {
+			return
+		}
+		t.enter(th)
+		return
+	}
+	th.inSyscall = false
+	if th.skipEntryStop {
+		th.skipEntryStop = false
+		if syscallInfoOp(th.Tid) == syscallInfoEntry {
+			t.cont(th, 0)
+			return
+		}
+	}
+	h := th.pendingExit
+	if h == nil {
+		t.cont(th, 0)
+		return
+	}
+	if err := getRegs(th.Tid, &c.Regs); err == nil {
+		c.dirty = false
+		h.Exit(c)
+		if c.dirty {
+			putRegs(th.Tid, &c.Regs)
+		}
+	}
+	th.pendingExit = nil
+	t.cont(th, 0)
+}
