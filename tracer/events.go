@@ -78,7 +78,7 @@ func (t *Tracer) exitingStop(th *Thread) {
 		pid = th.Proc.Pid
 	}
 	t.emit(Event{Kind: EventExiting, Tid: th.Tid, Pid: pid})
-	resume(unix.PTRACE_CONT, th.Tid, 0)
+	t.resumeThread(th, unix.PTRACE_CONT, 0)
 }
 
 // Interrupt stops a running traced thread (PTRACE_INTERRUPT): a blocking

@@ -123,7 +123,7 @@ func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
 				*ws = st
 				return tid, nil
 			}
-			if resume(t.resumeReq(), tid, 0) == nil {
+			if t.resumeThread(th, t.resumeReq(), 0) {
 				t.logf(2, "task %d: its initial stop was not reported; resumed", tid)
 				th.awaitInitial = false
 				th.skipInitial = true
@@ -207,8 +207,7 @@ func (t *Tracer) execEvent(th *Thread) {
 		return
 	}
 	r.SetEntryArg(addr)
-	if err := putRegs(th.Tid, &r); err != nil {
-		t.logf(1, "setregs %d: %v", th.Tid, err)
+	if t.setRegs(th, &r) {
+		t.cont(th, 0)
 	}
-	t.cont(th, 0)
 }

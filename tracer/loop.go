@@ -143,7 +143,7 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		switch sig {
 		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
 			// Group stop: stay stopped but let SIGCONT through.
-			resume(unix.PTRACE_LISTEN, th.Tid, 0)
+			t.resumeThread(th, unix.PTRACE_LISTEN, 0)
 		default:
 			t.cont(th, 0)
 		}
@@ -164,9 +164,7 @@ func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 	if t.flight != nil {
 		t.fly(th.Tid, "CONT", "req=%d sig=%d", req, sig)
 	}
-	if err := resume(req, th.Tid, sig); err != nil && err != unix.ESRCH {
-		t.logf(1, "resume %d: %v", th.Tid, err)
-	}
+	t.resumeThread(th, req, sig)
 }
 
 func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
@@ -198,4 +196,45 @@ func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 			unix.Kill(other, unix.SIGKILL)
 		}
 	}
+}
+
+// resumeThread restarts th with request req (PTRACE_CONT, _SYSCALL, _LISTEN) and signal sig:
+// the one way the tracer resumes a thread it has seen. A thread that is gone (ESRCH: killed,
+// or replaced by an exec in another thread) needs nothing more: its exit is reported by
+// wait4. Any other error is logged: the thread stays stopped, and nothing runs untranslated.
+// It reports whether th was resumed.
+func (t *Tracer) resumeThread(th *Thread, req int, sig syscall.Signal) bool {
+	err := resume(req, th.Tid, sig)
+	if err != nil && err != unix.ESRCH {
+		t.logf(1, "resume %d: %v", th.Tid, err)
+		if t.flight != nil {
+			t.fly(th.Tid, "RESUME", "req=%d sig=%d: %v", req, sig, err)
+		}
+	}
+	return err == nil
+}
+
+// setRegs writes r as th's registers: the one way the tracer changes a stopped thread's
+// registers. It reports whether th may be resumed. When they could not be written (other
+// than because the thread is gone), the call th is stopped at would run with the guest's own
+// registers (a path call would reach the host path the guest named), so th's whole process is
+// killed (SIGKILL takes the thread group) and the failure reported.
+func (t *Tracer) setRegs(th *Thread, r *Regs) bool {
+	err := putRegs(th.Tid, r)
+	if err == nil {
+		return true
+	}
+	if t.flight != nil {
+		t.fly(th.Tid, "SETREGS", "%v", err)
+	}
+	if err == unix.ESRCH {
+		return false // gone: its exit is reported by wait4
+	}
+	pid := th.Tid
+	if th.Proc != nil {
+		pid = th.Proc.Pid
+	}
+	t.warnf("cannot write the registers of thread %d (%v): process %d killed, so that its call does not run untranslated", th.Tid, err, pid)
+	unix.Kill(pid, unix.SIGKILL)
+	return false
 }

@@ -149,10 +149,9 @@ func (t *Tracer) setupSyscall(th *Thread, r *Regs, op *threadOp, inPlace bool) {
 		r.setSyscallReg(op.nr)
 		r.SetPC(op.contPC - syscallInsnLen)
 	}
-	if err := putRegs(th.Tid, r); err != nil {
-		t.logf(1, "setregs %d: %v", th.Tid, err)
+	if t.setRegs(th, r) {
+		t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 	}
-	resume(unix.PTRACE_SYSCALL, th.Tid, 0)
 }
 
 // answer ends th's op: the call returns v, every other register as at its
@@ -174,8 +173,9 @@ func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
 	r.SetNr(-1) // no restart, and skip the call at an entry stop
 	r.SetRet(v)
 	r.SetPC(op.contPC)
-	if err := putRegs(th.Tid, &r); err != nil {
-		t.logf(1, "setregs %d: %v", th.Tid, err)
+	if !t.setRegs(th, &r) {
+		th.op = nil
+		return
 	}
 	if t.cfg.Android != nil && syscallInfoOp(th.Tid) == syscallInfoEntry {
 		// Skipping a call at a syscall-entry stop makes it number -1, which
@@ -212,7 +212,7 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 			if op.park && op.woken {
 				t.answer(th, op, op.result, 0)
 			} else {
-				resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+				t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 			}
 			return true
 		}
@@ -224,7 +224,7 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 			case ret == 0:
 				t.answer(th, op, op.end(ParkTimeout), 0)
 			case isRestart(ret):
-				resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+				t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 			default:
 				t.answer(th, op, op.end(ParkSignal), 0)
 			}
@@ -246,13 +246,13 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		return true
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
 		// An injected call our filter traps: it is not translated.
-		resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+		t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 		return true
 	case event == 0:
 		// A signal-delivery stop.
 		if !op.park {
 			op.held = append(op.held, sig)
-			resume(unix.PTRACE_SYSCALL, th.Tid, 0)
+			t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 			return true
 		}
 		switch {
@@ -261,7 +261,7 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		case handlerRuns(th.Tid, sig):
 			t.answer(th, op, op.end(ParkSignal), sig)
 		default:
-			resume(unix.PTRACE_SYSCALL, th.Tid, sig)
+			t.resumeThread(th, unix.PTRACE_SYSCALL, sig)
 		}
 		return true
 	}

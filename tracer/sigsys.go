@@ -85,10 +85,9 @@ func (t *Tracer) foreignStop(th *Thread, s sigsysInfo) {
 	}
 	r.SetRet(-int64(unix.ENOSYS))
 	r.answerAt(s.callAddr)
-	if err := putRegs(th.Tid, &r); err != nil {
-		t.logf(1, "setregs %d: %v", th.Tid, err)
+	if t.setRegs(th, &r) {
+		t.cont(th, 0)
 	}
-	t.cont(th, 0)
 }
 
 // sigsysStop handles a SIGSYS signal-delivery stop of th. It returns false
@@ -124,10 +123,9 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		// the kernel rolled the registers back. Put our answer back.
 		th.skipRegs = nil
 		sk.forceNr()
-		if err := putRegs(th.Tid, sk); err != nil {
-			t.logf(1, "setregs %d: %v", th.Tid, err)
+		if t.setRegs(th, sk) {
+			t.cont(th, 0)
 		}
-		t.cont(th, 0)
 		return true
 	}
 	if !t.ours(s) {
@@ -184,11 +182,10 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		c.Regs.answerAt(s.callAddr)
 		c.dirty = true
 	}
-	if err := putRegs(th.Tid, &c.Regs); err != nil {
-		t.logf(1, "setregs %d: %v", th.Tid, err)
-	}
 	c.sigsys = false
-	t.cont(th, 0)
+	if t.setRegs(th, &c.Regs) {
+		t.cont(th, 0)
+	}
 	return true
 }
 
@@ -231,8 +228,8 @@ func (t *Tracer) fixupStop(th *Thread) bool {
 	c.atExit = true
 	f.fn(c)
 	c.atExit = false
-	if c.dirty {
-		putRegs(th.Tid, &c.Regs)
+	if c.dirty && !t.setRegs(th, &c.Regs) {
+		return true
 	}
 	if t.cfg.NoSeccomp {
 		th.inSyscall = false

@@ -51,11 +51,8 @@ func (t *Tracer) enter(th *Thread) {
 		return
 	}
 	if c.dirty {
-		if err := putRegs(th.Tid, &c.Regs); err != nil {
-			t.logf(1, "setregs %d: %v", th.Tid, err)
-			if t.flight != nil {
-				t.fly(th.Tid, "SETREGS", "%v", err)
-			}
+		if !t.setRegs(th, &c.Regs) {
+			return // killed: the call never runs with the guest's arguments
 		}
 		if t.flight != nil {
 			t.flyCheck(th)
@@ -112,8 +109,9 @@ func (t *Tracer) syscallStop(th *Thread) {
 	if err := getRegs(th.Tid, &c.Regs); err == nil {
 		c.dirty = false
 		h.Exit(c)
-		if c.dirty {
-			putRegs(th.Tid, &c.Regs)
+		if c.dirty && !t.setRegs(th, &c.Regs) {
+			th.pendingExit = nil
+			return
 		}
 	}
 	th.pendingExit = nil

@@ -169,6 +169,11 @@ func (t *Tracer) warnOnce(key, format string, args ...any) {
 	fmt.Fprintf(t.cfg.Log, "droidroot: "+format+"\n", args...)
 }
 
+// warnf prints a diagnostic every time.
+func (t *Tracer) warnf(format string, args ...any) {
+	fmt.Fprintf(t.cfg.Log, "droidroot: "+format+"\n", args...)
+}
+
 // Process returns the traced process with thread-group id pid, or nil.
 func (t *Tracer) Process(pid int) *Process {
 	if th := t.threads[pid]; th != nil {

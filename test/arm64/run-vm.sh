@@ -52,12 +52,13 @@ if [[ -z $log ]]; then
 fi
 mkdir -p -- "$(dirname -- "$log")"
 
-# TCG on every host (no KVM: CI runners are x86_64). pauth-impdef: QEMU's cheap pointer-auth
+# TCG on every host (no KVM: CI runners are x86_64). -nic none: the tests need only lo, and
+# virt's default NIC needs efi-virtio.rom, which a --no-install-recommends qemu lacks. pauth-impdef: QEMU's cheap pointer-auth
 # algorithm instead of the architected QARMA, which is ~2x slower to emulate (REFERENCE.md 7).
 # shellcheck disable=SC2054 # the comma belongs to -cpu's value
 cmd=(
 	"$qemu" -M virt -cpu max,pauth-impdef=on -smp "$smp" -m "$mem"
-	-nographic -no-reboot
+	-nographic -no-reboot -nic none
 	-kernel "$kernel" -initrd "$initrd"
 	-append "console=ttyAMA0 panic=-1 quiet${append:+ $append}"
 )
