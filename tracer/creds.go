@@ -17,7 +17,9 @@ import (
 func (c *Call) Creds() *ident.Creds { return &c.th.creds }
 
 // ThreadCreds returns the emulated credentials of traced thread tid, or nil.
+// Call it on the tracer's thread.
 func (t *Tracer) ThreadCreds(tid int) *ident.Creds {
+	t.onTracerThread("ThreadCreds")
 	if th := t.threads[tid]; th != nil {
 		return &th.creds
 	}

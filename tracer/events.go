@@ -85,15 +85,19 @@ func (t *Tracer) exitingStop(th *Thread) {
 // syscall it is in returns -ERESTART* and is restarted when it resumes,
 // unless a handler answers it. Emulations use it to make a thread look at
 // memory again (a futex whose value changed).
+// Call it on the tracer's thread.
 func (t *Tracer) Interrupt(tid int) error {
+	t.onTracerThread("Interrupt")
 	if t.threads[tid] == nil {
 		return unix.ESRCH
 	}
 	return ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0)
 }
 
-// Threads calls f for every traced thread (tid and its process id).
+// Threads calls f for every traced thread (tid and its process id). Call it
+// on the tracer's thread.
 func (t *Tracer) Threads(f func(tid, pid int)) {
+	t.onTracerThread("Threads")
 	for tid, th := range t.threads {
 		if th.Proc != nil {
 			f(tid, th.Proc.Pid)
@@ -101,11 +105,19 @@ func (t *Tracer) Threads(f func(tid, pid int)) {
 	}
 }
 
-// Traced reports whether tid is a traced thread.
-func (t *Tracer) Traced(tid int) bool { return t.threads[tid] != nil }
+// Traced reports whether tid is a traced thread. Call it on the tracer's
+// thread.
+func (t *Tracer) Traced(tid int) bool {
+	t.onTracerThread("Traced")
+	return t.threads[tid] != nil
+}
 
-// NumThreads returns how many threads are traced.
-func (t *Tracer) NumThreads() int { return len(t.threads) }
+// NumThreads returns how many threads are traced. Call it on the tracer's
+// thread.
+func (t *Tracer) NumThreads() int {
+	t.onTracerThread("NumThreads")
+	return len(t.threads)
+}
 
 // WriteMem writes b into the memory of traced thread tid (which may be
 // running or parked).

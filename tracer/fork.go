@@ -26,7 +26,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 	// the flags of every clone call.
 	flags := t.cloneFlags(th)
 	ct := t.threads[child]
-	wasStopped := ct != nil && ct.stopped
+	wasStopped := ct != nil && ct.birth == orphan
 	if t.flight != nil {
 		held := unix.WaitStatus(0)
 		if ct != nil {
@@ -53,12 +53,11 @@ func (t *Tracer) forked(th *Thread, event int) {
 	}
 	ct.inSyscall = th.inSyscall
 	ct.creds = th.creds
-	ct.ready = true
 	if len(t.hooks) > 0 {
 		t.emit(Event{Kind: EventFork, Tid: child, Pid: ct.Proc.Pid, ParentTid: th.Tid, ParentPid: th.Proc.Pid, Flags: flags})
 	}
 	if wasStopped {
-		ct.stopped = false
+		ct.birth = born
 		if held := ct.held; held.StopSignal() == unix.SIGTRAP && !initialStop(held) {
 			// Not its initial stop: in the arm64 test VM a new thread was
 			// seen to run without one (before ptracePtr fixed the stale
@@ -75,7 +74,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 		// thread stopped for good (before ptracePtr: an event message
 		// read as child 0 looks just like that): until a stop of it is
 		// reported, the loop polls and resumes it itself (waitAwaiting).
-		ct.awaitInitial = true
+		ct.birth = unreported
 		if t.awaiting == nil {
 			t.awaiting = map[int]*Thread{}
 		}
@@ -103,7 +102,7 @@ func stopStatus(si *Siginfo) unix.WaitStatus {
 // waitAwaiting is wait4 while new tasks have not reported their initial
 // stop: it polls, and for such a task that is stopped it asks the kernel
 // which stop (PTRACE_GETSIGINFO). In its initial stop, the task is resumed
-// here; a late report of that stop is dropped (Thread.skipInitial). In any
+// here; a late report of that stop is dropped (resumedEarly). In any
 // other (a task that ran without an initial stop, at its first traced call
 // or a signal) the stop is returned as if wait4 had reported it. The
 // attempts do not wait for a quiet moment: other threads may keep
@@ -125,8 +124,7 @@ func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
 			}
 			if t.resumeThread(th, t.resumeReq(), 0) {
 				t.logf(2, "task %d: its initial stop was not reported; resumed", tid)
-				th.awaitInitial = false
-				th.skipInitial = true
+				th.birth = resumedEarly
 				delete(t.awaiting, tid)
 			}
 		}

@@ -39,8 +39,8 @@ func (t *Tracer) loop() (int, error) {
 			t.fly(tid, "WAIT", "ws=%#x known=%v", uint32(ws), t.threads[tid] != nil)
 		}
 		th := t.threads[tid]
-		if th != nil && th.awaitInitial {
-			th.awaitInitial = false
+		if th != nil && th.birth == unreported {
+			th.birth = born
 			delete(t.awaiting, tid)
 		}
 		switch {
@@ -55,7 +55,7 @@ func (t *Tracer) loop() (int, error) {
 			// it stopped until it has, with the stop it reported (its
 			// initial stop, or, where that stop is missing, its first
 			// traced call), which forked() then handles.
-			t.threads[tid] = &Thread{Tid: tid, stopped: true, held: ws}
+			t.threads[tid] = &Thread{Tid: tid, birth: orphan, held: ws}
 			continue
 		}
 		t.dispatch(th, ws)
@@ -107,8 +107,8 @@ func (t *Tracer) waitNext(ws *unix.WaitStatus) (int, error) {
 func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	sig := ws.StopSignal()
 	event := int(ws) >> 16 & 0xff
-	if th.skipInitial && event != unix.PTRACE_EVENT_STOP {
-		th.skipInitial = false // the thread ran: the initial stop will not be reported
+	if th.birth == resumedEarly && event != unix.PTRACE_EVENT_STOP {
+		th.birth = born // the thread ran: the initial stop will not be reported
 	}
 	if t.flight != nil {
 		t.fly(th.Tid, "DISPATCH", "ws=%#x sig=%d event=%d op=%v pendingExit=%v", uint32(ws), sig, event, th.op != nil, th.pendingExit != nil)
@@ -128,17 +128,16 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
 		t.exitingStop(th)
 	case event == unix.PTRACE_EVENT_STOP:
-		if th.skipInitial && sig == unix.SIGTRAP {
-			// The initial stop forked() already resumed, reported late.
-			th.skipInitial = false
+		if th.birth == resumedEarly && sig == unix.SIGTRAP {
+			// The initial stop waitAwaiting already resumed, reported late.
+			th.birth = born
 			if t.flight != nil {
 				t.fly(th.Tid, "DROP", "late initial stop")
 			}
 			return
 		}
-		if !th.ready {
-			th.stopped = true
-			return
+		if th.birth == orphan {
+			return // stays stopped until its parent's event (forked)
 		}
 		switch sig {
 		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:

@@ -95,7 +95,9 @@ func (c *Call) Run(nr int, args [6]uint64, then func(c *Call, ret int64)) {
 
 // Wake answers tid's parked call with v (a result or a negative errno).
 // It does nothing if tid is not parked or already woken.
+// Call it on the tracer's thread.
 func (t *Tracer) Wake(tid int, v int64) {
+	t.onTracerThread("Wake")
 	th := t.threads[tid]
 	if th == nil || th.op == nil || !th.op.park || th.op.woken {
 		return

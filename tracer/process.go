@@ -67,13 +67,10 @@ type Thread struct {
 	loading bool
 	// exec is set by an execve handler and consumed at PTRACE_EVENT_EXEC.
 	exec *ExecPlan
-	// ready is false for a new task whose parent's fork/clone event has
-	// not been seen yet: it stays stopped until then.
-	ready bool
-	// stopped is true while a not-ready task waits in its initial stop;
-	// held is the stop it reported (see forked).
-	stopped bool
-	held    unix.WaitStatus
+	// birth is where a new task is in its start-up (see birth); held is
+	// the stop an orphan reported.
+	birth birth
+	held  unix.WaitStatus
 	// rewrites remembers the arguments handlers rewrote in this thread's
 	// last few translated calls (see undoRewrites).
 	rewrites rewriteLog
@@ -96,12 +93,28 @@ type Thread struct {
 	// restarted from a SIGSYS stop with an Exit pending (seccomp mode, where
 	// syscall stops are otherwise only exits).
 	skipEntryStop bool
-	// skipInitial: forked() resumed the new task from its initial stop
-	// before wait4 reported it; a late report of that stop is dropped.
-	skipInitial bool
-	// awaitInitial: a new task whose initial stop has not been reported.
-	awaitInitial bool
 }
+
+// birth is a new task's start-up, which the tracer learns of from two
+// reports that come in either order: its parent's fork, vfork or clone
+// event (forked) and its own first stop (wait4, or waitAwaiting's poll).
+type birth uint8
+
+const (
+	// born: both reports seen (or the first guest process): an ordinary
+	// thread.
+	born birth = iota
+	// orphan: its first stop came before its parent's event. It stays
+	// stopped, with that stop in Thread.held, until forked() handles it.
+	orphan
+	// unreported: its parent's event came first and its initial stop has
+	// not been reported yet; it is in Tracer.awaiting, polled by
+	// waitAwaiting.
+	unreported
+	// resumedEarly: waitAwaiting found it in its initial stop and resumed
+	// it; a late report of that stop is dropped.
+	resumedEarly
+)
 
 // rewriteLog is a small ring of argument rewrites: which register of which
 // syscall was changed from what guest value to what droidroot value.

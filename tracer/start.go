@@ -30,6 +30,7 @@ var ErrPtrace = errors.New("cannot trace the guest")
 func (t *Tracer) Run() (int, error) {
 	// Every ptrace request must come from this thread: lock it for good.
 	runtime.LockOSThread()
+	t.osThread = unix.Gettid()
 	if err := QuietStops(); err != nil {
 		t.logf(1, "SA_NOCLDSTOP on SIGCHLD: %v", err)
 	}
@@ -103,7 +104,7 @@ func (t *Tracer) Run() (int, error) {
 		}
 	}
 	proc := &Process{Pid: pid}
-	th := &Thread{Tid: pid, Proc: proc, FS: &FS{Cwd: t.cfg.Cwd}, ready: true}
+	th := &Thread{Tid: pid, Proc: proc, FS: &FS{Cwd: t.cfg.Cwd}}
 	if t.cfg.Creds != nil {
 		th.creds = *t.cfg.Creds
 	} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/droidroot/droidroot/ident"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
+	"golang.org/x/sys/unix"
 )
 
 // Config is everything the tracer needs to run a guest command tree.
@@ -64,8 +65,15 @@ type Config struct {
 }
 
 // Tracer runs and traces one guest command tree.
+//
+// Run owns the tracer: its exported methods other than New, Run, WarnOnce
+// and WriteMem must be called on Run's OS thread, from a handler or an event
+// hook (ptrace requests are refused from other threads, and the thread
+// table is not locked). Tests check it (checkTracerThread).
 type Tracer struct {
-	cfg      Config
+	cfg Config
+	// osThread is the tid of the OS thread Run locked, 0 before Run.
+	osThread int
 	goarch   string
 	handlers []*Handler // indexed by native syscall number
 	threads  map[int]*Thread
@@ -174,8 +182,23 @@ func (t *Tracer) warnf(format string, args ...any) {
 	fmt.Fprintf(t.cfg.Log, "droidroot: "+format+"\n", args...)
 }
 
+// checkTracerThread makes the methods that must run on Run's OS thread
+// panic when called on another: on in tests, off in droidroot (a gettid
+// per call for a rule that code review and tests keep).
+var checkTracerThread = false
+
+// onTracerThread panics, when checkTracerThread is set, if the calling OS
+// thread is not the one Run locked.
+func (t *Tracer) onTracerThread(method string) {
+	if checkTracerThread && t.osThread != 0 && unix.Gettid() != t.osThread {
+		panic("tracer: " + method + " called off the tracer's thread (tid " + strconv.Itoa(unix.Gettid()) + ", tracer " + strconv.Itoa(t.osThread) + ")")
+	}
+}
+
 // Process returns the traced process with thread-group id pid, or nil.
+// Call it on the tracer's thread.
 func (t *Tracer) Process(pid int) *Process {
+	t.onTracerThread("Process")
 	if th := t.threads[pid]; th != nil {
 		return th.Proc
 	}
@@ -186,7 +209,9 @@ func (t *Tracer) Process(pid int) *Process {
 func (t *Tracer) WarnOnce(key, format string, args ...any) { t.warnOnce(key, format, args...) }
 
 // ThreadFS returns the filesystem context of traced thread tid, or nil.
+// Call it on the tracer\'s thread.
 func (t *Tracer) ThreadFS(tid int) *FS {
+	t.onTracerThread("ThreadFS")
 	if th := t.threads[tid]; th != nil {
 		return th.FS
 	}
