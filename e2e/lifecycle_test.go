@@ -127,6 +127,30 @@ func TestWaitsForBackground(t *testing.T) {
 	}
 }
 
+// TestExitStatus: droidroot exits with the status of the last process that exited normally,
+// as proot does (a shell's killed background job does not replace the shell's own status),
+// and with 128+N when the first process dies by signal N and nothing exits after it, as a
+// shell reports it. The chroot runs give the reference.
+func TestExitStatus(t *testing.T) {
+	g := busyboxGuest(t)
+	for _, tc := range []struct {
+		name, script string
+		want         int
+	}{
+		{"killed background job", "sleep 10 & kill $!; wait; exit 3", 3},
+		{"plain exit", "exit 5", 5},
+		{"first process killed", "kill -9 $$", 137},
+		{"first process terminated, a child exits after it", "(sleep 0.3; exit 7) & kill -TERM $$", 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := viaDroidroot(t, g, "", "/bin/sh", "-c", tc.script)
+			if res.Code != tc.want {
+				t.Errorf("exit status %d, want %d\n%s", res.Code, tc.want, res)
+			}
+		})
+	}
+}
+
 // TestOracleNoSeccomp runs oracle ops in ptrace-only mode (PROOT_NO_SECCOMP=1,
 // also the fallback on kernels without seccomp filters): every syscall stops
 // at entry and exit, and the answers must still be the kernel's.

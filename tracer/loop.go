@@ -188,7 +188,13 @@ func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	if t.killed {
 		return // the status is the first process's
 	}
-	t.lastStatus = status
+	// As proot: the status of the last process that exited normally. A
+	// process killed by a signal does not count (a shell's killed
+	// background job must not replace its own exit status), except the
+	// first one, as a shell reports it (128+N), when nothing exits after it.
+	if ws.Exited() || tid == t.first {
+		t.lastStatus = status
+	}
 	if tid == t.first && t.cfg.KillOnExit {
 		t.killed = true
 		for other := range t.threads {
