@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,6 +149,57 @@ func TestExitStatus(t *testing.T) {
 				t.Errorf("exit status %d, want %d\n%s", res.Code, tc.want, res)
 			}
 		})
+	}
+}
+
+// TestSignalsReachTheGuest: droidroot survives the asynchronous signals a terminal or a
+// launcher sends (Ctrl-C's SIGINT to the foreground process group, SIGHUP when the terminal
+// closes, SIGTERM), as proot does, so the guest decides what they mean; and the guest starts
+// with every disposition at its default (droidroot catches them, and caught dispositions do
+// not survive exec), so a shell's trap runs.
+func TestSignalsReachTheGuest(t *testing.T) {
+	g := busyboxGuest(t)
+	script := `grep -E '^Sig(Ign|Cgt)' /proc/self/status
+trap 'echo int' INT; trap 'echo hup' HUP; trap 'echo term' TERM
+echo ready
+i=0; while [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done; echo done`
+	cmd := exec.Command(droidrootBin(t), droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script)[1:]...)
+	cmd.Env = guestEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	r := bufio.NewReader(out)
+	var got []string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("guest output ended before 'ready': %q, %v; stderr %q", got, err, stderr.String())
+		}
+		got = append(got, strings.TrimSuffix(line, "\n"))
+		if line == "ready\n" {
+			break
+		}
+	}
+	// Ctrl-C: the whole foreground process group; then droidroot alone.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	time.Sleep(200 * time.Millisecond)
+	syscall.Kill(cmd.Process.Pid, syscall.SIGHUP)
+	syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	syscall.Kill(cmd.Process.Pid, syscall.SIGQUIT)
+	rest, _ := io.ReadAll(r)
+	got = append(got, strings.Split(strings.TrimSuffix(string(rest), "\n"), "\n")...)
+	err = cmd.Wait()
+	want := []string{"SigIgn:\t0000000000000000", "SigCgt:\t0000000000000000", "ready", "int", "done"}
+	if diff := cmp.Diff(want, got); diff != "" || err != nil {
+		t.Errorf("guest output (-want +got):\n%s\nexit: %v, stderr: %q", diff, err, stderr.String())
 	}
 }
 

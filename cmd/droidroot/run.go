@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -119,6 +120,7 @@ func runMain(args []string, edit func(tracer.Table)) int {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	ignoreSignals()
 	status, err := t.Run()
 	for _, f := range cleanups {
 		f()
@@ -127,6 +129,35 @@ func runMain(args []string, edit func(tracer.Table)) int {
 		return errorf("%v", err)
 	}
 	return status
+}
+
+// ignoredSignals are the asynchronous signals droidroot survives, as proot
+// does: a terminal sends SIGINT, SIGQUIT and SIGHUP to the guest's process
+// group anyway, and the guest decides what they mean (python's
+// KeyboardInterrupt, a shell's trap, nohup). Job control (SIGTSTP, SIGTTIN,
+// SIGTTOU, SIGCONT), SIGCHLD, the synchronous ones and those the Go runtime
+// uses (SIGPROF, SIGURG) keep their default.
+var ignoredSignals = []os.Signal{
+	unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2,
+	unix.SIGALRM, unix.SIGPIPE, unix.SIGVTALRM, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGPWR,
+	unix.SIGSTKFLT,
+}
+
+// ignoreSignals makes droidroot catch and drop ignoredSignals. Caught, not
+// SIG_IGN: a caught signal's disposition goes back to the default at exec,
+// so the guest starts with them as a shell would start it, where an ignored
+// one would stay ignored (python would install no KeyboardInterrupt).
+//
+// A signal droidroot was started with ignored (nohup) stays ignored, so the
+// guest inherits that as it would from any program.
+func ignoreSignals() {
+	var sigs []os.Signal
+	for _, s := range ignoredSignals {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	signal.Notify(make(chan os.Signal, 1), sigs...) // never read: dropped
 }
 
 // configure turns options into a tracer configuration, or prints why not.
