@@ -3,7 +3,6 @@ package emul
 import (
 	"encoding/binary"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -126,7 +125,7 @@ func androidOthers(cfg Config, name string) bool {
 // androidBlockedNames returns the names of the native calls p blocks (for
 // a device policy, those some known release blocks).
 func androidBlockedNames(p *seccomp.AndroidPolicy) map[string]bool {
-	abi := seccomp.NativeABI(runtime.GOARCH)
+	abi := tracer.NativeABI()
 	out := map[string]bool{}
 	for _, name := range p.BlockedNames(abi) {
 		out[name] = true

@@ -2,7 +2,6 @@ package emul
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/droidroot/droidroot/seccomp"
@@ -34,7 +33,7 @@ func TestAndroidAnswers(t *testing.T) {
 // for every blocked native call (so a SIGSYS never falls to the tracer's
 // safety net) and keeps the path handlers of calls Android allows.
 func TestAndroidTable(t *testing.T) {
-	abi := seccomp.NativeABI(runtime.GOARCH)
+	abi := tracer.NativeABI()
 	for _, v := range append(seccomp.AndroidVersions(), "device") {
 		var p *seccomp.AndroidPolicy
 		if v == "device" {

@@ -2,7 +2,6 @@ package emul
 
 import (
 	"os"
-	"runtime"
 	"sort"
 	"strconv"
 
@@ -104,10 +103,7 @@ func closeRangeHandler() tracer.Handler {
 			nr, _ := nativeNr("close_range")
 			restoreArgs(c, st)
 			c.SetArg(0, st.next)
-			c.Regs.SetPC(c.Regs.PC() - syscallInsnLen)
-			if runtime.GOARCH == "amd64" {
-				c.Return(int64(nr)) // rax holds the number the instruction takes
-			}
+			c.RestartAtExitAs(nr)
 		},
 	}
 }

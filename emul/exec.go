@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -22,9 +21,6 @@ const maxScriptDepth = 5
 
 // binprmBufSize is how much of a file the kernel reads to find its format.
 const binprmBufSize = 256
-
-// hostMachine is the ELF machine the host runs natively.
-var hostMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[runtime.GOARCH]
 
 // execPlan is the result of looking at what the guest wants to exec.
 type execPlan struct {
@@ -194,7 +190,7 @@ func elfInterp(f *os.File) (string, unix.Errno) {
 	if err != nil {
 		return "", unix.ENOEXEC
 	}
-	if ef.Class != elf.ELFCLASS64 || ef.Machine != hostMachine {
+	if ef.Class != elf.ELFCLASS64 || ef.Machine != tracer.ELFMachine {
 		return "", unix.ENOEXEC
 	}
 	if ef.Type != elf.ET_EXEC && ef.Type != elf.ET_DYN {

@@ -138,7 +138,7 @@ func (h hider) getdentsHandler() tracer.Handler {
 			if len(out) == 0 {
 				// Everything in this batch was hidden: read the next one
 				// rather than report the end of the directory.
-				restartAtExit(c)
+				c.RestartAtExit()
 				return
 			}
 			if c.WriteMem(c.Arg(1), out) != nil {

@@ -335,7 +335,7 @@ func (o ownerFix) stat(arg int) func(c *tracer.Call) {
 			return
 		}
 		buf := c.Arg(arg)
-		o.fix(c, buf+statUIDOffset, buf+statUIDOffset+4)
+		o.fix(c, buf+tracer.StatUIDOff, buf+tracer.StatUIDOff+4)
 	}
 }
 

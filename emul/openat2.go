@@ -2,7 +2,6 @@ package emul
 
 import (
 	"encoding/binary"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 
@@ -23,10 +22,6 @@ const (
 	validResolveFlags   = 0x3f
 )
 
-// kernelOLargefile is the kernel's O_LARGEFILE (golang.org/x/sys says 0 on
-// 64-bit ABIs, as glibc does, but openat2 checks the kernel's bit).
-var kernelOLargefile = map[string]uint64{"amd64": 0x8000, "arm64": 0x20000}[runtime.GOARCH]
-
 // oTmpfileBit is __O_TMPFILE (O_TMPFILE without O_DIRECTORY).
 const oTmpfileBit = unix.O_TMPFILE &^ unix.O_DIRECTORY
 
@@ -34,7 +29,7 @@ const oTmpfileBit = unix.O_TMPFILE &^ unix.O_DIRECTORY
 var validOpenFlags = uint64(unix.O_RDONLY|unix.O_WRONLY|unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|
 	unix.O_NOCTTY|unix.O_TRUNC|unix.O_APPEND|unix.O_NONBLOCK|unix.O_SYNC|unix.O_DSYNC|
 	unix.O_ASYNC|unix.O_DIRECT|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NOATIME|
-	unix.O_CLOEXEC|unix.O_PATH|unix.O_TMPFILE) | kernelOLargefile
+	unix.O_CLOEXEC|unix.O_PATH|unix.O_TMPFILE) | tracer.OLargefile
 
 // openHow is a decoded struct open_how.
 type openHow struct{ flags, mode, resolve uint64 }

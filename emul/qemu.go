@@ -28,7 +28,7 @@ func foreignELF(f *os.File) bool {
 	if err != nil {
 		return false
 	}
-	return ef.Machine != hostMachine
+	return ef.Machine != tracer.ELFMachine
 }
 
 // plan runs the foreign ELF at host through the emulator; argv is the

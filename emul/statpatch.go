@@ -101,7 +101,7 @@ func (s statPatcher) handler(a pathArg, bufArg int, kind statKind, noFollow func
 
 // apply patches the structure the kernel filled.
 func (p *statPatch) apply(c *tracer.Call) {
-	nlinkOff, nlinkSize, modeOff, modeSize, sizeOff := statNlinkOff, statNlinkSize, statModeOff, 4, statSizeOff
+	nlinkOff, nlinkSize, modeOff, modeSize, sizeOff := tracer.StatNlinkOff, tracer.StatNlinkSize, tracer.StatModeOff, 4, tracer.StatSizeOff
 	if p.kind == kindStatx {
 		nlinkOff, nlinkSize, modeOff, modeSize, sizeOff = statxNlinkOff, 4, statxModeOff, 2, statxSizeOff
 	}

@@ -4,7 +4,6 @@
 package emul
 
 import (
-	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -17,7 +16,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // nativeNr returns the number of syscall name on the host's native ABI.
 func nativeNr(name string) (int, bool) {
-	return seccomp.NativeABI(runtime.GOARCH).Nr(name)
+	return tracer.NativeABI().Nr(name)
 }
 
 const (

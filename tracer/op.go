@@ -149,7 +149,7 @@ func (t *Tracer) setupSyscall(th *Thread, r *Regs, op *threadOp, inPlace bool) {
 		// Back to the syscall instruction, with no restart pending.
 		r.SetNr(-1)
 		r.setSyscallReg(op.nr)
-		r.SetPC(op.contPC - syscallInsnLen)
+		r.SetPC(op.contPC - SyscallInsnLen)
 	}
 	if t.setRegs(th, r) {
 		t.resumeThread(th, unix.PTRACE_SYSCALL, 0)

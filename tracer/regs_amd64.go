@@ -11,9 +11,6 @@ type Regs struct {
 // leaf function use; scratch data for a tracee goes below it.
 const RedZone = 128
 
-// syscallInsnLen is the length of the instruction that enters the kernel.
-const syscallInsnLen = 2
-
 // Nr returns the syscall number of the current call.
 func (r *Regs) Nr() int { return int(int64(r.r.Orig_rax)) }
 

@@ -16,9 +16,6 @@ type Regs struct {
 // AAPCS64 has no red zone; keep a margin anyway.
 const RedZone = 128
 
-// syscallInsnLen is the length of the instruction that enters the kernel.
-const syscallInsnLen = 4
-
 // Nr returns the syscall number of the current call.
 func (r *Regs) Nr() int { return r.nr }
 

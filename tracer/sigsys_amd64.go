@@ -14,7 +14,7 @@ func (r *Regs) answerAt(callAddr uint64) {
 func (r *Regs) restartAt(nr int, callAddr uint64) {
 	r.r.Rax = uint64(int64(nr))
 	r.r.Orig_rax = ^uint64(0)
-	r.r.Rip = callAddr - syscallInsnLen
+	r.r.Rip = callAddr - SyscallInsnLen
 }
 
 // forceNr makes putRegs write the syscall number too (a no-op on x86_64,

@@ -14,7 +14,7 @@ func (r *Regs) restartAt(nr int, callAddr uint64) {
 	r.r.Regs[8] = uint64(int64(nr))
 	r.nr = -1
 	r.nrDirty = true
-	r.r.Pc = callAddr - syscallInsnLen
+	r.r.Pc = callAddr - SyscallInsnLen
 }
 
 // forceNr makes putRegs write the syscall number (NT_ARM_SYSTEM_CALL) too.

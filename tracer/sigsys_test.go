@@ -32,7 +32,7 @@ func TestRestartAnswer(t *testing.T) {
 		t.Errorf("answerAt: pc %#x", r.PC())
 	}
 	r.restartAt(269, addr)
-	if r.PC() != addr-syscallInsnLen || r.Nr() != -1 || r.insnNr() != 269 {
+	if r.PC() != addr-SyscallInsnLen || r.Nr() != -1 || r.insnNr() != 269 {
 		t.Errorf("restartAt: pc %#x nr %d insn nr %d", r.PC(), r.Nr(), r.insnNr())
 	}
 }
