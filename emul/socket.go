@@ -23,11 +23,14 @@ const sunPathMax = 108
 type sockets struct {
 	names   map[string]string // host sun_path bound -> guest sun_path given
 	aliases map[string]string // host directory -> short symlink to it
-	dir     string
+	dir     string            // the directory of the aliases, made on first use
+	tmpDir  string            // where dir is made ("": os.TempDir())
 }
 
-func newSockets() *sockets {
-	return &sockets{names: map[string]string{}, aliases: map[string]string{}}
+// newSockets returns an empty sockets whose aliases go into a directory
+// made in tmpDir (Config.TmpDir; "" means os.TempDir()).
+func newSockets(tmpDir string) *sockets {
+	return &sockets{names: map[string]string{}, aliases: map[string]string{}, tmpDir: tmpDir}
 }
 
 // shortPath returns a sun_path that reaches host: host itself when it fits,
@@ -47,7 +50,7 @@ func (s *sockets) shortPath(c *tracer.Call, host string) (string, unix.Errno) {
 	alias, ok := s.aliases[dir]
 	if !ok {
 		if s.dir == "" {
-			tmp := os.Getenv("PROOT_TMP_DIR")
+			tmp := s.tmpDir
 			if tmp == "" {
 				tmp = os.TempDir()
 			}

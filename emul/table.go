@@ -65,7 +65,8 @@ type Config struct {
 	// HideOwnFiles hides droidroot's files from directory listings (-H).
 	HideOwnFiles bool
 	// TmpDir is where droidroot writes its files (PROOT_TMP_DIR): the
-	// generated /proc mount tables, and what -H hides.
+	// generated /proc mount tables, the short aliases of socket paths too
+	// long for sun_path, and what -H hides.
 	TmpDir string
 	// PortShift moves AF_INET/AF_INET6 ports below 1024 up by 2000 (-p).
 	PortShift bool
@@ -123,7 +124,7 @@ func New(cfg Config) *Emulation {
 		layers: map[string][]string{},
 		cfg:    cfg,
 		views:  &procViews{tmpDir: cfg.TmpDir, ashmem: cfg.AshmemMemfd},
-		socks:  newSockets(),
+		socks:  newSockets(cfg.TmpDir),
 		uname:  cfg.Uname,
 	}
 	if len(cfg.Qemu) > 0 {

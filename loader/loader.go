@@ -174,7 +174,7 @@ func IsOwn(path, goarch string) bool {
 }
 
 // Extract writes the loader for goarch into dir and returns its path, which is what
-// the tracer execs. An empty dir means $PROOT_TMP_DIR, else os.TempDir(). The file
+// the tracer execs. An empty dir means os.TempDir(). The file
 // is named after its content (droidroot-loader-<goarch>-<sha256 prefix>), has mode
 // 0755 and appears atomically (written under a temporary name, then renamed); an
 // existing file with the same content and mode is reused.
@@ -185,9 +185,6 @@ func Extract(dir, goarch string) (string, error) {
 	bin, err := Binary(goarch)
 	if err != nil {
 		return "", err
-	}
-	if dir == "" {
-		dir = os.Getenv("PROOT_TMP_DIR")
 	}
 	if dir == "" {
 		dir = os.TempDir()

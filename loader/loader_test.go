@@ -206,12 +206,12 @@ func TestExtract(t *testing.T) {
 		t.Errorf("dir holds %v, want just the two loaders", names)
 	}
 
-	// PROOT_TMP_DIR is the default directory.
+	// os.TempDir() is the default directory.
 	tmp := t.TempDir()
-	t.Setenv("PROOT_TMP_DIR", tmp)
+	t.Setenv("TMPDIR", tmp)
 	p, err := Extract("", "arm64")
 	if err != nil || filepath.Dir(p) != tmp {
-		t.Errorf("Extract with PROOT_TMP_DIR = %q, %v; want a file in %q", p, err, tmp)
+		t.Errorf("Extract with TMPDIR = %q, %v; want a file in %q", p, err, tmp)
 	}
 
 	if _, err := Extract(dir, "mips"); err == nil {

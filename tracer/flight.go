@@ -3,7 +3,6 @@ package tracer
 import (
 	"fmt"
 	"io"
-	"os"
 	"sort"
 )
 
@@ -30,9 +29,6 @@ type flightEntry struct {
 	what string
 	text string
 }
-
-// flightOn reports whether DROIDROOT_FLIGHT asks for a flight recorder.
-func flightOn() bool { return os.Getenv("DROIDROOT_FLIGHT") == "1" }
 
 // fly records one entry when the recorder is on.
 func (t *Tracer) fly(tid int, what, format string, args ...any) {

@@ -67,8 +67,8 @@ func (t *Tracer) loop() (int, error) {
 }
 
 // DefaultSpin is how long the tracer polls for the next stop before it
-// blocks, while stops come quickly (see waitNext); DROIDROOT_SPIN=US
-// changes it, 0 turns polling off. Measured on a 2-core VM: a trap with a
+// blocks, while stops come quickly (see waitNext); Config.Spin
+// (DROIDROOT_SPIN=US) changes it, or turns polling off. Measured on a 2-core VM: a trap with a
 // do-nothing handler 17-20 us instead of 23-26, stat 33-35 instead of 37-42.
 const DefaultSpin = 50 * time.Microsecond
 

@@ -47,6 +47,13 @@ type Config struct {
 	KillOnExit bool
 	// Verbose is the log level (PROOT_VERBOSE / -v).
 	Verbose int
+	// Spin is how long the tracer polls for the next stop before it blocks
+	// in wait4, while stops come quickly (DROIDROOT_SPIN): 0 means
+	// DefaultSpin, a negative value never polls.
+	Spin time.Duration
+	// Flight turns on the flight recorder (DROIDROOT_FLIGHT=1): each
+	// task's last stops, printed when the first process exits non-zero.
+	Flight bool
 	// Log receives diagnostics; nil means os.Stderr.
 	Log io.Writer
 	// Creds, when set, are the first guest process's emulated credentials
@@ -87,7 +94,7 @@ type Tracer struct {
 	// spinning is set while stops come quickly.
 	spin     time.Duration
 	spinning bool
-	// flight is the flight recorder (DROIDROOT_FLIGHT=1), nil when off.
+	// flight is the flight recorder (Config.Flight), nil when off.
 	flight     *flight
 	lastStatus int
 	warned     map[string]bool
@@ -106,11 +113,11 @@ func New(cfg Config) (*Tracer, error) {
 		cfg.Log = os.Stderr
 	}
 	t := &Tracer{cfg: cfg, goarch: runtime.GOARCH, threads: map[int]*Thread{}, warned: map[string]bool{}}
-	t.spin = DefaultSpin
-	if v, err := strconv.Atoi(os.Getenv("DROIDROOT_SPIN")); err == nil && v >= 0 {
-		t.spin = time.Duration(v) * time.Microsecond
+	t.spin = cfg.Spin
+	if t.spin == 0 {
+		t.spin = DefaultSpin
 	}
-	if flightOn() {
+	if cfg.Flight {
 		t.flight = &flight{rings: map[int]*flightRing{}}
 	}
 	abi := seccomp.NativeABI(t.goarch)

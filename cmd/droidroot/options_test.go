@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -70,6 +71,26 @@ func TestIsProotOption(t *testing.T) {
 	} {
 		if got := IsProotOption(arg); got != want {
 			t.Errorf("IsProotOption(%q) = %v, want %v", arg, got, want)
+		}
+	}
+}
+
+// TestSpinEnv: DROIDROOT_SPIN=US polls US microseconds, 0 never; anything
+// else leaves the tracer's default.
+func TestSpinEnv(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want time.Duration
+	}{
+		{"", 0},
+		{"x", 0},
+		{"-3", 0},
+		{"0", -1},
+		{"20", 20 * time.Microsecond},
+	} {
+		t.Setenv("DROIDROOT_SPIN", c.env)
+		if got := spinEnv(); got != c.want {
+			t.Errorf("DROIDROOT_SPIN=%q: spin %v, want %v", c.env, got, c.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -298,7 +299,22 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
+		Spin:       spinEnv(),
+		Flight:     os.Getenv("DROIDROOT_FLIGHT") == "1",
 	}, 0
+}
+
+// spinEnv is tracer.Config.Spin as DROIDROOT_SPIN=US asks: US microseconds,
+// 0 for never; unset or not a number, the tracer's default.
+func spinEnv() time.Duration {
+	v, err := strconv.Atoi(os.Getenv("DROIDROOT_SPIN"))
+	if err != nil || v < 0 {
+		return 0
+	}
+	if v == 0 {
+		return -1
+	}
+	return time.Duration(v) * time.Microsecond
 }
 
 // lookPath searches the guest's PATH for an executable regular file.
