@@ -10,10 +10,11 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/droidroot/droidroot/ident"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
-	"golang.org/x/sys/unix"
 )
 
 // Config is everything the tracer needs to run a guest command tree.
