@@ -221,9 +221,6 @@ func a(i int) argSpec   { return argSpec{old: i} }
 func k(v int64) argSpec { return argSpec{old: -1, v: uint64(v)} }
 func atFdcwd() argSpec  { return k(unix.AT_FDCWD) }
 
-// atFDCWDReg is AT_FDCWD as a register value.
-const atFDCWDReg uint64 = 0xffffffffffffff9c
-
 // errRestartNoHand is the kernel-internal ERESTARTNOHAND a syscall-exit
 // stop can show.
 const errRestartNoHand = 514

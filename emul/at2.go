@@ -139,7 +139,7 @@ func (a accessCreds) equal(b accessCreds) bool {
 // follow to the object) or the current directory.
 func emptyTarget(c *tracer.Call, dirfdArg int) (string, unix.Errno) {
 	fd := int32(c.Arg(dirfdArg))
-	if fd == atFDCWD {
+	if fd == unix.AT_FDCWD {
 		return resolveAt(c, -1, ".", true)
 	}
 	if _, errno := fdHostPath(c, int(fd)); errno != 0 {
@@ -319,7 +319,7 @@ func fchmodat2(c *tracer.Call) {
 	}
 	nr, _ := nativeNr("fchmodat")
 	c.SetNr(nr)
-	c.SetArg(0, ^uint64(99)) // AT_FDCWD
+	c.SetArg(0, atFDCWDReg)
 	c.SetArg(1, addr)
 	c.SetArg(3, 0)
 }

@@ -63,7 +63,7 @@ const maxOpened = 4096
 func (l *link2symlink) noteOpen(c *tracer.Call, dirfdArg int, guest, dataHost string) {
 	if !strings.HasPrefix(guest, "/") {
 		base := guestCwd(c)
-		if dirfdArg >= 0 && int32(c.Arg(dirfdArg)) != atFDCWD {
+		if dirfdArg >= 0 && int32(c.Arg(dirfdArg)) != unix.AT_FDCWD {
 			d, errno := fdGuestPath(c, int(int32(c.Arg(dirfdArg))))
 			if errno != 0 {
 				return

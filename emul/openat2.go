@@ -146,7 +146,7 @@ func openat2Handler(emulate bool) tracer.Handler {
 			c.Fail(unix.EFAULT)
 			return
 		}
-		c.SetArg(0, ^uint64(99)) // AT_FDCWD (-100)
+		c.SetArg(0, atFDCWDReg)
 		c.SetArg(1, addr)
 		if emulate {
 			nr, _ := nativeNr("openat")

@@ -10,8 +10,10 @@ import (
 	"github.com/droidroot/droidroot/tracer"
 )
 
-// atFDCWD is AT_FDCWD as it arrives in a 64-bit register.
-const atFDCWD = -100
+// atFDCWDReg is unix.AT_FDCWD as a 64-bit argument register holds it
+// (sign-extended); compare a dirfd argument with int32(c.Arg(i)) ==
+// unix.AT_FDCWD.
+const atFDCWDReg uint64 = 1<<64 + unix.AT_FDCWD
 
 // follow gives the pathmap lookup flags for a path argument's final
 // component: Follow, nothing (act on a symlink itself) or Entry (act on the
@@ -174,7 +176,7 @@ func tracerPath(c *tracer.Call, a pathArg, t translated) string {
 		return t.host
 	}
 	dir := procCwd(c.Tid())
-	if a.dirfd >= 0 && int32(c.Arg(a.dirfd)) != atFDCWD {
+	if a.dirfd >= 0 && int32(c.Arg(a.dirfd)) != unix.AT_FDCWD {
 		dir = procFd(c.Tid(), int(int32(c.Arg(a.dirfd))))
 	}
 	return dir + "/" + rel
@@ -205,7 +207,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	dirExact := false
 	switch {
 	case strings.HasPrefix(guest, "/"):
-	case dirfdArg < 0 || int32(c.Arg(dirfdArg)) == atFDCWD:
+	case dirfdArg < 0 || int32(c.Arg(dirfdArg)) == unix.AT_FDCWD:
 		cwd = guestCwd(c)
 		pr.KernelCwd = !c.FS().Lost // the kernel's cwd is cwd's host directory
 	default:

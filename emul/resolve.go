@@ -89,7 +89,7 @@ func resolveScoped(c *tracer.Call, dirfdArg int, p string, resolve uint64, follo
 	start := "/"
 	if !abs || resolve&resolveInRoot != 0 {
 		start = guestCwd(c)
-		if fd := int32(c.Arg(dirfdArg)); fd != atFDCWD {
+		if fd := int32(c.Arg(dirfdArg)); fd != unix.AT_FDCWD {
 			dir, errno := fdGuestPath(c, int(fd))
 			if errno != 0 {
 				return scopedResult{}, errno

@@ -228,9 +228,8 @@ func (s *sysvIPC) shmat(c *tracer.Call) {
 	if plan.ReadOnly {
 		oflags = unix.O_RDONLY | unix.O_CLOEXEC
 	}
-	atFdcwd := int64(unix.AT_FDCWD)
 	seg := plan.Seg
-	c.Run(openat, [6]uint64{uint64(atFdcwd), path, oflags, 0, 0, 0}, func(c *tracer.Call, fd int64) {
+	c.Run(openat, [6]uint64{atFDCWDReg, path, oflags, 0, 0, 0}, func(c *tracer.Call, fd int64) {
 		if fd < 0 {
 			c.Fail(unix.EIDRM) // the segment was destroyed meanwhile
 			return

@@ -14,6 +14,8 @@ import (
 // (unix.Lstat and unix.Readlink do). Both calls are in Android's seccomp
 // allow list (bionic uses them).
 
+// atFDCWD is unix.AT_FDCWD in a variable, which uintptr may convert (the
+// negative constant it may not).
 var atFDCWD = unix.AT_FDCWD
 
 // sysLstat returns the S_IFMT bits of path, which must end with a NUL byte.
