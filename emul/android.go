@@ -217,16 +217,16 @@ type argSpec struct {
 	v   uint64
 }
 
-func a(i int) argSpec   { return argSpec{old: i} }
-func k(v int64) argSpec { return argSpec{old: -1, v: uint64(v)} }
-func atFdcwd() argSpec  { return k(unix.AT_FDCWD) }
+func oldArg(i int) argSpec     { return argSpec{old: i} }
+func constArg(v int64) argSpec { return argSpec{old: -1, v: uint64(v)} }
+func fdcwdArg() argSpec        { return constArg(unix.AT_FDCWD) }
 
 // errRestartNoHand is the kernel-internal ERESTARTNOHAND a syscall-exit
 // stop can show.
 const errRestartNoHand = 514
 
-func zero() argSpec         { return k(0) }
-func flag(v uint64) argSpec { return argSpec{old: -1, v: v} }
+func zeroArg() argSpec         { return constArg(0) }
+func flagArg(v uint64) argSpec { return argSpec{old: -1, v: v} }
 
 // androidRewrites are the blocked calls answered by rewriting them to an
 // allowed call (restarted, so path translation happens once, at the new
@@ -235,46 +235,46 @@ var androidRewrites = map[string]tracer.Handler{
 	"rseq":        {Enter: func(c *tracer.Call) { c.Fail(unix.ENOSYS) }},
 	"clone3":      {Enter: func(c *tracer.Call) { c.Fail(unix.ENOSYS) }},
 	"futex_waitv": {Enter: func(c *tracer.Call) { c.Fail(unix.ENOSYS) }},
-	"accept":      restartAs("accept4", shift(a(0), a(1), a(2), zero())),
+	"accept":      restartAs("accept4", shift(oldArg(0), oldArg(1), oldArg(2), zeroArg())),
 	"setfsuid":    fsidHandler(2),
 	"setfsgid":    fsidHandler(3),
 	// x86_64's legacy calls.
-	"access":     restartAs("faccessat", shift(atFdcwd(), a(0), a(1))),
-	"stat":       restartAs("newfstatat", shift(atFdcwd(), a(0), a(1), zero())),
-	"lstat":      restartAs("newfstatat", shift(atFdcwd(), a(0), a(1), flag(unix.AT_SYMLINK_NOFOLLOW))),
-	"mkdir":      restartAs("mkdirat", shift(atFdcwd(), a(0), a(1))),
-	"rmdir":      restartAs("unlinkat", shift(atFdcwd(), a(0), flag(unix.AT_REMOVEDIR))),
-	"unlink":     restartAs("unlinkat", shift(atFdcwd(), a(0), zero())),
-	"rename":     restartAs("renameat", shift(atFdcwd(), a(0), atFdcwd(), a(1))),
-	"link":       restartAs("linkat", shift(atFdcwd(), a(0), atFdcwd(), a(1), zero())),
-	"symlink":    restartAs("symlinkat", shift(a(0), atFdcwd(), a(1))),
-	"chmod":      restartAs("fchmodat", shift(atFdcwd(), a(0), a(1))),
-	"chown":      restartAs("fchownat", shift(atFdcwd(), a(0), a(1), a(2), zero())),
-	"lchown":     restartAs("fchownat", shift(atFdcwd(), a(0), a(1), a(2), flag(unix.AT_SYMLINK_NOFOLLOW))),
-	"creat":      restartAs("openat", shift(atFdcwd(), a(0), flag(unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC), a(1))),
-	"mknod":      restartAs("mknodat", shift(atFdcwd(), a(0), a(1), a(2))),
+	"access":     restartAs("faccessat", shift(fdcwdArg(), oldArg(0), oldArg(1))),
+	"stat":       restartAs("newfstatat", shift(fdcwdArg(), oldArg(0), oldArg(1), zeroArg())),
+	"lstat":      restartAs("newfstatat", shift(fdcwdArg(), oldArg(0), oldArg(1), flagArg(unix.AT_SYMLINK_NOFOLLOW))),
+	"mkdir":      restartAs("mkdirat", shift(fdcwdArg(), oldArg(0), oldArg(1))),
+	"rmdir":      restartAs("unlinkat", shift(fdcwdArg(), oldArg(0), flagArg(unix.AT_REMOVEDIR))),
+	"unlink":     restartAs("unlinkat", shift(fdcwdArg(), oldArg(0), zeroArg())),
+	"rename":     restartAs("renameat", shift(fdcwdArg(), oldArg(0), fdcwdArg(), oldArg(1))),
+	"link":       restartAs("linkat", shift(fdcwdArg(), oldArg(0), fdcwdArg(), oldArg(1), zeroArg())),
+	"symlink":    restartAs("symlinkat", shift(oldArg(0), fdcwdArg(), oldArg(1))),
+	"chmod":      restartAs("fchmodat", shift(fdcwdArg(), oldArg(0), oldArg(1))),
+	"chown":      restartAs("fchownat", shift(fdcwdArg(), oldArg(0), oldArg(1), oldArg(2), zeroArg())),
+	"lchown":     restartAs("fchownat", shift(fdcwdArg(), oldArg(0), oldArg(1), oldArg(2), flagArg(unix.AT_SYMLINK_NOFOLLOW))),
+	"creat":      restartAs("openat", shift(fdcwdArg(), oldArg(0), flagArg(unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC), oldArg(1))),
+	"mknod":      restartAs("mknodat", shift(fdcwdArg(), oldArg(0), oldArg(1), oldArg(2))),
 	"utime":      utimeHandler,
 	"utimes":     utimesHandler(-1, 0, 1),
 	"futimesat":  utimesHandler(0, 1, 2),
-	"pipe":       restartAs("pipe2", shift(a(0), zero())),
+	"pipe":       restartAs("pipe2", shift(oldArg(0), zeroArg())),
 	"dup2":       dup2Handler,
 	"poll":       pollHandler,
 	"select":     selectHandler,
-	"pause":      restartAs("ppoll", shift(zero(), zero(), zero(), zero(), zero())),
+	"pause":      restartAs("ppoll", shift(zeroArg(), zeroArg(), zeroArg(), zeroArg(), zeroArg())),
 	"alarm":      alarmHandler,
 	"time":       timeHandler,
-	"fork":       restartAs("clone", shift(flag(uint64(unix.SIGCHLD)), zero(), zero(), zero(), zero())),
-	"getpgrp":    restartAs("getpgid", shift(zero())),
-	"epoll_wait": restartAs("epoll_pwait", shift(a(0), a(1), a(2), a(3), zero(), k(8))),
+	"fork":       restartAs("clone", shift(flagArg(uint64(unix.SIGCHLD)), zeroArg(), zeroArg(), zeroArg(), zeroArg())),
+	"getpgrp":    restartAs("getpgid", shift(zeroArg())),
+	"epoll_wait": restartAs("epoll_pwait", shift(oldArg(0), oldArg(1), oldArg(2), oldArg(3), zeroArg(), constArg(8))),
 	"epoll_create": restartAs("epoll_create1", func(c *tracer.Call) ([]uint64, unix.Errno) {
 		if int32(c.Arg(0)) <= 0 {
 			return nil, unix.EINVAL
 		}
 		return []uint64{0}, 0
 	}),
-	"inotify_init": restartAs("inotify_init1", shift(zero())),
-	"eventfd":      restartAs("eventfd2", shift(a(0), zero())),
-	"signalfd":     restartAs("signalfd4", shift(a(0), a(1), a(2), zero())),
+	"inotify_init": restartAs("inotify_init1", shift(zeroArg())),
+	"eventfd":      restartAs("eventfd2", shift(oldArg(0), zeroArg())),
+	"signalfd":     restartAs("signalfd4", shift(oldArg(0), oldArg(1), oldArg(2), zeroArg())),
 }
 
 // fsidHandler answers setfsuid/setfsgid, which never fail and return the

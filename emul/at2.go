@@ -152,7 +152,7 @@ func emptyTarget(c *tracer.Call, dirfdArg int) (string, unix.Errno) {
 // fchmodat2 to the host path they act on; skip is set for AT_EMPTY_PATH
 // with an empty path (host is then the dirfd's file).
 func at2Target(c *tracer.Call) (host string, skip bool, errno unix.Errno) {
-	t, errno := translate(c, at(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 0)
+	t, errno := translate(c, dirfdPathArg(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 0)
 	if errno != 0 {
 		return "", false, errno
 	}

@@ -96,7 +96,7 @@ func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
 // the tracer cannot name for the settling keeps its exit stop.
 var chdirHandler = tracer.Handler{
 	Enter: func(c *tracer.Call) {
-		t, errno := translate(c, p(0, always), pathmap.WantGuest)
+		t, errno := translate(c, pathArgAt(0, always), pathmap.WantGuest)
 		if errno != 0 {
 			c.Fail(errno)
 			return
@@ -117,7 +117,7 @@ var chdirHandler = tracer.Handler{
 			// Too deep for /proc/<tid>/cwd to be read back: identify the
 			// directory now, as the kernel will see the path.
 			var st unix.Stat_t
-			if unix.Stat(tracerPath(c, p(0, always), t), &st) != nil {
+			if unix.Stat(tracerPath(c, pathArgAt(0, always), t), &st) != nil {
 				return // the exit stop settles it
 			}
 			pc.Host, pc.Dev, pc.Ino = "", st.Dev, st.Ino

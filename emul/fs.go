@@ -143,7 +143,7 @@ func toGuestIn(c *tracer.Call, host string, b *pathmap.Batch) (string, bool) {
 // emulated per process and is refused with EPERM, as for an unprivileged
 // process (the kernel must never chroot a tracee to a host path).
 var chrootHandler = tracer.Handler{Enter: func(c *tracer.Call) {
-	t, errno := translate(c, p(0, always), pathmap.WantGuest)
+	t, errno := translate(c, pathArgAt(0, always), pathmap.WantGuest)
 	if errno != 0 {
 		c.Fail(errno)
 		return

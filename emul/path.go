@@ -77,8 +77,10 @@ type pathArg struct {
 	raw bool
 }
 
-func p(path int, f follow) pathArg { return pathArg{dirfd: -1, path: path, follow: f, emptyArg: -1} }
-func at(dirfd, path int, f follow) pathArg {
+func pathArgAt(path int, f follow) pathArg {
+	return pathArg{dirfd: -1, path: path, follow: f, emptyArg: -1}
+}
+func dirfdPathArg(dirfd, path int, f follow) pathArg {
 	return pathArg{dirfd: dirfd, path: path, follow: f, emptyArg: -1}
 }
 func (a pathArg) empty(arg int, flag uint64) pathArg { a.emptyArg, a.emptyFlag = arg, flag; return a }

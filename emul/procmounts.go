@@ -370,7 +370,7 @@ func inDevShm(g string) bool { return g == "/dev/shm" || strings.HasPrefix(g, "/
 // statfsHandler is statfs (fd < 0) or fstatfs (fd: argument 0): f_type
 // is TMPFS_MAGIC in /dev/shm.
 func statfsHandler(isFd bool) tracer.Handler {
-	a := p(0, always)
+	a := pathArgAt(0, always)
 	return tracer.Handler{
 		Enter: func(c *tracer.Call) {
 			var guest string

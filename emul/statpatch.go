@@ -138,5 +138,5 @@ func flagSet(i int, flag uint64) func(c *tracer.Call) bool {
 	return func(c *tracer.Call) bool { return c.Arg(i)&flag != 0 }
 }
 
-func yes(*tracer.Call) bool { return true }
-func no(*tracer.Call) bool  { return false }
+func alwaysTrue(*tracer.Call) bool  { return true }
+func alwaysFalse(*tracer.Call) bool { return false }
