@@ -212,20 +212,29 @@ func shift(spec ...argSpec) func(c *tracer.Call) ([]uint64, unix.Errno) {
 	}
 }
 
+// argSpec is one argument of a rewritten call (see shift).
 type argSpec struct {
 	old int // argument index, or -1 for v
 	v   uint64
 }
 
-func oldArg(i int) argSpec     { return argSpec{old: i} }
+// oldArg is argument i of the old call.
+func oldArg(i int) argSpec { return argSpec{old: i} }
+
+// constArg is the constant v (sign-extended, as a register holds it).
 func constArg(v int64) argSpec { return argSpec{old: -1, v: uint64(v)} }
-func fdcwdArg() argSpec        { return constArg(unix.AT_FDCWD) }
+
+// fdcwdArg is AT_FDCWD.
+func fdcwdArg() argSpec { return constArg(unix.AT_FDCWD) }
 
 // errRestartNoHand is the kernel-internal ERESTARTNOHAND a syscall-exit
 // stop can show.
 const errRestartNoHand = 514
 
-func zeroArg() argSpec         { return constArg(0) }
+// zeroArg is the constant 0.
+func zeroArg() argSpec { return constArg(0) }
+
+// flagArg is the flag bits v.
 func flagArg(v uint64) argSpec { return argSpec{old: -1, v: v} }
 
 // androidRewrites are the blocked calls answered by rewriting them to an

@@ -77,9 +77,14 @@ type pathArg struct {
 	raw bool
 }
 
+// pathArgAt is the path argument in argument path, resolved from the
+// current directory, its last component followed as f says.
 func pathArgAt(path int, f follow) pathArg {
 	return pathArg{dirfd: -1, path: path, follow: f, emptyArg: -1}
 }
+
+// dirfdPathArg is the path argument in argument path, resolved from the
+// directory fd in argument dirfd, its last component followed as f says.
 func dirfdPathArg(dirfd, path int, f follow) pathArg {
 	return pathArg{dirfd: dirfd, path: path, follow: f, emptyArg: -1}
 }

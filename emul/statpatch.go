@@ -138,5 +138,7 @@ func flagSet(i int, flag uint64) func(c *tracer.Call) bool {
 	return func(c *tracer.Call) bool { return c.Arg(i)&flag != 0 }
 }
 
+// alwaysTrue and alwaysFalse are the noFollow of calls that always act on
+// a final symlink itself (lstat) and of calls that never do (stat).
 func alwaysTrue(*tracer.Call) bool  { return true }
 func alwaysFalse(*tracer.Call) bool { return false }
