@@ -15,7 +15,7 @@ import (
 // (tracer.FS.Pending) and lets it run, and the next reader of the cwd
 // (a relative path, getcwd, /proc/<pid>/cwd) settles it by reading
 // /proc/<tid>/cwd: one readlink, which is what an exit stop would have
-// needed on top of the stop itself. A chdir costs one trap, as any path
+// needed on top of the stop itself. A chdir costs one stop, as any path
 // call, and consecutive chdirs to absolute paths settle nothing.
 
 // guestCwd returns the calling thread's guest cwd.

@@ -1,6 +1,6 @@
 // Package emul holds droidroot's per-syscall handlers. Its Table is the
-// single source of truth for what the seccomp filter traps: a syscall is
-// traced iff it has a handler here.
+// single source of truth for what the seccomp filter traces: a syscall is
+// traced (SECCOMP_RET_TRACE) iff it has a handler here.
 package emul
 
 import (

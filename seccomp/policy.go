@@ -25,7 +25,7 @@ const (
 	Trap
 )
 
-// String returns "allow", "entry" or "exit".
+// String returns "allow", "entry", "exit" or "trap".
 func (a Action) String() string {
 	switch a {
 	case Allow:

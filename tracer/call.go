@@ -9,8 +9,9 @@ import (
 )
 
 // Handler is how the tracer treats one syscall. The table of handlers is
-// the single source of truth for the seccomp filter: a syscall traps iff it
-// has a handler, and it also stops at exit iff Exit is set.
+// the single source of truth for the seccomp filter: a syscall is traced
+// (SECCOMP_RET_TRACE) iff it has a handler, and it also stops at exit iff
+// Exit is set.
 type Handler struct {
 	// Enter runs at the syscall-entry stop. It may rewrite arguments,
 	// or answer the call itself with Call.Return.

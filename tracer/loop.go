@@ -68,8 +68,9 @@ func (t *Tracer) loop() (int, error) {
 
 // DefaultSpin is how long the tracer polls for the next stop before it
 // blocks, while stops come quickly (see waitNext); Config.Spin
-// (DROIDROOT_SPIN=US) changes it, or turns polling off. Measured on a 2-core VM: a trap with a
-// do-nothing handler 17-20 us instead of 23-26, stat 33-35 instead of 37-42.
+// (DROIDROOT_SPIN=US) changes it, or turns polling off. Measured on a
+// 2-core VM: a traced call with a do-nothing handler 17-20 us instead of
+// 23-26, stat 33-35 instead of 37-42.
 const DefaultSpin = 50 * time.Microsecond
 
 // waitNext is wait4, polled first while stops come quickly. Blocked in

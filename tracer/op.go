@@ -247,7 +247,7 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		}
 		return true
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
-		// An injected call our filter traps: it is not translated.
+		// An injected call our filter traces: it is not translated.
 		t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 		return true
 	case event == 0:

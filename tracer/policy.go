@@ -9,7 +9,7 @@ import (
 // This file: the seccomp policy derived from the handler table.
 
 // Policy is the seccomp policy derived from the handler table: the
-// filter traps exactly the syscalls that have handlers.
+// filter traces exactly the syscalls that have handlers.
 func Policy(goarch string, table Table) seccomp.Policy {
 	abi := seccomp.NativeABI(goarch)
 	rules := map[int]seccomp.Action{}

@@ -14,7 +14,7 @@ const saNoCldStop = 1
 // that a tracee's ptrace stop no longer sends the tracer a SIGCHLD
 // (kernel/signal.c do_notify_parent_cldstop: wait4 is still woken). Without
 // it every stop delivers a signal that interrupts an idle runtime thread
-// and runs a handler: several microseconds a trap on a busy machine. Exits
+// and runs a handler: several microseconds a stop on a busy machine. Exits
 // still send SIGCHLD. The runtime installs its handlers once at start-up
 // and never reads them back, so changing the flags in place is safe; the
 // handler, its mask and its restorer are kept as they are.

@@ -60,7 +60,7 @@ func main() {
 				Usage: "tools for debugging droidroot on a device",
 				Subcommands: []*cli.Command{{
 					Name:            "floor",
-					Usage:           "run like `run`, with getppid traced by a do-nothing handler (register get and set): the cost floor of one trap",
+					Usage:           "run like `run`, with getppid traced by a do-nothing handler (register get and set): the cost floor of one traced call",
 					ArgsUsage:       "[options] [--] CMD [ARGS...]",
 					SkipFlagParsing: true,
 					Action: func(c *cli.Context) error {

@@ -62,8 +62,9 @@ func warnf(format string, args ...any) {
 // prootMain runs proot's command line and returns the exit status.
 func prootMain(args []string) int { return runMain(args, nil) }
 
-// floorMain is prootMain with getppid trapped and answered by a handler
-// that only reads and writes the registers: what one trap costs at least.
+// floorMain is prootMain with getppid traced and answered by a handler
+// that only reads and writes the registers: what one traced call costs at
+// least.
 func floorMain(args []string) int {
 	return runMain(args, func(t tracer.Table) {
 		t["getppid"] = tracer.Handler{Enter: func(c *tracer.Call) { c.SetArg(0, c.Arg(0)) }}

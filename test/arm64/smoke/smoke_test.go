@@ -182,7 +182,7 @@ func TestSeccompTrace(t *testing.T) {
 		t.Fatalf("PtraceSetOptions: %v", err)
 	}
 
-	execs, traps := 0, 0
+	execs, seccompStops := 0, 0
 	for sig := 0; ; {
 		if err := syscall.PtraceCont(pid, sig); err != nil {
 			t.Fatalf("PtraceCont: %v", err)
@@ -219,17 +219,17 @@ func TestSeccompTrace(t *testing.T) {
 					msg, regs.Regs[8], seccompData, syscall.SYS_GETPPID)
 			}
 			if execs > 0 { // stops before the exec would be the Go runtime of stage 2
-				traps++
+				seccompStops++
 			}
 		}
 	}
 	out := new(bytes.Buffer)
 	out.ReadFrom(r)
-	t.Logf("execs=%d seccomp stops after exec=%d output=%q", execs, traps, out.String())
+	t.Logf("execs=%d seccomp stops after exec=%d output=%q", execs, seccompStops, out.String())
 	if execs != 1 {
 		t.Errorf("saw %d exec events, want 1", execs)
 	}
-	if traps < 1 {
+	if seccompStops < 1 {
 		t.Errorf("no PTRACE_EVENT_SECCOMP for busybox sh's getppid (SECCOMP_RET_TRACE broken?)")
 	}
 	if !strings.HasPrefix(out.String(), "ppid=") || strings.TrimSpace(out.String()) == "ppid=" {
