@@ -60,12 +60,24 @@ clean:
 	rm -rf bin
 
 # ---------------------------------------------------------------------------
+# csrc/ holds what droidroot's freestanding C programs (the loader, drbench) share:
+# the raw syscalls and syscall numbers of each architecture (arch-*.h, found
+# with -Icsrc) and the start code (start-*.S: _start, with the loader's entry
+# and dr_jump under -DDR_LOADER, else dr_main's entry and dr_thread).
+# ---------------------------------------------------------------------------
+
+CSRC_CFLAGS := -Icsrc
+CSRC_SRCS := $(wildcard csrc/*.h) csrc/start-x86_64.S csrc/start-aarch64.S
+CSRC_START_amd64 := csrc/start-x86_64.S
+CSRC_START_arm64 := csrc/start-aarch64.S
+
+# ---------------------------------------------------------------------------
 # BEGIN loader section (owner: loader/; see loader/loader.go for the protocol)
 #
 # The loader is a tiny freestanding static ELF per architecture. The binaries in
 # loader/bin are committed (embedded with //go:embed), so `go build` needs no C
-# toolchain; rebuild them with `make loader` after changing loader/script.h or
-# loader/csrc/*, and commit the result.
+# toolchain; rebuild them with `make loader` after changing loader/script.h,
+# loader/csrc/* or csrc/*, and commit the result.
 #
 #   make loader            both architectures
 #   make loader-amd64      loader/bin/loader-amd64 (gcc)
@@ -97,10 +109,7 @@ LOADER_LDFLAGS := -nostdlib -static -no-pie -Wl,-Ttext-segment=$(LOADER_ADDRESS)
 	-Wl,--gc-sections -Wl,--build-id=none -Wl,-z,noexecstack -Wl,-z,norelro \
 	-Wl,-z,noseparate-code
 
-LOADER_SRCS := loader/script.h $(wildcard loader/csrc/*.h) loader/csrc/loader.c \
-	loader/csrc/start-x86_64.S loader/csrc/start-aarch64.S
-LOADER_START_amd64 := loader/csrc/start-x86_64.S
-LOADER_START_arm64 := loader/csrc/start-aarch64.S
+LOADER_SRCS := loader/script.h loader/csrc/loader.c $(CSRC_SRCS)
 LOADER_SELFTEST_DIR ?= /tmp/droidroot-loader-selftest
 
 .PHONY: loader loader-amd64 loader-arm64 loader-check
@@ -112,8 +121,8 @@ loader-arm64: loader/bin/loader-arm64
 # $(call loader_link,arch,output,extra flags,extra sources)
 define loader_link
 	@mkdir -p $(dir $(2))
-	$(LOADER_CC_$(1)) $(LOADER_CFLAGS) $(LOADER_CFLAGS_$(1)) $(3) $(LOADER_LDFLAGS) \
-		-o $(2) $(LOADER_START_$(1)) loader/csrc/loader.c $(4) -lgcc
+	$(LOADER_CC_$(1)) $(LOADER_CFLAGS) $(LOADER_CFLAGS_$(1)) $(CSRC_CFLAGS) -DDR_LOADER $(3) \
+		$(LOADER_LDFLAGS) -o $(2) $(CSRC_START_$(1)) loader/csrc/loader.c $(4) -lgcc
 	$(LOADER_STRIP_$(1)) --strip-all -R .comment $(2)
 endef
 
@@ -152,10 +161,7 @@ $(LOADER_SELFTEST_DIR)/loader-%: $(LOADER_SRCS)
 #   make drbench-check     fail if bench/bin differs from a fresh build
 # ---------------------------------------------------------------------------
 
-DRBENCH_SRCS := $(wildcard bench/csrc/*.h) bench/csrc/drbench.c \
-	bench/csrc/start-x86_64.S bench/csrc/start-aarch64.S
-DRBENCH_START_amd64 := bench/csrc/start-x86_64.S
-DRBENCH_START_arm64 := bench/csrc/start-aarch64.S
+DRBENCH_SRCS := bench/csrc/drbench.c $(CSRC_SRCS)
 DRBENCH_CFLAGS := -O2 -std=gnu11 -Wall -Wextra \
 	-ffreestanding -fno-builtin -fno-stack-protector -fno-tree-loop-distribute-patterns \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables -fvisibility=hidden \
@@ -171,8 +177,8 @@ drbench: bench/bin/drbench-amd64 bench/bin/drbench-arm64
 # $(call drbench_link,arch,output)
 define drbench_link
 	@mkdir -p $(dir $(2))
-	$(LOADER_CC_$(1)) $(DRBENCH_CFLAGS) $(LOADER_CFLAGS_$(1)) $(DRBENCH_CFLAGS_$(1)) $(DRBENCH_LDFLAGS) \
-		-o $(2) $(DRBENCH_START_$(1)) bench/csrc/drbench.c -lgcc
+	$(LOADER_CC_$(1)) $(DRBENCH_CFLAGS) $(LOADER_CFLAGS_$(1)) $(DRBENCH_CFLAGS_$(1)) $(CSRC_CFLAGS) \
+		$(DRBENCH_LDFLAGS) -o $(2) $(CSRC_START_$(1)) bench/csrc/drbench.c -lgcc
 	$(LOADER_STRIP_$(1)) --strip-all -R .comment $(2)
 endef
 

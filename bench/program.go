@@ -3,15 +3,16 @@
 // under droidroot and under other tracers), as throughput of several threads, and for
 // whole programs. It is the engine of `droidroot bench`.
 //
-// The calls are made by drbench, a freestanding static program (bench/csrc, one
+// The calls are made by drbench, a freestanding static program (bench/csrc, with the
+// arch headers and start code of csrc/ it shares with the loader; one
 // per architecture, embedded from bench/bin), so the measurements need no compiler
 // and no rootfs on the device, and the measuring program cannot die of the seccomp
 // SIGSYS a Go program cannot take. The Go side prepares a work tree, runs drbench
 // natively, under droidroot and under --compare commands, and is itself the tracer or
 // the notification supervisor for the mechanism rows.
 //
-// After changing bench/csrc run "make drbench" at the repository root and commit
-// bench/bin.
+// After changing bench/csrc or csrc run "make drbench" at the repository root and
+// commit bench/bin (after changing csrc, "make loader" and loader/bin too).
 package bench
 
 import (

@@ -1,6 +1,13 @@
-/* Raw system calls and syscall numbers for arm64 (include/uapi/asm-generic/unistd.h). */
-#ifndef DRBENCH_ARCH_H
-#define DRBENCH_ARCH_H
+/*
+ * Raw system calls and syscall numbers for arm64 (include/uapi/asm-generic/unistd.h),
+ * shared by droidroot's freestanding programs (loader/csrc, bench/csrc). A program
+ * includes "arch-x86_64.h" or "arch-aarch64.h" by its architecture, with -Icsrc.
+ */
+#ifndef DROIDROOT_ARCH_H
+#define DROIDROOT_ARCH_H
+
+#define DR_EM_MACHINE 183 /* EM_AARCH64 */
+#define DR_AUDIT_ARCH 0xc00000b7u /* AUDIT_ARCH_AARCH64 */
 
 #define SYS_getcwd 17
 #define SYS_mkdirat 34
@@ -12,6 +19,8 @@
 #define SYS_close 57
 #define SYS_read 63
 #define SYS_write 64
+#define SYS_writev 66
+#define SYS_pread64 67
 #define SYS_readlinkat 78
 #define SYS_newfstatat 79
 #define SYS_exit 93
@@ -26,14 +35,14 @@
 #define SYS_prctl 167
 #define SYS_getppid 173
 #define SYS_sendmsg 211
+#define SYS_munmap 215
 #define SYS_clone 220
 #define SYS_execve 221
 #define SYS_mmap 222
+#define SYS_mprotect 226
 #define SYS_wait4 260
 #define SYS_renameat2 276
 #define SYS_seccomp 277
-
-#define DR_AUDIT_ARCH 0xc00000b7u /* AUDIT_ARCH_AARCH64 */
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {

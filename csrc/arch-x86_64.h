@@ -1,13 +1,24 @@
-/* Raw system calls and syscall numbers for x86_64 (arch/x86/entry/syscalls/syscall_64.tbl). */
-#ifndef DRBENCH_ARCH_H
-#define DRBENCH_ARCH_H
+/*
+ * Raw system calls and syscall numbers for x86_64 (arch/x86/entry/syscalls/syscall_64.tbl),
+ * shared by droidroot's freestanding programs (loader/csrc, bench/csrc). A program
+ * includes "arch-x86_64.h" or "arch-aarch64.h" by its architecture, with -Icsrc.
+ */
+#ifndef DROIDROOT_ARCH_H
+#define DROIDROOT_ARCH_H
+
+#define DR_EM_MACHINE 62 /* EM_X86_64 */
+#define DR_AUDIT_ARCH 0xc000003eu /* AUDIT_ARCH_X86_64 */
 
 #define SYS_read 0
 #define SYS_write 1
 #define SYS_close 3
 #define SYS_mmap 9
+#define SYS_mprotect 10
+#define SYS_munmap 11
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigreturn 15
+#define SYS_pread64 17
+#define SYS_writev 20
 #define SYS_sendmsg 46
 #define SYS_clone 56
 #define SYS_execve 59
@@ -32,8 +43,6 @@
 #define SYS_faccessat 269
 #define SYS_renameat2 316
 #define SYS_seccomp 317
-
-#define DR_AUDIT_ARCH 0xc000003eu /* AUDIT_ARCH_X86_64 */
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
