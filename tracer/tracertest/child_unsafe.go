@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/seccomp"
 )
 
 // child makes the steps of spec (and, with an oracle spec, first enters
@@ -31,6 +33,12 @@ func child(spec, oracle string) int {
 	if !traced {
 		if err := enterOracle(oracle); err != nil {
 			fmt.Fprintf(os.Stderr, "tracertest child: oracle: %v\n", err)
+			return 2
+		}
+	}
+	if v := os.Getenv(envAndroid); v != "" && traced {
+		if err := installAndroid(v); err != nil {
+			fmt.Fprintf(os.Stderr, "tracertest child: %v\n", err)
 			return 2
 		}
 	}
@@ -115,4 +123,26 @@ func enterOracle(spec string) error {
 		return fmt.Errorf("chroot %s: %w", o.Root, err)
 	}
 	return unix.Chdir(o.Cwd)
+}
+
+// installAndroid puts the calling thread (the step thread) under the app
+// filter of Android release version.
+func installAndroid(version string) error {
+	p, err := seccomp.LoadAndroidPolicy(version)
+	if err != nil {
+		return err
+	}
+	pol, err := p.Policy(runtime.GOARCH)
+	if err != nil {
+		return err
+	}
+	prog, err := seccomp.Build(runtime.GOARCH, pol)
+	if err != nil {
+		return err
+	}
+	raw, err := seccomp.Assemble(prog)
+	if err != nil {
+		return err
+	}
+	return seccomp.Install(raw, 0)
 }
