@@ -97,7 +97,7 @@ type cmpHow int
 
 const (
 	cmpRet  cmpHow = iota // the result exactly
-	cmpSign            // failure and errno exactly; any success (an fd)
+	cmpSign               // failure and errno exactly; any success (an fd)
 )
 
 // kcase is one step of a comparison with the kernel.
