@@ -115,6 +115,12 @@ type kcase struct {
 // and compares every step.
 func againstKernel(t *testing.T, cfg Config, cwd string, cases []kcase) {
 	t.Helper()
+	againstKernelIn(t, cfg, cwd, nil, cases)
+}
+
+// againstKernelIn is againstKernel with setup run on each guestFS first.
+func againstKernelIn(t *testing.T, cfg Config, cwd string, setup func(g *guestFS), cases []kcase) {
+	t.Helper()
 	var steps []tt.Step
 	for _, c := range cases {
 		if !tt.Has(c.step.Name) {
@@ -122,8 +128,13 @@ func againstKernel(t *testing.T, cfg Config, cwd string, cases []kcase) {
 		}
 		steps = append(steps, c.step)
 	}
-	got := newGuestFS(t).run(t, cfg, cwd, steps...)
-	want := newGuestFS(t).oracle(t, cwd, steps...)
+	gt, gk := newGuestFS(t), newGuestFS(t)
+	if setup != nil {
+		setup(gt)
+		setup(gk)
+	}
+	got := gt.run(t, cfg, cwd, steps...)
+	want := gk.oracle(t, cwd, steps...)
 	for k, c := range cases {
 		g, w := got.Steps[k], want[k]
 		same := g.Ret == w.Ret
