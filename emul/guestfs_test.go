@@ -108,6 +108,8 @@ type kcase struct {
 	// mem lists buffer arguments that must match too; stat lists stat
 	// buffers whose mode and size must match.
 	mem, stat []int
+	// check, when set, compares more (g: droidroot's, w: the kernel's).
+	check func(t *testing.T, g, w tt.StepResult)
 }
 
 // againstKernel runs the cases (in order, as one child) in a fresh guestFS
@@ -149,6 +151,9 @@ func againstKernelIn(t *testing.T, cfg Config, cwd string, setup func(g *guestFS
 			if !bytes.Equal(g.Mem[i], w.Mem[i]) {
 				t.Errorf("%s (step %d): buffer %d: droidroot %q, kernel %q", c.name, k, i, g.Mem[i], w.Mem[i])
 			}
+		}
+		if c.check != nil {
+			c.check(t, g, w)
 		}
 		for _, i := range c.stat {
 			if gm, wm := statModeSize(g.Mem[i]), statModeSize(w.Mem[i]); gm != wm {
