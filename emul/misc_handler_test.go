@@ -203,3 +203,25 @@ func TestSysvIPCHandlers(t *testing.T) {
 		t.Errorf("removal: %d %d, then %d", ret(14), ret(15), ret(16))
 	}
 }
+
+// TestExecRuns: a successful execve goes through the loader with the
+// plan the handler made: the exec'd program (the test binary, made a
+// child that exits with status 7) runs.
+func TestExecRuns(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := tt.ChildEnv(tt.Call("exit_group", tt.Int(7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tt.Try(t, tt.Options{Table: Table(Config{})},
+		tt.Call("execve", tt.Str(self), tt.Strv(self, "-test.run=^$"), tt.Strv(env)))
+	if r.Status != 7 {
+		t.Errorf("exec'd program: status %d (%v), want 7\n%s", r.Status, err, r.Stderr)
+	}
+	if s, ok := r.EntryOf(0); !ok || s.Name != "execve" {
+		t.Errorf("no execve stop: %+v", r.Stops)
+	}
+}

@@ -54,6 +54,22 @@ func child(spec, oracle string) int {
 			}
 		}
 	}
+	// String arrays: the strings, and the pointer arrays (the GC does not
+	// move the strings, which strs keeps alive).
+	strs := make([][6][][]byte, len(steps))
+	ptrs := make([][6][]uintptr, len(steps))
+	for k, s := range steps {
+		for i, a := range s.Args {
+			if a.Kind == KindStrv {
+				ptrs[k][i] = make([]uintptr, len(a.Strs)+1)
+				for j, str := range a.Strs {
+					b := append([]byte(str), 0)
+					strs[k][i] = append(strs[k][i], b)
+					ptrs[k][i][j] = uintptr(unsafe.Pointer(&b[0]))
+				}
+			}
+		}
+	}
 	rets := make([]int64, len(steps))
 	for k, s := range steps {
 		var a [6]uintptr
@@ -65,6 +81,8 @@ func child(spec, oracle string) int {
 				a[i] = uintptr(unsafe.Pointer(&bufs[k][i][0]))
 			case KindRet:
 				a[i] = uintptr(rets[arg.Val])
+			case KindStrv:
+				a[i] = uintptr(unsafe.Pointer(&ptrs[k][i][0]))
 			}
 		}
 		if traced {
@@ -80,6 +98,8 @@ func child(spec, oracle string) int {
 			rets[k] = int64(r1)
 		}
 		runtime.KeepAlive(bufs[k])
+		runtime.KeepAlive(strs[k])
+		runtime.KeepAlive(ptrs[k])
 	}
 	out := make([]StepResult, len(steps))
 	for k, s := range steps {

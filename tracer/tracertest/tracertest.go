@@ -76,6 +76,9 @@ const (
 	KindMem
 	// KindRet passes the result of an earlier step (Val is its index).
 	KindRet
+	// KindStrv passes a NULL-terminated array of pointers to the
+	// NUL-terminated strings Strs (an argv or envp).
+	KindStrv
 )
 
 // Arg is one argument of a step's syscall.
@@ -84,6 +87,7 @@ type Arg struct {
 	Val  uint64
 	Data []byte
 	Size int
+	Strs []string
 }
 
 // Int is an integer argument (negative values are sign-extended, as
@@ -98,6 +102,9 @@ func In(b []byte) Arg { return Arg{Kind: KindMem, Data: b} }
 
 // Out is a pointer to n zero bytes (reported after the call).
 func Out(n int) Arg { return Arg{Kind: KindMem, Size: n} }
+
+// Strv is a pointer to a NULL-terminated array of strings (argv, envp).
+func Strv(ss ...string) Arg { return Arg{Kind: KindStrv, Strs: ss} }
 
 // Ret is the result of step k of the same run (k < the current step).
 func Ret(k int) Arg { return Arg{Kind: KindRet, Val: uint64(k)} }
@@ -295,6 +302,7 @@ func encodeSteps(steps []Step) (string, error) {
 // recorder is the wrapped table's view of the child's step thread.
 type recorder struct {
 	tid   int // the step thread, once it made a marker call
+	pid   int // its process
 	step  int // the step in progress, -1 between steps
 	stops []Stop
 	obs   func(*tracer.Call, *Stop)
@@ -357,14 +365,23 @@ func (r *recorder) wrap(table tracer.Table) (tracer.Table, error) {
 		}
 		out[name] = w
 	}
-	out[markerName] = tracer.Handler{Enter: func(c *tracer.Call) {
-		if c.Arg(0) != markerMagic {
-			return
-		}
-		r.tid = c.Tid()
-		r.step = int(int64(c.Arg(1))) - 1
-		c.Return(0)
-	}}
+	out[markerName] = tracer.Handler{
+		Enter: func(c *tracer.Call) {
+			if c.Arg(0) != markerMagic {
+				return
+			}
+			r.tid, r.pid = c.Tid(), c.Pid()
+			r.step = int(int64(c.Arg(1))) - 1
+			c.Return(0)
+		},
+		// A step that execs ends the step: the new program's calls are
+		// not the handlers' to see until it makes markers of its own.
+		Events: func(e *tracer.Event) {
+			if e.Kind == tracer.EventExec && e.Pid == r.pid {
+				r.step = -1
+			}
+		},
+	}
 	return out, nil
 }
 
@@ -537,6 +554,17 @@ func killChildren() {
 			}
 		}
 	}
+}
+
+// ChildEnv returns the environment entry that makes the test binary, when
+// a step execs it, a child that makes steps (and reports them, in place of
+// the steps of the run, which Try then tells apart by their number).
+func ChildEnv(steps ...Step) (string, error) {
+	spec, err := encodeSteps(steps)
+	if err != nil {
+		return "", err
+	}
+	return envSteps + "=" + spec, nil
 }
 
 // Main is the TestMain of a package that uses Run or Oracle: in the
