@@ -441,8 +441,11 @@ func TestEvents(t *testing.T) {
 			ExitingEvents: exiting,
 		}}
 		tt.Run(t, tt.Options{Table: tab}, tt.Call("getppid"))
-		if kinds[tracer.EventExec] != 1 || kinds[tracer.EventProcessGone] != 1 || kinds[tracer.EventThreadGone] < 1 || kinds[tracer.EventFork] < 1 {
-			t.Errorf("ExitingEvents %v: events %v: want one exec, one process gone, the Go runtime's threads", exiting, kinds)
+		// The exec of stage 2 itself is seen too when PTRACE_SEIZE lands
+		// after exec closed stage 2's close-on-exec pipe (ForkExec has
+		// returned) but before its PTRACE_EVENT_EXEC (about 1 run in 20).
+		if n := kinds[tracer.EventExec]; n < 1 || n > 2 || kinds[tracer.EventProcessGone] != 1 || kinds[tracer.EventThreadGone] < 1 || kinds[tracer.EventFork] < 1 {
+			t.Errorf("ExitingEvents %v: events %v: want the child's exec (and maybe stage 2's), one process gone, the Go runtime's threads", exiting, kinds)
 		}
 		if exiting && kinds[tracer.EventExiting] < 1 || !exiting && kinds[tracer.EventExiting] != 0 {
 			t.Errorf("ExitingEvents %v: %d EventExiting", exiting, kinds[tracer.EventExiting])
