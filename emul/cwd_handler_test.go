@@ -1,0 +1,83 @@
+package emul
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+func chdir(path string) tt.Step { return tt.Call("chdir", tt.Str(path)) }
+
+func getcwdStep() kcase {
+	return kcase{name: "getcwd", step: tt.Call("getcwd", tt.Out(512), tt.Int(512)), mem: []int{0}}
+}
+
+// TestCwdHandlersKernel: chdir, fchdir and getcwd keep the guest's cwd as
+// the kernel does in a chroot: through symlinks, into and out of a bind,
+// failures leaving it unchanged.
+func TestCwdHandlersKernel(t *testing.T) {
+	cases := []kcase{
+		{name: "chdir dir", step: chdir("/dir")},
+		getcwdStep(),
+		{name: "relative access", step: access("file")},
+		{name: "chdir relative", step: chdir("sub")},
+		getcwdStep(),
+		{name: "chdir through symlink", step: chdir("../../link")},
+		getcwdStep(),
+		{name: "chdir bind", step: chdir("/mnt")},
+		getcwdStep(),
+		{name: "relative in bind", step: access("inside")},
+		{name: "chdir out of bind", step: chdir("..")},
+		getcwdStep(),
+		{name: "chdir above root", step: chdir("/..")},
+		getcwdStep(),
+		{name: "chdir missing", step: chdir("/missing")},
+		{name: "chdir file", step: chdir("/etc/hostname")},
+		{name: "chdir empty", step: chdir("")},
+		{name: "chdir dangling", step: chdir("/dangling")},
+		getcwdStep(),
+		{name: "open dir", step: openat(cwdFD, "/mnt/../dir/sub", unix.O_RDONLY|unix.O_DIRECTORY), how: cmpSign}, // 19
+		{name: "fchdir", step: tt.Call("fchdir", tt.Ret(19))},
+		getcwdStep(),
+		{name: "relative after fchdir", step: access("../file")},
+		{name: "close", step: closeStep(19)},
+		{name: "fchdir bad fd", step: tt.Call("fchdir", tt.Int(999))},
+		getcwdStep(),
+		{name: "open bind", step: openat(cwdFD, "/mnt", unix.O_RDONLY|unix.O_DIRECTORY), how: cmpSign}, // 26
+		{name: "fchdir bind", step: tt.Call("fchdir", tt.Ret(26))},
+		getcwdStep(),
+		{name: "readlink proc cwd", step: tt.Call("readlinkat", cwdFD, tt.Str("/proc/self/cwd"), tt.Out(256), tt.Int(256)), mem: []int{2}},
+		{name: "open file", step: openat(cwdFD, "/etc/hostname", unix.O_RDONLY), how: cmpSign}, // 30
+		{name: "fchdir file", step: tt.Call("fchdir", tt.Ret(30))},
+		getcwdStep(),
+		{name: "getcwd small", step: tt.Call("getcwd", tt.Out(4), tt.Int(4))},
+		{name: "getcwd exact", step: tt.Call("getcwd", tt.Out(5), tt.Int(5)), mem: []int{0}},
+		{name: "getcwd bad buffer", step: tt.Call("getcwd", tt.Int(8), tt.Int(64))},
+	}
+	againstKernel(t, Config{}, "/", cases)
+}
+
+// TestCwdDeep: a cwd deeper than PATH_MAX (reached by relative chdirs):
+// getcwd fails as the kernel's does, and the way back up works.
+func TestCwdDeep(t *testing.T) {
+	name := strings.Repeat("d", 200)
+	depth := 24 // 24 * 201 > PATH_MAX
+	var cases []kcase
+	for i := 0; i < depth; i++ {
+		cases = append(cases,
+			kcase{name: "mkdir", step: tt.Call("mkdirat", cwdFD, tt.Str(name), tt.Int(0o755))},
+			kcase{name: "chdir down", step: chdir(name)})
+	}
+	cases = append(cases,
+		kcase{name: "getcwd deep", step: tt.Call("getcwd", tt.Out(8192), tt.Int(8192))},
+		kcase{name: "access deep", step: access(".")},
+		kcase{name: "create deep", step: openat(cwdFD, "f", unix.O_CREAT|unix.O_WRONLY), how: cmpSign})
+	for i := 0; i < depth; i++ {
+		cases = append(cases, kcase{name: "chdir up", step: chdir("..")})
+	}
+	cases = append(cases, getcwdStep())
+	againstKernel(t, Config{}, "/tmp", cases)
+}

@@ -1,0 +1,179 @@
+package emul
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/droidroot/droidroot/pathmap"
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+// guestFS is a small guest tree for handler tests: a rootfs and one bind
+// built in a fresh temporary directory, and the Mapper of that view.
+//
+//	/etc/hostname            "guest\n"
+//	/dir/file                "data"
+//	/dir/sub/
+//	/link -> /dir            absolute symlink (guest path)
+//	/rel -> dir/file
+//	/escape -> ../../../../etc/hostname  (clamped at the guest root)
+//	/dangling -> /nowhere
+//	/loop -> loop
+//	/mnt/                    bind of HOST/bind: inside "in", up -> ../etc/hostname
+//	/proc/                   bind of the host's /proc
+//	/tmp/
+type guestFS struct {
+	root, bind string
+	binds      []pathmap.Binding
+	m          *pathmap.Mapper
+}
+
+func newGuestFS(t *testing.T) *guestFS {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &guestFS{root: filepath.Join(base, "root"), bind: filepath.Join(base, "bind")}
+	for _, d := range []string{"etc", "dir/sub", "mnt", "proc", "tmp"} {
+		mustMkdir(t, filepath.Join(g.root, d))
+	}
+	mustMkdir(t, g.bind)
+	mustWrite(t, filepath.Join(g.root, "etc/hostname"), "guest\n")
+	mustWrite(t, filepath.Join(g.root, "dir/file"), "data")
+	mustWrite(t, filepath.Join(g.bind, "inside"), "in")
+	for link, target := range map[string]string{
+		"root/link":     "/dir",
+		"root/rel":      "dir/file",
+		"root/escape":   "../../../../etc/hostname",
+		"root/dangling": "/nowhere",
+		"root/loop":     "loop",
+		"bind/up":       "../etc/hostname",
+	} {
+		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.binds = []pathmap.Binding{{Host: g.bind, Guest: "/mnt"}, {Host: "/proc", Guest: "/proc"}}
+	g.m, err = pathmap.New(g.root, g.binds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.m.Close() })
+	return g
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, p, data string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs steps in g under the handler table of cfg, from guest cwd.
+func (g *guestFS) run(t *testing.T, cfg Config, cwd string, steps ...tt.Step) *tt.Result {
+	t.Helper()
+	return tt.Run(t, tt.Options{Table: Table(cfg), Mapper: g.m, Cwd: cwd, Android: cfg.Android, Creds: InitialCreds(cfg)}, steps...)
+}
+
+// oracle runs steps in g's view made by the kernel (chroot, bind mounts).
+func (g *guestFS) oracle(t *testing.T, cwd string, steps ...tt.Step) []tt.StepResult {
+	t.Helper()
+	return tt.Oracle(t, tt.OracleOptions{Root: g.root, Binds: g.binds, Cwd: cwd}, steps...)
+}
+
+// cmpHow says how a step's result is compared with the kernel's.
+type cmpHow int
+
+const (
+	cmpRet  cmpHow = iota // the result exactly
+	cmpSign               // failure and errno exactly; any success (an fd)
+	cmpNone               // not compared (kcase.check judges droidroot's result alone)
+)
+
+// kcase is one step of a comparison with the kernel.
+type kcase struct {
+	name string
+	step tt.Step
+	how  cmpHow
+	// mem lists buffer arguments that must match too; stat lists stat
+	// buffers whose mode and size must match.
+	mem, stat []int
+	// check, when set, compares more (g: droidroot's, w: the kernel's).
+	check func(t *testing.T, g, w tt.StepResult)
+}
+
+// againstKernel runs the cases (in order, as one child) in a fresh guestFS
+// under cfg's table, and in another fresh one under the kernel's own view,
+// and compares every step.
+func againstKernel(t *testing.T, cfg Config, cwd string, cases []kcase) {
+	t.Helper()
+	againstKernelIn(t, cfg, cwd, nil, cases)
+}
+
+// againstKernelIn is againstKernel with setup run on each guestFS first.
+func againstKernelIn(t *testing.T, cfg Config, cwd string, setup func(g *guestFS), cases []kcase) {
+	t.Helper()
+	var steps []tt.Step
+	for _, c := range cases {
+		if !tt.Has(c.step.Name) {
+			t.Fatalf("%s: no %s here: leave it out on this architecture", c.name, c.step.Name)
+		}
+		steps = append(steps, c.step)
+	}
+	gt, gk := newGuestFS(t), newGuestFS(t)
+	if setup != nil {
+		setup(gt)
+		setup(gk)
+	}
+	got := gt.run(t, cfg, cwd, steps...)
+	want := gk.oracle(t, cwd, steps...)
+	for k, c := range cases {
+		g, w := got.Steps[k], want[k]
+		same := g.Ret == w.Ret
+		switch c.how {
+		case cmpSign:
+			same = g.Ret >= 0 && w.Ret >= 0 || g.Ret == w.Ret
+		case cmpNone:
+			same = true
+		}
+		if !same {
+			t.Errorf("%s (step %d, %s): droidroot %d (%v), kernel %d (%v)", c.name, k, c.step.Name, g.Ret, g.Errno(), w.Ret, w.Errno())
+			continue
+		}
+		for _, i := range c.mem {
+			if !bytes.Equal(g.Mem[i], w.Mem[i]) {
+				t.Errorf("%s (step %d): buffer %d: droidroot %q, kernel %q", c.name, k, i, g.Mem[i], w.Mem[i])
+			}
+		}
+		if c.check != nil {
+			c.check(t, g, w)
+		}
+		for _, i := range c.stat {
+			if gm, wm := statModeSize(g.Mem[i]), statModeSize(w.Mem[i]); gm != wm {
+				t.Errorf("%s (step %d): stat mode/size: droidroot %v, kernel %v", c.name, k, gm, wm)
+			}
+		}
+	}
+}
+
+// statModeSize returns st_mode and st_size of a native struct stat.
+func statModeSize(b []byte) [2]uint64 {
+	if len(b) < statSizeOff+8 {
+		return [2]uint64{}
+	}
+	return [2]uint64{uint64(binary.LittleEndian.Uint32(b[statModeOff:])), binary.LittleEndian.Uint64(b[statSizeOff:])}
+}
+
+// statBufSize is larger than struct stat on every architecture.
+const statBufSize = 256

@@ -1,0 +1,124 @@
+package emul
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+// statNlink returns st_nlink of a native struct stat.
+func statNlink(b []byte) uint64 {
+	if statNlinkSize == 8 {
+		return binary.LittleEndian.Uint64(b[statNlinkOff:])
+	}
+	return uint64(binary.LittleEndian.Uint32(b[statNlinkOff:]))
+}
+
+// sameNlink compares st_nlink of stat buffer argument i.
+func sameNlink(i int) func(t *testing.T, g, w tt.StepResult) {
+	return func(t *testing.T, g, w tt.StepResult) {
+		if g.Ret == 0 && statNlink(g.Mem[i]) != statNlink(w.Mem[i]) {
+			t.Errorf("st_nlink %d, kernel %d", statNlink(g.Mem[i]), statNlink(w.Mem[i]))
+		}
+	}
+}
+
+// TestLink2SymlinkKernel: with -l and every real link refused (FailLink,
+// as on Android app storage), hard links are emulated: the results, link
+// counts and contents the guest sees are those of real hard links.
+func TestLink2SymlinkKernel(t *testing.T) {
+	link := func(from, to string) tt.Step {
+		return tt.Call("linkat", cwdFD, tt.Str(from), cwdFD, tt.Str(to), tt.Int(0))
+	}
+	read := func(k int) kcase {
+		return kcase{name: "read", step: tt.Call("read", tt.Ret(k), tt.Out(8), tt.Int(8)), mem: []int{1}}
+	}
+	stat := func(p string) kcase {
+		return kcase{name: "stat " + p, step: fstatat(cwdFD, p, 0), stat: []int{2}, check: sameNlink(2)}
+	}
+	cases := []kcase{
+		{name: "create", step: openat(cwdFD, "/tmp/a", unix.O_CREAT|unix.O_WRONLY), how: cmpSign}, // 0
+		{name: "write", step: tt.Call("write", tt.Ret(0), tt.Str("xyz"), tt.Int(3))},
+		{name: "close", step: closeStep(0)},
+		{name: "link", step: link("/tmp/a", "/tmp/b")},
+		stat("/tmp/a"),
+		stat("/tmp/b"),
+		{name: "link again", step: link("/tmp/a", "/tmp/b")},
+		{name: "link third", step: link("/tmp/b", "/tmp/c")},
+		stat("/tmp/c"),
+		{name: "open b", step: openat(cwdFD, "/tmp/b", unix.O_RDONLY), how: cmpSign}, // 9
+		read(9),
+		{name: "close b", step: closeStep(9)},
+		{name: "unlink a", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/a"), tt.Int(0))},
+		{name: "a gone", step: access("/tmp/a")},
+		stat("/tmp/b"),
+		{name: "rename b", step: tt.Call("renameat2", cwdFD, tt.Str("/tmp/b"), cwdFD, tt.Str("/tmp/d"), tt.Int(0))},
+		stat("/tmp/d"),
+		{name: "open d", step: openat(cwdFD, "/tmp/d", unix.O_RDONLY), how: cmpSign}, // 17
+		read(17),
+		{name: "close d", step: closeStep(17)},
+		{name: "rename over", step: tt.Call("renameat2", cwdFD, tt.Str("/tmp/d"), cwdFD, tt.Str("/tmp/c"), tt.Int(0))},
+		stat("/tmp/c"),
+		{name: "link missing", step: link("/missing", "/tmp/e")},
+		{name: "link dir", step: link("/dir", "/tmp/e")},
+		{name: "link into missing dir", step: link("/tmp/c", "/missing/e")},
+		{name: "unlink c", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/c"), tt.Int(0))},
+		{name: "c gone", step: access("/tmp/c")},
+		{name: "unlink missing", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/c"), tt.Int(0))},
+	}
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("faillink=%v", fail), func(t *testing.T) {
+			againstKernel(t, Config{Link2Symlink: true, FailLink: fail, L2SDir: ""}, "/", cases)
+		})
+	}
+}
+
+// TestFailLink: without -l, FailLink makes every real link fail with
+// EPERM, as Android's app storage does.
+func TestFailLink(t *testing.T) {
+	g := newGuestFS(t)
+	r := g.run(t, Config{FailLink: true}, "/",
+		tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/tmp/h"), tt.Int(0)),
+		access("/tmp/h"))
+	if r.Steps[0].Errno() != unix.EPERM || r.Steps[1].Errno() != unix.ENOENT {
+		t.Errorf("link with FailLink: %d, then access %d: want EPERM and ENOENT", r.Steps[0].Ret, r.Steps[1].Ret)
+	}
+}
+
+// TestLstatLinkSize: -L makes lstat of a symlink report the length of
+// what readlink returns to the guest (the kernel says 0 for /proc's links).
+func TestLstatLinkSize(t *testing.T) {
+	g := newGuestFS(t)
+	statx := tt.Call("statx", cwdFD, tt.Str("/proc/self/cwd"), tt.Int(unix.AT_SYMLINK_NOFOLLOW), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256))
+	steps := []tt.Step{
+		fstatat(cwdFD, "/proc/self/cwd", unix.AT_SYMLINK_NOFOLLOW),
+		fstatat(cwdFD, "/link", unix.AT_SYMLINK_NOFOLLOW),
+		fstatat(cwdFD, "/proc/self/cwd", 0),
+		statx,
+	}
+	const statxSize = 40 // stx_size in struct statx
+	for _, on := range []bool{false, true} {
+		r := g.run(t, Config{LstatLinkSize: on}, "/dir/sub", steps...)
+		size := func(k int) uint64 { return statModeSize(r.Steps[k].Mem[2])[1] }
+		want := uint64(len("/dir/sub"))
+		if !on {
+			want = 0
+		}
+		if size(0) != want {
+			t.Errorf("-L %v: lstat /proc/self/cwd size %d, want %d", on, size(0), want)
+		}
+		if x := binary.LittleEndian.Uint64(r.Steps[3].Mem[4][statxSize:]); r.Steps[3].Ret != 0 || x != want {
+			t.Errorf("-L %v: statx /proc/self/cwd: %d, size %d, want %d", on, r.Steps[3].Ret, x, want)
+		}
+		if size(1) != uint64(len("/dir")) {
+			t.Errorf("-L %v: lstat /link size %d, want 4", on, size(1))
+		}
+		if m := statModeSize(r.Steps[2].Mem[2])[0]; m&unix.S_IFMT != unix.S_IFDIR {
+			t.Errorf("-L %v: stat /proc/self/cwd mode %o, want a directory", on, m)
+		}
+	}
+}

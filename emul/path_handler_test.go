@@ -1,0 +1,187 @@
+package emul
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+// at-family steps with AT_FDCWD.
+func access(path string) tt.Step {
+	return tt.Call("faccessat", tt.Int(unix.AT_FDCWD), tt.Str(path), tt.Int(unix.F_OK), tt.Int(0))
+}
+
+func fstatat(dirfd tt.Arg, path string, flags int64) tt.Step {
+	name := "newfstatat"
+	if !tt.Has(name) {
+		name = "fstatat"
+	}
+	return tt.Call(name, dirfd, tt.Str(path), tt.Out(statBufSize), tt.Int(flags))
+}
+
+func openat(dirfd tt.Arg, path string, flags int64) tt.Step {
+	return tt.Call("openat", dirfd, tt.Str(path), tt.Int(flags|unix.O_CLOEXEC), tt.Int(0o644))
+}
+
+func closeStep(k int) tt.Step { return tt.Call("close", tt.Ret(k)) }
+
+var cwdFD = tt.Int(unix.AT_FDCWD)
+
+// TestPathHandlersKernel: path calls through the rootfs, its symlinks and
+// a bind, absolute and relative, answer as the kernel does in a chroot
+// with the same bind mounted.
+func TestPathHandlersKernel(t *testing.T) {
+	cases := []kcase{
+		{name: "file", step: access("/etc/hostname")},
+		{name: "missing", step: access("/missing")},
+		{name: "missing dir", step: access("/missing/file")},
+		{name: "not a dir", step: access("/etc/hostname/x")},
+		{name: "abs symlink dir", step: access("/link/file")},
+		{name: "rel symlink", step: access("/rel")},
+		{name: "escaping symlink", step: access("/escape")},
+		{name: "dangling", step: access("/dangling")},
+		{name: "loop", step: access("/loop")},
+		{name: "dotdot at root", step: access("/../../etc/hostname")},
+		{name: "bind", step: access("/mnt/inside")},
+		{name: "bind up", step: access("/mnt/up")},
+		{name: "bind dotdot", step: access("/mnt/../etc/hostname")},
+		{name: "relative", step: access("dir/file")},
+		{name: "relative dotdot", step: access("dir/../etc/hostname")},
+		{name: "empty", step: access("")},
+		{name: "trailing slash on file", step: access("/etc/hostname/")},
+		{name: "stat", step: fstatat(cwdFD, "/dir/file", 0), stat: []int{2}},
+		{name: "stat dir", step: fstatat(cwdFD, "/dir", 0), stat: []int{2}},
+		{name: "stat follows", step: fstatat(cwdFD, "/rel", 0), stat: []int{2}},
+		{name: "lstat symlink", step: fstatat(cwdFD, "/rel", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}},
+		{name: "lstat dangling", step: fstatat(cwdFD, "/dangling", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}},
+		{name: "stat dangling", step: fstatat(cwdFD, "/dangling", 0)},
+		{name: "stat bind file", step: fstatat(cwdFD, "/mnt/inside", 0), stat: []int{2}},
+		{name: "stat empty path", step: fstatat(cwdFD, "", 0)},
+		// dirfd-relative calls on an fd the guest opened.
+		{name: "open dir", step: openat(cwdFD, "/dir", unix.O_RDONLY|unix.O_DIRECTORY), how: cmpSign}, // 25
+		{name: "dirfd file", step: tt.Call("faccessat", tt.Ret(25), tt.Str("file"), tt.Int(0), tt.Int(0))},
+		{name: "dirfd dotdot", step: tt.Call("faccessat", tt.Ret(25), tt.Str("../etc/hostname"), tt.Int(0), tt.Int(0))},
+		{name: "dirfd absolute", step: tt.Call("faccessat", tt.Ret(25), tt.Str("/mnt/inside"), tt.Int(0), tt.Int(0))},
+		{name: "dirfd missing", step: tt.Call("faccessat", tt.Ret(25), tt.Str("nofile"), tt.Int(0), tt.Int(0))},
+		{name: "dirfd stat", step: fstatat(tt.Ret(25), "sub", 0), stat: []int{2}},
+		{name: "dirfd empty path", step: fstatat(tt.Ret(25), "", unix.AT_EMPTY_PATH), stat: []int{2}},
+		{name: "bad dirfd", step: tt.Call("faccessat", tt.Int(999), tt.Str("file"), tt.Int(0), tt.Int(0))},
+		{name: "close dir", step: closeStep(25)},
+		{name: "open bind dir", step: openat(cwdFD, "/mnt", unix.O_RDONLY|unix.O_DIRECTORY), how: cmpSign}, // 34
+		{name: "bind dirfd dotdot", step: tt.Call("faccessat", tt.Ret(34), tt.Str("../dir/file"), tt.Int(0), tt.Int(0))},
+		{name: "close bind dir", step: closeStep(34)},
+		// open
+		{name: "open file", step: openat(cwdFD, "/etc/hostname", unix.O_RDONLY), how: cmpSign}, // 37
+		{name: "read it", step: tt.Call("read", tt.Ret(37), tt.Out(16), tt.Int(16)), mem: []int{1}},
+		{name: "close it", step: closeStep(37)},
+		{name: "open nofollow", step: openat(cwdFD, "/rel", unix.O_RDONLY|unix.O_NOFOLLOW)},
+		{name: "open missing", step: openat(cwdFD, "/missing", unix.O_RDONLY)},
+		{name: "open dir as file", step: openat(cwdFD, "/etc/hostname", unix.O_RDONLY|unix.O_DIRECTORY)},
+		{name: "create", step: openat(cwdFD, "/tmp/new", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL), how: cmpSign}, // 43
+		{name: "write", step: tt.Call("write", tt.Ret(43), tt.Str("abc"), tt.Int(3))},
+		{name: "close new", step: closeStep(43)},
+		{name: "create exists", step: openat(cwdFD, "/tmp/new", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)},
+		{name: "stat new", step: fstatat(cwdFD, "/tmp/new", 0), stat: []int{2}},
+		{name: "create through dangling", step: openat(cwdFD, "/dangling", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)},
+		{name: "create in bind", step: openat(cwdFD, "/mnt/made", unix.O_WRONLY|unix.O_CREAT), how: cmpSign}, // 49
+		{name: "close made", step: closeStep(49)},
+		{name: "truncate new", step: tt.Call("ftruncate", tt.Int(999), tt.Int(0))},
+		// directories, links, renames
+		{name: "mkdir", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/d"), tt.Int(0o755))},
+		{name: "mkdir again", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/d"), tt.Int(0o755))},
+		{name: "mkdir in missing", step: tt.Call("mkdirat", cwdFD, tt.Str("/missing/d"), tt.Int(0o755))},
+		{name: "symlink", step: tt.Call("symlinkat", tt.Str("/dir/file"), cwdFD, tt.Str("/tmp/sl"))},
+		{name: "symlink exists", step: tt.Call("symlinkat", tt.Str("x"), cwdFD, tt.Str("/tmp/sl"))},
+		{name: "through new symlink", step: access("/tmp/sl")},
+		{name: "readlink", step: tt.Call("readlinkat", cwdFD, tt.Str("/tmp/sl"), tt.Out(64), tt.Int(64)), mem: []int{2}},
+		{name: "readlink abs", step: tt.Call("readlinkat", cwdFD, tt.Str("/link"), tt.Out(64), tt.Int(64)), mem: []int{2}},
+		{name: "readlink in bind", step: tt.Call("readlinkat", cwdFD, tt.Str("/mnt/up"), tt.Out(64), tt.Int(64)), mem: []int{2}},
+		{name: "readlink short buffer", step: tt.Call("readlinkat", cwdFD, tt.Str("/link"), tt.Out(64), tt.Int(2)), mem: []int{2}},
+		{name: "readlink not a link", step: tt.Call("readlinkat", cwdFD, tt.Str("/etc/hostname"), tt.Out(64), tt.Int(64))},
+		{name: "readlink missing", step: tt.Call("readlinkat", cwdFD, tt.Str("/missing"), tt.Out(64), tt.Int(64))},
+		{name: "readlink zero size", step: tt.Call("readlinkat", cwdFD, tt.Str("/link"), tt.Out(64), tt.Int(0))},
+		{name: "readlink proc cwd", step: tt.Call("readlinkat", cwdFD, tt.Str("/proc/self/cwd"), tt.Out(256), tt.Int(256)), mem: []int{2}},
+		{name: "readlink proc root", step: tt.Call("readlinkat", cwdFD, tt.Str("/proc/self/root"), tt.Out(256), tt.Int(256)), mem: []int{2}},
+		{name: "link", step: tt.Call("linkat", cwdFD, tt.Str("/tmp/new"), cwdFD, tt.Str("/tmp/hard"), tt.Int(0))},
+		{name: "link across bind", step: tt.Call("linkat", cwdFD, tt.Str("/tmp/new"), cwdFD, tt.Str("/mnt/hard"), tt.Int(0))},
+		{name: "link follow", step: tt.Call("linkat", cwdFD, tt.Str("/tmp/sl"), cwdFD, tt.Str("/tmp/hard2"), tt.Int(unix.AT_SYMLINK_FOLLOW))},
+		{name: "stat hard", step: fstatat(cwdFD, "/tmp/hard2", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}},
+		{name: "rename", step: tt.Call("renameat2", cwdFD, tt.Str("/tmp/hard"), cwdFD, tt.Str("/tmp/moved"), tt.Int(0))},
+		{name: "rename noreplace", step: tt.Call("renameat2", cwdFD, tt.Str("/tmp/moved"), cwdFD, tt.Str("/tmp/new"), tt.Int(unix.RENAME_NOREPLACE))},
+		{name: "rename across bind", step: tt.Call("renameat2", cwdFD, tt.Str("/tmp/moved"), cwdFD, tt.Str("/mnt/moved"), tt.Int(0))},
+		{name: "unlink", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/moved"), tt.Int(0))},
+		{name: "unlink again", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/moved"), tt.Int(0))},
+		{name: "unlink dir", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/d"), tt.Int(0))},
+		{name: "rmdir", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/d"), tt.Int(unix.AT_REMOVEDIR))},
+		{name: "unlink symlink itself", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/sl"), tt.Int(0))},
+		{name: "unlink mount point", step: tt.Call("unlinkat", cwdFD, tt.Str("/mnt"), tt.Int(unix.AT_REMOVEDIR))},
+		{name: "mknod fifo", step: tt.Call("mknodat", cwdFD, tt.Str("/tmp/fifo"), tt.Int(unix.S_IFIFO|0o600), tt.Int(0))},
+		{name: "stat fifo", step: fstatat(cwdFD, "/tmp/fifo", 0), stat: []int{2}},
+		{name: "chmod", step: tt.Call("fchmodat", cwdFD, tt.Str("/tmp/new"), tt.Int(0o600), tt.Int(0))},
+		{name: "stat chmod", step: fstatat(cwdFD, "/tmp/new", 0), stat: []int{2}},
+		{name: "chown to self", step: tt.Call("fchownat", cwdFD, tt.Str("/tmp/new"), tt.Int(-1), tt.Int(-1), tt.Int(0))},
+		{name: "utimensat", step: tt.Call("utimensat", cwdFD, tt.Str("/tmp/new"), tt.Int(0), tt.Int(0))},
+		{name: "utimensat missing", step: tt.Call("utimensat", cwdFD, tt.Str("/missing"), tt.Int(0), tt.Int(0))},
+		{name: "getxattr", step: tt.Call("getxattr", tt.Str("/tmp/new"), tt.Str("user.none"), tt.Out(16), tt.Int(16))},
+		{name: "listxattr missing", step: tt.Call("listxattr", tt.Str("/missing"), tt.Out(16), tt.Int(16))},
+		{name: "statfs missing", step: tt.Call("statfs", tt.Str("/missing"), tt.Out(256))},
+		{name: "truncate", step: tt.Call("truncate", tt.Str("/tmp/new"), tt.Int(1))},
+		{name: "stat truncated", step: fstatat(cwdFD, "/tmp/new", 0), stat: []int{2}},
+		{name: "chroot same root", step: tt.Call("chroot", tt.Str("/"))},
+		{name: "inotify bad fd", step: tt.Call("inotify_add_watch", tt.Int(999), tt.Str("/tmp/new"), tt.Int(unix.IN_ALL_EVENTS))},
+	}
+	againstKernel(t, Config{}, "/", cases)
+}
+
+// TestPathHandlersLegacy: the calls arm64 lacks, against the kernel.
+func TestPathHandlersLegacy(t *testing.T) {
+	if !tt.Has("stat") {
+		t.Skip("no legacy path calls on this architecture")
+	}
+	cases := []kcase{
+		{name: "access", step: tt.Call("access", tt.Str("/rel"), tt.Int(0))},
+		{name: "stat", step: tt.Call("stat", tt.Str("/link/file"), tt.Out(statBufSize)), stat: []int{1}},
+		{name: "lstat", step: tt.Call("lstat", tt.Str("/link"), tt.Out(statBufSize)), stat: []int{1}},
+		{name: "open", step: tt.Call("open", tt.Str("/mnt/inside"), tt.Int(unix.O_RDONLY|unix.O_CLOEXEC)), how: cmpSign},
+		{name: "close", step: closeStep(3)},
+		{name: "creat", step: tt.Call("creat", tt.Str("/tmp/c"), tt.Int(0o600)), how: cmpSign},
+		{name: "close creat", step: closeStep(5)},
+		{name: "readlink", step: tt.Call("readlink", tt.Str("/escape"), tt.Out(64), tt.Int(64)), mem: []int{1}},
+		{name: "mkdir", step: tt.Call("mkdir", tt.Str("/tmp/d"), tt.Int(0o700))},
+		{name: "rmdir", step: tt.Call("rmdir", tt.Str("/tmp/d"))},
+		{name: "rmdir missing", step: tt.Call("rmdir", tt.Str("/tmp/d"))},
+		{name: "symlink", step: tt.Call("symlink", tt.Str("c"), tt.Str("/tmp/s"))},
+		{name: "link", step: tt.Call("link", tt.Str("/tmp/c"), tt.Str("/tmp/h"))},
+		{name: "rename", step: tt.Call("rename", tt.Str("/tmp/h"), tt.Str("/tmp/h2"))},
+		{name: "unlink", step: tt.Call("unlink", tt.Str("/tmp/h2"))},
+		{name: "chmod", step: tt.Call("chmod", tt.Str("/tmp/s"), tt.Int(0o640))},
+		{name: "lchown", step: tt.Call("lchown", tt.Str("/tmp/s"), tt.Int(-1), tt.Int(-1))},
+		{name: "chown missing", step: tt.Call("chown", tt.Str("/missing"), tt.Int(-1), tt.Int(-1))},
+		{name: "utimes", step: tt.Call("utimes", tt.Str("/tmp/c"), tt.Int(0))},
+		{name: "mknod", step: tt.Call("mknod", tt.Str("/tmp/f"), tt.Int(unix.S_IFIFO|0o600), tt.Int(0))},
+		{name: "lstat fifo", step: tt.Call("lstat", tt.Str("/tmp/f"), tt.Out(statBufSize)), stat: []int{1}},
+	}
+	againstKernel(t, Config{}, "/", cases)
+}
+
+// TestPathHandlersRelativeCwd: relative paths from a guest cwd in a
+// subdirectory and in the bind.
+func TestPathHandlersRelativeCwd(t *testing.T) {
+	for _, cwd := range []string{"/dir", "/mnt", "/dir/sub"} {
+		t.Run(cwd, func(t *testing.T) {
+			cases := []kcase{
+				{name: "dot", step: access(".")},
+				{name: "file", step: access("file")},
+				{name: "inside", step: access("inside")},
+				{name: "up", step: access("../etc/hostname")},
+				{name: "up up", step: access("../../etc/hostname")},
+				{name: "up symlink", step: access("up")},
+				{name: "readlink cwd", step: tt.Call("readlinkat", cwdFD, tt.Str("/proc/self/cwd"), tt.Out(256), tt.Int(256)), mem: []int{2}},
+				{name: "getcwd", step: tt.Call("getcwd", tt.Out(256), tt.Int(256)), mem: []int{0}},
+			}
+			againstKernel(t, Config{}, cwd, cases)
+		})
+	}
+}

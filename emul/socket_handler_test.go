@@ -1,0 +1,96 @@
+package emul
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+// sockaddrUn is a struct sockaddr_un for path (len: family, path, NUL).
+func sockaddrUn(path string) (tt.Arg, tt.Arg) {
+	b := make([]byte, 2+len(path)+1)
+	binary.LittleEndian.PutUint16(b, unix.AF_UNIX)
+	copy(b[2:], path)
+	return tt.In(b), tt.Int(int64(len(b)))
+}
+
+// sockName is a getsockname-style (buffer, length pointer) pair.
+func sockName() (tt.Arg, tt.Arg) {
+	var l [4]byte
+	binary.LittleEndian.PutUint32(l[:], 110)
+	return tt.Out(110), tt.In(l[:])
+}
+
+// sameSockaddr compares the address in buffer argument addr up to the
+// length the call reported in buffer argument lenp. Past that length the
+// kernel leaves the rest of the buffer alone, while droidroot leaves there
+// the tail of the longer host path the kernel wrote before it was mapped
+// back (harmless to a reader that honours the length or the NUL).
+func sameSockaddr(name string, addr, lenp int) func(t *testing.T, g, w tt.StepResult) {
+	return func(t *testing.T, g, w tt.StepResult) {
+		gl, wl := binary.LittleEndian.Uint32(g.Mem[lenp]), binary.LittleEndian.Uint32(w.Mem[lenp])
+		if gl != wl || gl > uint32(len(g.Mem[addr])) || string(g.Mem[addr][:gl]) != string(w.Mem[addr][:wl]) {
+			t.Errorf("%s: address %q (length %d), kernel %q (length %d)", name, g.Mem[addr][:min(gl, 110)], gl, w.Mem[addr][:min(wl, 110)], wl)
+		}
+	}
+}
+
+// TestSocketHandlersKernel: AF_UNIX addresses given to bind, connect and
+// sendto name guest paths, and those getsockname, getpeername and accept
+// report are guest paths, as in a chroot; a host path too long for
+// sun_path is shortened.
+func TestSocketHandlersKernel(t *testing.T) {
+	t.Setenv("PROOT_TMP_DIR", t.TempDir())
+	long := "/tmp/" + strings.Repeat("l", 90) // a guest path that fits, whose host path does not
+	for _, dir := range []string{"/tmp", long} {
+		t.Run(filepath.Base(dir)[:1], func(t *testing.T) {
+			srv, cli, dg := dir+"/srv", dir+"/cli", dir+"/dg"
+			sock := func(typ int64) tt.Step {
+				return tt.Call("socket", tt.Int(unix.AF_UNIX), tt.Int(typ|unix.SOCK_CLOEXEC), tt.Int(0))
+			}
+			withAddr := func(name string, fd int, path string) tt.Step {
+				a, n := sockaddrUn(path)
+				return tt.Call(name, tt.Ret(fd), a, n)
+			}
+			named := func(name string, fd int) tt.Step {
+				a, n := sockName()
+				return tt.Call(name, tt.Ret(fd), a, n)
+			}
+			sa, sn := sockaddrUn(dg)
+			ab, al := sockName()
+			cases := []kcase{
+				{name: "server socket", step: sock(unix.SOCK_STREAM), how: cmpSign}, // 0
+				{name: "bind", step: withAddr("bind", 0, srv)},
+				{name: "bind again", step: withAddr("bind", 0, srv)},
+				{name: "getsockname", step: named("getsockname", 0), check: sameSockaddr("getsockname", 1, 2)},
+				{name: "listen", step: tt.Call("listen", tt.Ret(0), tt.Int(4))},
+				{name: "stat socket", step: fstatat(cwdFD, srv, 0), stat: []int{2}},
+				{name: "client socket", step: sock(unix.SOCK_STREAM), how: cmpSign}, // 6
+				{name: "bind client", step: withAddr("bind", 6, cli)},
+				{name: "connect missing", step: withAddr("connect", 6, dir+"/none")},
+				{name: "connect", step: withAddr("connect", 6, srv)},
+				{name: "getpeername", step: named("getpeername", 6), check: sameSockaddr("getpeername", 1, 2)},
+				{name: "accept", step: tt.Call("accept4", tt.Ret(0), ab, al, tt.Int(unix.SOCK_CLOEXEC)), how: cmpSign, check: sameSockaddr("accept", 1, 2)},
+				{name: "bind in use", step: withAddr("bind", 6, srv)},
+				{name: "dgram socket", step: sock(unix.SOCK_DGRAM), how: cmpSign}, // 13
+				{name: "bind dgram", step: withAddr("bind", 13, dg)},
+				{name: "sender", step: sock(unix.SOCK_DGRAM), how: cmpSign}, // 15
+				{name: "sendto", step: tt.Call("sendto", tt.Ret(15), tt.Str("hi"), tt.Int(2), tt.Int(0), sa, sn)},
+				{name: "recv", step: tt.Call("recvfrom", tt.Ret(13), tt.Out(8), tt.Int(8), tt.Int(unix.MSG_DONTWAIT), tt.Int(0), tt.Int(0)), mem: []int{1}},
+				{name: "abstract", step: withAddr("bind", 15, "\x00abstract-tracertest")},
+			}
+			setup := func(g *guestFS) {
+				if err := os.MkdirAll(g.root+long, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			againstKernelIn(t, Config{}, "/", setup, cases)
+		})
+	}
+}
