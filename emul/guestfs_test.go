@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/tracer"
 	tt "github.com/droidroot/droidroot/tracer/tracertest"
 )
 
@@ -83,7 +84,8 @@ func mustWrite(t *testing.T, p, data string) {
 // run runs steps in g under the handler table of cfg, from guest cwd.
 func (g *guestFS) run(t *testing.T, cfg Config, cwd string, steps ...tt.Step) *tt.Result {
 	t.Helper()
-	return tt.Run(t, tt.Options{Table: Table(cfg), Mapper: g.m, Cwd: cwd, Android: cfg.Android, Creds: InitialCreds(cfg)}, steps...)
+	em := New(cfg)
+	return tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Cwd: cwd, Android: cfg.Android, Creds: InitialCreds(cfg)}, steps...)
 }
 
 // oracle runs steps in g's view made by the kernel (chroot, bind mounts).
@@ -169,10 +171,10 @@ func againstKernelIn(t *testing.T, cfg Config, cwd string, setup func(g *guestFS
 
 // statModeSize returns st_mode and st_size of a native struct stat.
 func statModeSize(b []byte) [2]uint64 {
-	if len(b) < statSizeOff+8 {
+	if len(b) < tracer.StatSizeOff+8 {
 		return [2]uint64{}
 	}
-	return [2]uint64{uint64(binary.LittleEndian.Uint32(b[statModeOff:])), binary.LittleEndian.Uint64(b[statSizeOff:])}
+	return [2]uint64{uint64(binary.LittleEndian.Uint32(b[tracer.StatModeOff:])), binary.LittleEndian.Uint64(b[tracer.StatSizeOff:])}
 }
 
 // statBufSize is larger than struct stat on every architecture.

@@ -7,15 +7,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/tracer"
 	tt "github.com/droidroot/droidroot/tracer/tracertest"
 )
 
 // statNlink returns st_nlink of a native struct stat.
 func statNlink(b []byte) uint64 {
-	if statNlinkSize == 8 {
-		return binary.LittleEndian.Uint64(b[statNlinkOff:])
+	if tracer.StatNlinkSize == 8 {
+		return binary.LittleEndian.Uint64(b[tracer.StatNlinkOff:])
 	}
-	return uint64(binary.LittleEndian.Uint32(b[statNlinkOff:]))
+	return uint64(binary.LittleEndian.Uint32(b[tracer.StatNlinkOff:]))
 }
 
 // sameNlink compares st_nlink of stat buffer argument i.

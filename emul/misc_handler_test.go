@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/tracer"
 	tt "github.com/droidroot/droidroot/tracer/tracertest"
 )
 
@@ -18,7 +19,8 @@ func u32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 func TestIdentHandlers(t *testing.T) {
 	g := newGuestFS(t)
 	run := func(cfg Config, steps ...tt.Step) *tt.Result {
-		return tt.Run(t, tt.Options{Table: Table(cfg), Mapper: g.m, Creds: InitialCreds(cfg)}, steps...)
+		em := New(cfg)
+		return tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Creds: InitialCreds(cfg)}, steps...)
 	}
 	user := Config{Identity: &Identity{UID: 1000, GID: 1001}}
 	r := run(user,
@@ -47,7 +49,7 @@ func TestIdentHandlers(t *testing.T) {
 	if v := u32(r.Steps[7].Mem[1]); v != 1001 {
 		t.Errorf("getgroups = %d, want 1001", v)
 	}
-	if uid := u32(r.Steps[11].Mem[2][statUIDOff:]); uid != 1000 {
+	if uid := u32(r.Steps[11].Mem[2][tracer.StatUIDOff:]); uid != 1000 {
 		t.Errorf("stat of a file of droidroot's own uid: st_uid %d, want the guest's 1000", uid)
 	}
 

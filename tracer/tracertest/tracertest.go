@@ -182,6 +182,9 @@ type Options struct {
 	// Table holds the handlers under test. It must not trace the marker
 	// syscall (getpriority).
 	Table tracer.Table
+	// State is the table's per-run state (tracer.Config.State: emul's
+	// Emulation, which -l, -q and -k need).
+	State any
 	// Mapper translates paths; nil is the identity mapping of "/".
 	Mapper *pathmap.Mapper
 	// Cwd is the child's initial guest cwd ("" is "/"); CwdHost its host
@@ -484,6 +487,7 @@ func run(t testing.TB, o Options, steps []Step) (*Result, error) {
 		Loader:    ldr,
 		Stage2:    ldr,
 		Table:     table,
+		State:     o.State,
 		Creds:     o.Creds,
 		Android:   o.Android,
 		NoSeccomp: o.NoSeccomp,
