@@ -540,7 +540,13 @@ func TestCacheLimits(t *testing.T) {
 	cached := newCached(t, rt.root, rt.binds, WithVirtualDir(rt.vdir), withCacheLimits(6, 10))
 	uncached := rt.mapper(t)
 	var paths []string
-	for _, p := range oracleProbes(rt) {
+	for i, p := range oracleProbes(rt) {
+		// -short (the arm64 VM, where every reset's inotify and fd work is
+		// ~20 times dearer under TCG): a quarter of the paths, resets still
+		// happening many times over.
+		if testing.Short() && i%4 != 0 {
+			continue
+		}
 		if p.Cwd == "" && !strings.Contains(p.Path, "FD") && !strings.HasPrefix(p.Path, "/proc") {
 			paths = append(paths, p.Path)
 		}

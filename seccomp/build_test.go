@@ -14,9 +14,11 @@ import (
 // TestVM runs the programs in x/net/bpf's VM for every host ABI of both
 // GOARCHes, every number from 0 (NrBit set for x32) to the table's highest
 // + 64, several policies and instruction pointers around the trampoline.
-// With -short it skips ARM's million-number hole between its regular and
-// private (0xf0000+) numbers.
+// In ARM's million-number hole between its regular and private (0xf0000+)
+// numbers it probes one instruction pointer per number. -short skips it
+// (skipArchIndependent).
 func TestVM(t *testing.T) {
+	skipArchIndependent(t)
 	type trampCase struct {
 		t   uint64
 		ips []uint64
@@ -66,9 +68,6 @@ func TestVM(t *testing.T) {
 						for nr := lo; nr <= hi; nr++ {
 							ips := tc.ips
 							if !nearTable(abi, nr) {
-								if testing.Short() {
-									continue
-								}
 								// ARM's hole between its regular and private numbers:
 								// one instruction pointer per number, in turn.
 								ips = ips[int(nr)%len(ips):][:1]
@@ -186,6 +185,7 @@ func TestBuildErrors(t *testing.T) {
 // conditional offset fits in 8 bits (Assemble would fail otherwise) and
 // the program is within BPF_MAXINSNS.
 func TestJumpReach(t *testing.T) {
+	skipArchIndependent(t)
 	for _, goarch := range goarches {
 		for _, np := range policies {
 			for _, T := range []uint64{0, trampolineT} {

@@ -26,6 +26,7 @@ func constWord(nr, arch uint32) func(uint32) uint32 {
 // (kernel/seccomp.c) on every (arch, nr): every Allow syscall of every ABI
 // must be a constant ALLOW, and no traced one may be.
 func TestKernelCache(t *testing.T) {
+	skipArchIndependent(t)
 	for _, goarch := range goarches {
 		for _, np := range policies {
 			for _, T := range []uint64{0, trampolineT} {
@@ -45,9 +46,6 @@ func TestKernelCache(t *testing.T) {
 					for _, abi := range HostABIs(goarch) {
 						lo, hi := nrRange(abi)
 						for nr := lo; nr <= hi; nr++ {
-							if testing.Short() && !nearTable(abi, nr) {
-								continue // ARM's hole below 0xf0000
-							}
 							check(abi.AuditArch, nr)
 						}
 					}
@@ -73,6 +71,7 @@ func TestKernelCache(t *testing.T) {
 // the instruction-pointer check and its ret. The number of jge on nr alone
 // is at most ceil(log2 m).
 func TestDepth(t *testing.T) {
+	skipArchIndependent(t)
 	for _, goarch := range goarches {
 		for _, np := range policies {
 			for _, T := range []uint64{0, trampolineT} {
@@ -89,9 +88,6 @@ func TestDepth(t *testing.T) {
 					lo, hi := nrRange(abi)
 					maxSteps, maxTests := 0, 0
 					for nr := lo; nr <= hi; nr++ {
-						if testing.Short() && !nearTable(abi, nr) {
-							continue // ARM's hole below 0xf0000
-						}
 						for _, ip := range []uint64{0, T + 8} {
 							_, steps, ok := run(raw, dataWords(nr, abi.AuditArch, ip, junkArgs), false)
 							if !ok {

@@ -338,3 +338,13 @@ func archesToProbe() []uint32 {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// skipArchIndependent skips, with -short (the arm64 VM, under TCG), a test that runs filters
+// of both architectures through a BPF interpreter in Go: its answers do not depend on the
+// machine it runs on, and the full host run checks every case.
+func skipArchIndependent(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: filters of both architectures in a Go BPF interpreter, the same on every host; the full host run checks them")
+	}
+}
