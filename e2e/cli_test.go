@@ -93,3 +93,34 @@ func TestLauncherBinds(t *testing.T) {
 		t.Errorf("got %s\nwant exit 0 and stdout %q", res, strings.Join(want, "\n")+"\n")
 	}
 }
+
+// TestInitialCwd: the guest starts where -w says, as a shell's cd would leave it: $PWD is the
+// directory as named (through a symlink too, replacing the host's $PWD), getcwd its physical
+// path, a directory bound at two guest paths is the one named, and a missing one is reported
+// as missing (then the guest starts in /, as proot does).
+func TestInitialCwd(t *testing.T) {
+	bin := droidrootBin(t)
+	root := rootfs(t, "busybox")
+	d := t.TempDir()
+	show := []string{"/bin/sh", "-c", `echo "$PWD"; pwd -P`}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stdout string
+		stderr string
+	}{
+		{"through a symlink", []string{"-w", "/fx/abs"}, "/fx/abs\n/fx/dir\n", ""},
+		{"relative to /", []string{"-w", "fx/dir/"}, "/fx/dir\n/fx/dir\n", ""},
+		{"bound twice", []string{"-b", d + ":/mnt/x", "-b", d + ":/mnt/y", "-w", "/mnt/y"}, "/mnt/y\n/mnt/y\n", ""},
+		{"missing", []string{"-w", "/nonexistent"}, "/\n/\n", `can't chdir("/nonexistent") in the guest rootfs: no such file or directory`},
+		{"a file", []string{"-w", "/fx/dir/file"}, "/\n/\n", `can't chdir("/fx/dir/file") in the guest rootfs: not a directory`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := append([]string{"env", "PWD=/host/pwd", bin, "run", "-r", root}, tc.args...)
+			res := run(t, "", append(append(argv, "--"), show...)...)
+			if res.Code != 0 || res.Stdout != tc.stdout || !strings.Contains(res.Stderr, tc.stderr) || (tc.stderr == "") != (res.Stderr == "") {
+				t.Errorf("got %s\nwant stdout %q, stderr containing %q", res, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}

@@ -230,11 +230,17 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		if !filepath.IsAbs(want) {
 			want = filepath.Join(cwd, want)
 		}
-		cwd = want
+		cwd = filepath.Clean(want)
 	}
-	cwdHost, err := m.Resolve(pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}, "/", cwd, true)
+	pwd := cwd // $PWD: the directory as named, as after a shell's cd
+	// The guest path is the one the walk took, as the kernel's getcwd
+	// gives it (a directory bound at two guest paths is where -w said).
+	self := pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}
+	r, err := m.Lookup(self, "/", cwd, pathmap.Follow|pathmap.WantGuest)
+	cwdHost := r.Host
 	if err == nil {
-		if st, err2 := os.Stat(cwdHost); err2 != nil || !st.IsDir() {
+		var st unix.Stat_t
+		if err = unix.Stat(cwdHost, &st); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			err = unix.ENOTDIR
 		}
 	}
@@ -242,13 +248,15 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		if o.CwdSet {
 			warnf("can't chdir(\"%s\") in the guest rootfs: %v; using \"/\"", cwd, err)
 		}
-		cwd = "/"
-		cwdHost, _ = m.Resolve(pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}, "/", "/", true)
-	} else if g, ok := m.ToGuest(filepath.Clean(cwdHost)); ok {
-		cwd = g
+		cwd, pwd = "/", "/"
+		cwdHost, _ = m.Resolve(self, "/", "/", true)
+	} else if r.Guest != "" {
+		cwd = r.Guest
 	}
 
-	env := os.Environ()
+	// $PWD is the guest's directory as -w named it, as a shell's cd sets it
+	// (getcwd gives cwd, without symlinks).
+	env := withEnv(os.Environ(), "PWD", pwd)
 	argv := o.Command
 	path := ""
 	if len(argv) == 0 {
@@ -316,6 +324,26 @@ func spinEnv() time.Duration {
 		return -1
 	}
 	return time.Duration(v) * time.Microsecond
+}
+
+// withEnv returns env with name set to value (replaced where it is, else
+// added at the end).
+func withEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	set := false
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			if set {
+				continue
+			}
+			kv, set = name+"="+value, true
+		}
+		out = append(out, kv)
+	}
+	if !set {
+		out = append(out, name+"="+value)
+	}
+	return out
 }
 
 // lookPath searches the guest's PATH for an executable regular file.
