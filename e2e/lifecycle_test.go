@@ -240,12 +240,37 @@ func TestStage2(t *testing.T) {
 	if err := os.WriteFile(other, append(append([]byte{}, own...), 0), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	scripts := t.TempDir()
+	for name, text := range map[string]string{
+		"plain":       "echo plain \"$0\" \"$@\"\n",
+		"blank-bang":  "#!  \t\necho blank-bang \"$0\" \"$@\"\n",
+		"not-a-shell": "\x01\x02binary?\n",
+	} {
+		if err := os.WriteFile(filepath.Join(scripts, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, l := range []string{"", same, other} {
 		env := []string{"env", "PROOT_LOADER=" + l}
 		if l == "" {
 			env = []string{"env", "-u", "PROOT_LOADER"}
 		}
-		res := run(t, "", append(env, bin, "run", "-r", g.Root, "-b", "/proc", "--", "/bin/sh", "-c", "echo ok; grep ^Seccomp: /proc/self/status")...)
+		// The first command starts as execvp starts it: a script without #! (or with
+		// only blanks after it) runs with /bin/sh, as proot, env and nohup run it.
+		for _, s := range []struct{ name, stdout string }{
+			{"plain", "plain /s/plain a b\n"},
+			{"blank-bang", "blank-bang /s/blank-bang a b\n"},
+		} {
+			res := run(t, "", append(env, bin, "run", "-r", g.Root, "-b", scripts+":/s", "--", "/s/"+s.name, "a", "b")...)
+			if res.Code != 0 || res.Stdout != s.stdout {
+				t.Errorf("PROOT_LOADER=%q, script %s: %s\nwant stdout %q", l, s.name, res, s.stdout)
+			}
+		}
+		res := run(t, "", append(env, bin, "run", "-r", g.Root, "-b", scripts+":/s", "--", "/s/not-a-shell")...)
+		if res.Code == 0 || !strings.Contains(res.Stderr, "/s/not-a-shell") {
+			t.Errorf("PROOT_LOADER=%q, a binary file /bin/sh cannot run: %s\nwant sh's failure", l, res)
+		}
+		res = run(t, "", append(env, bin, "run", "-r", g.Root, "-b", "/proc", "--", "/bin/sh", "-c", "echo ok; grep ^Seccomp: /proc/self/status")...)
 		if res.Code != 0 || res.Stdout != "ok\nSeccomp:\t2\n" {
 			t.Errorf("PROOT_LOADER=%q: %s\nwant ok and a seccomp filter", l, res)
 		}

@@ -21,7 +21,9 @@ const Stage2Name = "droidroot-stage2"
 // Stage2 runs in the freshly started child: it waits on fd 3 until the
 // tracer has attached and sent the filter, installs it and execs the guest
 // program (os.Args[1]) with argv os.Args[2:]. The exec itself is the first
-// traced call, so the guest path is translated like any other exec.
+// traced call, so the guest path is translated like any other exec. A
+// program the kernel cannot exec (ENOEXEC: a script without #!) runs as
+// /bin/sh os.Args[1] os.Args[3:]..., as execvp runs it.
 func Stage2() {
 	f := os.NewFile(3, "stage2")
 	var hdr [4]byte
@@ -54,6 +56,10 @@ func Stage2() {
 		os.Exit(125)
 	}
 	err := syscall.Exec(os.Args[1], os.Args[2:], os.Environ())
+	if err == syscall.ENOEXEC {
+		// A script without #!: run it with /bin/sh, as execvp does.
+		syscall.Exec("/bin/sh", append([]string{"/bin/sh", os.Args[1]}, os.Args[3:]...), os.Environ())
+	}
 	fmt.Fprintf(os.Stderr, "droidroot: %s: %v\n", os.Args[1], err)
 	switch err {
 	case syscall.ENOENT:

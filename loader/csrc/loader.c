@@ -576,7 +576,9 @@ void loader_main(const struct dr_load_script *s)
  * the tracer forks and execs the loader this way, attaches to it, and sends the seccomp
  * filter over fd 3 (a 32-bit little-endian byte count, then the sock_filter array; 0
  * bytes: no filter, every call stops). Stage 2 installs it and execs argv[1] with
- * argv[2...]: that exec is the first traced call. A Go stage 2 (droidroot re-executed)
+ * argv[2...]: that exec is the first traced call; a program the kernel cannot exec
+ * (ENOEXEC: a script without #!) runs as /bin/sh argv[1] argv[3...], as execvp runs
+ * it. A Go stage 2 (droidroot re-executed)
  * does the same for a loader that is not droidroot's own; this one spares a second Go
  * runtime start. If fd 3 ends early the tracer died before attaching: never run untraced.
  */
@@ -678,5 +680,17 @@ void stage2_main(uint64_t *sp)
 	if (argc < 3)
 		die_status(125, "stage 2", "no program to run", 0, 0);
 	r = syscall3(SYS_execve, argv[1], argv + 2, envp);
+	if (r == -8) {
+		/* ENOEXEC (a script without #!): run it with /bin/sh, as execvp does. */
+		char *sh_argv[argc];
+		uint64_t i, j = 0;
+
+		sh_argv[j++] = "/bin/sh";
+		sh_argv[j++] = argv[1];
+		for (i = 3; i < argc; i++)
+			sh_argv[j++] = argv[i];
+		sh_argv[j] = 0;
+		syscall3(SYS_execve, "/bin/sh", sh_argv, envp);
+	}
 	exec_failed(argv[1], r);
 }
