@@ -31,6 +31,11 @@ func TestCLIErrors(t *testing.T) {
 		{"rootfs is a file", []string{bin, "run", "-r", root + "/fx/dir/file", "--", "/bin/true"}, 1, "not a directory", "", ""},
 		{"unknown option", []string{bin, "run", "--frobnicate", "/bin/true"}, 1, `unknown option "--frobnicate"`, "", ""},
 		{"missing bind source", []string{bin, "run", "-r", root, "-b", "/nonexistent/src:/mnt/x", "--", "/bin/echo", "ran"}, 0, "warning: can't bind /nonexistent/src", "ran\n", ""},
+		// A bind with no host or guest path is reported and left out (":/x" once bound the cwd).
+		{"empty bind", []string{bin, "run", "-r", root, "-b", "", "--", "/bin/echo", "ran"}, 0, `warning: can't bind "": empty binding`, "ran\n", ""},
+		{"bind ':'", []string{bin, "run", "-r", root, "-b", ":", "--", "/bin/echo", "ran"}, 0, `warning: can't bind ":": no host path before ':'`, "ran\n", ""},
+		{"bind without host", []string{bin, "run", "-r", root, "-b", ":/mnt/x", "--", "/bin/sh", "-c", "test -e /mnt/x || echo unbound"}, 0, `warning: can't bind ":/mnt/x": no host path before ':'`, "unbound\n", ""},
+		{"bind without guest", []string{bin, "run", "-r", root, "-b", "/tmp:", "--", "/bin/echo", "ran"}, 0, `warning: can't bind "/tmp:": no guest path after ':'`, "ran\n", ""},
 		{"command not found", []string{bin, "run", "-r", root, "--", "no-such-command"}, 1, "no-such-command: command not found", "", ""},
 		{"proot name, no command: /bin/sh as -sh", []string{proot, "-r", root}, 0, "", "-sh\n", "echo $0\n"},
 		{"proot option first", []string{bin, "-r", root, "/bin/echo", "as proot"}, 0, "", "as proot\n", ""},

@@ -16,6 +16,10 @@ type Bind struct {
 	// Optional binds (-R and -S's standard set) are skipped silently when
 	// HOST does not exist.
 	Optional bool
+	// Bad says what is wrong with the binding's syntax ("": nothing): an
+	// empty HOST or GUEST. Such a binding is reported and left out, as
+	// proot does; Spec is then the argument as given.
+	Bad, Spec string
 }
 
 // Options is a parsed proot command line.
@@ -125,12 +129,24 @@ func parseChangeID(v string) (uid, gid uint32, err error) {
 // parseBind splits HOST[:GUEST][!] on the first ':'.
 func parseBind(v string) Bind {
 	b := Bind{}
+	spec := v
 	if strings.HasSuffix(v, "!") && len(v) > 1 {
 		b.NoDeref = true
 		v = v[:len(v)-1]
 	}
 	host, guest, ok := strings.Cut(v, ":")
-	if !ok || guest == "" {
+	switch {
+	case host == "" && !ok:
+		b.Bad = "empty binding"
+	case host == "":
+		b.Bad = "no host path before ':'"
+	case ok && guest == "":
+		b.Bad = "no guest path after ':'"
+	}
+	if b.Bad != "" {
+		b.Spec = spec
+	}
+	if !ok {
 		guest = host
 	}
 	b.Host, b.Guest = host, guest

@@ -94,3 +94,26 @@ func TestSpinEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestParseBind: -b's HOST[:GUEST][!] split on the first ':', and the syntax errors that
+// are reported (not taken as the cwd, as an empty HOST would be).
+func TestParseBind(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Bind
+	}{
+		{"/dev", Bind{Host: "/dev", Guest: "/dev"}},
+		{"/a:/b", Bind{Host: "/a", Guest: "/b"}},
+		{"/a:/b:c", Bind{Host: "/a", Guest: "/b:c"}},
+		{"/a:/b!", Bind{Host: "/a", Guest: "/b", NoDeref: true}},
+		{"rel:g", Bind{Host: "rel", Guest: "g"}},
+		{"", Bind{Bad: "empty binding", Spec: ""}},
+		{":", Bind{Bad: "no host path before ':'", Spec: ":"}},
+		{":/x", Bind{Guest: "/x", Bad: "no host path before ':'", Spec: ":/x"}},
+		{"/x:", Bind{Host: "/x", Bad: "no guest path after ':'", Spec: "/x:"}},
+	} {
+		if diff := cmp.Diff(tc.want, parseBind(tc.in)); diff != "" {
+			t.Errorf("parseBind(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}

@@ -179,6 +179,10 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	}
 	var binds []pathmap.Binding
 	for _, b := range o.Binds {
+		if b.Bad != "" {
+			warnf("can't bind %q: %s (ignored; want HOST or HOST:GUEST)", b.Spec, b.Bad)
+			continue
+		}
 		host := b.Host
 		if !filepath.IsAbs(host) {
 			host = filepath.Join(hostCwd, host)
