@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -200,6 +201,32 @@ i=0; while [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done; echo done`
 	want := []string{"SigIgn:\t0000000000000000", "SigCgt:\t0000000000000000", "ready", "int", "done"}
 	if diff := cmp.Diff(want, got); diff != "" || err != nil {
 		t.Errorf("guest output (-want +got):\n%s\nexit: %v, stderr: %q", diff, err, stderr.String())
+	}
+}
+
+// TestLargeArgs: an exec with about 1 MB of arguments (16,000 of 61 bytes, under the
+// kernel's limits) runs, as the first command and as an exec inside the guest. After such an
+// exec the kernel maps no stack below the stack pointer, where the load script once went.
+func TestLargeArgs(t *testing.T) {
+	g := busyboxGuest(t)
+	args := make([]string, 16000)
+	for i := range args {
+		args[i] = strings.Repeat("x", 55) + fmt.Sprintf("%05d", i)
+	}
+	want := strings.Join(args, " ") + "\n"
+	for _, tc := range []struct {
+		name string
+		cmd  []string
+	}{
+		{"first command", []string{"/bin/echo"}},
+		{"exec in the guest", []string{"/bin/sh", "-c", `exec /bin/echo "$@"`, "sh"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := viaDroidroot(t, g, "", append(tc.cmd, args...)...)
+			if res.Code != 0 || res.Stdout != want {
+				t.Errorf("exit %d, stdout %d bytes (want %d), stderr %q", res.Code, len(res.Stdout), len(want), res.Stderr)
+			}
+		})
 	}
 }
 

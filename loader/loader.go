@@ -57,8 +57,9 @@ const MaxScriptSize = 64 * 1024
 // and the stack pointer the kernel gave the loader.
 const ScriptGap = 4096
 
-// LoadAddress is where the loader's single PT_LOAD (its code and read-only data)
-// is linked on both architectures: 128 GiB, clear of non-PIE programs at 0x400000,
+// LoadAddress is where the loader's image (its code and read-only data, then the
+// 64 KiB bss that holds the load script and the loader's stack) is linked on both
+// architectures: 128 GiB, clear of non-PIE programs at 0x400000,
 // of the kernel's PIE and mmap bases, and inside a 39-bit arm64 address space. The
 // kernel puts the brk heap right after it.
 const LoadAddress uint64 = 0x2000000000
@@ -137,8 +138,10 @@ func (s Script) Encode(originalSP uint64) []byte {
 
 // Address returns where to write a load script of size bytes for a loader whose
 // kernel-given stack pointer is originalSP: 16-byte aligned, at least ScriptGap
-// bytes below originalSP. The kernel maps 128 KiB of stack below the initial sp,
-// and the loader runs its own code on the stack below the script.
+// bytes below originalSP; the loader runs its own code on the stack below the
+// script. The tracer uses it only for a loader without a script area (its bss,
+// see the tracer's readLoaderImage): after an exec with a large argument list the
+// kernel maps no stack below the initial sp.
 func Address(originalSP uint64, size int) uint64 {
 	return (originalSP - ScriptGap - uint64(size)) &^ 15
 }

@@ -198,7 +198,14 @@ func (t *Tracer) execEvent(th *Thread) {
 	}
 	sp := r.SP()
 	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids}.Encode(sp)
+	// The top of the loader's script area when it has one and the script
+	// leaves the loader its stack there (the loader runs just below the
+	// script): below sp, the stack is not mapped after an exec with large
+	// arguments.
 	addr := loader.Address(sp, len(script))
+	if uint64(len(script))+loaderStack <= t.scriptAreaSize {
+		addr = (t.scriptArea + t.scriptAreaSize - uint64(len(script))) &^ 15
+	}
 	if err := writeMem(th.Tid, addr, script); err != nil {
 		t.warnOnce("script", "cannot hand the load script to process %d: %v", th.Tid, err)
 		unix.Kill(th.Tid, unix.SIGKILL)

@@ -91,6 +91,9 @@ type Tracer struct {
 	killed bool
 	// loaderLo, loaderHi bound the loader's mapped image.
 	loaderLo, loaderHi uint64
+	// scriptArea is where the load script goes in an exec'd loader (its
+	// bss), scriptAreaSize its size; 0 when the loader has none.
+	scriptArea, scriptAreaSize uint64
 	// spin is how long waitNext polls before it blocks (0: never);
 	// spinning is set while stops come quickly.
 	spin     time.Duration
@@ -140,13 +143,48 @@ func New(cfg Config) (*Tracer, error) {
 		}
 	}
 	if cfg.Loader != "" {
-		lo, hi, err := imageRange(cfg.Loader)
+		img, err := readLoaderImage(cfg.Loader)
 		if err != nil {
 			return nil, fmt.Errorf("loader %s: %w", cfg.Loader, err)
 		}
-		t.loaderLo, t.loaderHi = lo, hi
+		t.loaderLo, t.loaderHi = img.lo, img.hi
+		t.scriptArea, t.scriptAreaSize = img.area, img.areaSize
 	}
 	return t, nil
+}
+
+// loaderStack is the stack the loader is left below its script in the
+// script area (it uses a few hundred bytes).
+const loaderStack = 16 << 10
+
+// loaderImage is what the tracer needs of the loader's ELF image.
+type loaderImage struct {
+	lo, hi         uint64 // the address range of its PT_LOAD segments
+	area, areaSize uint64 // its writable, file-less segment (the script area), 0 if none
+}
+
+// readLoaderImage reads the loader's image: its address range (see
+// imageRange) and its script area, a PT_LOAD that is writable and all bss
+// (loader/csrc/loader.c's dr_script_area; an older or foreign PROOT_LOADER
+// may have none: the script then goes below the stack pointer).
+func readLoaderImage(path string) (loaderImage, error) {
+	var img loaderImage
+	lo, hi, err := imageRange(path)
+	if err != nil {
+		return img, err
+	}
+	img.lo, img.hi = lo, hi
+	f, err := elf.Open(path)
+	if err != nil {
+		return img, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_W != 0 && p.Filesz == 0 && p.Memsz >= 4096 {
+			img.area, img.areaSize = p.Vaddr, p.Memsz
+		}
+	}
+	return img, nil
 }
 
 // imageRange returns the address range the PT_LOAD segments of a

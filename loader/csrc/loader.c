@@ -104,9 +104,36 @@ struct image {
 	int exec_stack; /* PT_GNU_STACK asks for an executable stack */
 };
 
+/*
+ * Where the tracer writes the load script (loader.ScriptArea): the loader's only
+ * writable data, a .bss the kernel maps with the image. The stack below sp is not a
+ * place for it: after an exec with a large argument list (about 1 MB) the kernel maps
+ * no stack below sp, and a remote write (process_vm_writev, PTRACE_POKEDATA) does not
+ * grow the stack. The tracer puts the script at its top, and the loader's code runs on
+ * the rest, below it. "retain": kept by --gc-sections, though no code names it.
+ */
+#define DR_SCRIPT_AREA_SIZE 65536
+char dr_script_area[DR_SCRIPT_AREA_SIZE] __attribute__((aligned(4096), used, retain));
+
 /* Bounds of the loader's own image, from the default linker script. */
 extern char __executable_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
+
+/*
+ * grow_stack gives the stack the 128 KiB below sp that the kernel maps at an ordinary
+ * exec (fs/exec.c, setup_arg_pages) but not after one with a large argument list: the
+ * tracer writes translated paths just below a thread's sp, and a remote write does not
+ * grow the stack. A read fault in each page grows the mapping and maps the zero page:
+ * no memory is used.
+ */
+#define DR_STACK_EXPAND 131072
+static void grow_stack(uint64_t sp)
+{
+	uint64_t a;
+
+	for (a = sp & ~(uint64_t)4095; a + DR_STACK_EXPAND > sp; a -= 4096)
+		(void)*(volatile const char *)(a - 1);
+}
 
 void loader_main(const struct dr_load_script *script) __attribute__((noreturn, used));
 void stage2_main(uint64_t *sp) __attribute__((noreturn, used));
@@ -568,6 +595,7 @@ void loader_main(const struct dr_load_script *s)
 		syscall2(SYS_prctl, PR_SET_NAME, (long)comm);
 	}
 
+	grow_stack(s->original_sp);
 	dr_jump(entry, s->original_sp);
 }
 
@@ -679,6 +707,7 @@ void stage2_main(uint64_t *sp)
 	}
 	if (argc < 3)
 		die_status(125, "stage 2", "no program to run", 0, 0);
+	grow_stack((uint64_t)sp); /* the tracer writes the translated path below sp */
 	r = syscall3(SYS_execve, argv[1], argv + 2, envp);
 	if (r == -8) {
 		/* ENOEXEC (a script without #!): run it with /bin/sh, as execvp does. */
