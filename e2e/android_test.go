@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -125,7 +126,7 @@ git log --format='%H %s'; git status --porcelain`,
 mkdir -p src/d; echo a >src/a; ln -s a src/l; ln src/a src/h; echo b >src/d/b
 tar -czf a.tgz src; mkdir out; tar -C out -xzf a.tgz
 diff -r src out/src && echo same; tar -tzf a.tgz | sort`,
-		"threads": `/mnt/progs/threads.dyn -t 8 -n 200 /usr/bin/python3 /bin/sh /tmp /etc/alternatives/awk`,
+		"threads": `/mnt/progs/threads.dyn -t 8 -n ` + strconv.Itoa(threadRounds(200)) + ` /usr/bin/python3 /bin/sh /tmp /etc/alternatives/awk`,
 	}
 	for _, name := range []string{"python3", "git", "tar", "threads"} {
 		t.Run(name, func(t *testing.T) {

@@ -184,12 +184,8 @@ func TestThreads(t *testing.T) {
 	g := busyboxGuest(t)
 	droidrootBin(t)
 	paths := []string{"/fx/abs", "/fx/dir/file", "/mnt/b1/f", "/mnt/b1/up", "/fx/loop1", "/fx/chain1", "/mnt/b1/nested/dotdot"}
-	// 8 threads racing on 7 paths; -short (the arm64 VM, where TCG makes a traced call ~20
-	// times dearer) runs fewer rounds of the same races: 16,800 calls a program, not 50,400.
-	n := 300
-	if testing.Short() {
-		n = 100
-	}
+	// 8 threads racing on 7 paths: 50,400 calls a program (16,800 with -short).
+	n := threadRounds(300)
 	for _, prog := range []string{"threads", "threads.pie", "threads.dyn"} {
 		t.Run(prog, func(t *testing.T) {
 			want := fmt.Sprintf("threads=8 iterations=%d paths=7 ok\n", n)

@@ -322,3 +322,13 @@ func makeTree(t testing.TB, dir string, files tree) {
 		}
 	}
 }
+
+// threadRounds is how many rounds a threaded guest program runs: n, or a third of it with
+// -short (the arm64 VM, where TCG makes a traced call ~20 times dearer), the same races in
+// fewer rounds.
+func threadRounds(n int) int {
+	if testing.Short() {
+		return max(n/3, 1)
+	}
+	return n
+}

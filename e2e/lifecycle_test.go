@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -227,6 +228,36 @@ func TestLargeArgs(t *testing.T) {
 				t.Errorf("exit %d, stdout %d bytes (want %d), stderr %q", res.Code, len(res.Stdout), len(want), res.Stderr)
 			}
 		})
+	}
+}
+
+// TestLoaderMessagesNameGuestPaths: when the loader cannot load a program (here, one whose
+// PT_INTERP names a file that is not ELF), its message names guest paths, never droidroot's
+// host paths into the rootfs or a bind.
+func TestLoaderMessagesNameGuestPaths(t *testing.T) {
+	g := busyboxGuest(t)
+	prog, err := os.ReadFile(filepath.Join(g.Root, "progs/pathprobe.dyn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same length, NUL-padded: /fx/dir/file is a text file in the rootfs.
+	bad := "/fx/dir/file" + strings.Repeat("\x00", len(glibc.Interp)-len("/fx/dir/file"))
+	patched := bytes.Replace(prog, []byte(glibc.Interp+"\x00"), []byte(bad+"\x00"), 1)
+	if bytes.Equal(patched, prog) {
+		t.Fatalf("no PT_INTERP %q in pathprobe.dyn", glibc.Interp)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "badinterp"), patched, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.Binds = append(g.Binds, dir+":/mnt/bad")
+	res := viaDroidroot(t, g, "", "/mnt/bad/badinterp")
+	want := "droidroot loader: interpreter: not an ELF file: /fx/dir/file\n"
+	if res.Code == 0 || res.Stderr != want {
+		t.Errorf("got %s\nwant a failure and stderr %q", res, want)
+	}
+	if strings.Contains(res.Stderr, g.Root) || strings.Contains(res.Stderr, dir) {
+		t.Errorf("a host path in the message: %q", res.Stderr)
 	}
 }
 

@@ -102,6 +102,7 @@ struct image {
 	uint64_t phnum;
 	int has_interp; /* has a PT_INTERP */
 	int exec_stack; /* PT_GNU_STACK asks for an executable stack */
+	char interp[256]; /* the PT_INTERP path (a guest path), "" if none or longer */
 };
 
 /*
@@ -346,8 +347,12 @@ static uint64_t reserve(uint64_t len, uint64_t align, uint64_t pagesz, const cha
 	return base;
 }
 
-/* Open path, check it is an ELF file for this machine, map its PT_LOADs. */
-static void load_image(const char *path, const char *role, uint64_t pagesz, struct image *im)
+/*
+ * Open host, check it is an ELF file for this machine, map its PT_LOADs. Messages name
+ * the file path: its guest path, never droidroot's host path.
+ */
+static void load_image(const char *host, const char *path, const char *role, uint64_t pagesz,
+		       struct image *im)
 {
 	struct elf_ehdr eh;
 	const struct elf_phdr *phdrs, *ph, *first = 0;
@@ -357,7 +362,7 @@ static void load_image(const char *path, const char *role, uint64_t pagesz, stru
 	long fd, r;
 	unsigned i;
 
-	fd = syscall4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	fd = syscall4(SYS_openat, AT_FDCWD, host, O_RDONLY | O_CLOEXEC, 0);
 	if (failed(fd))
 		die(role, "cannot open", fd, path);
 	r = (long)pread_full((int)fd, &eh, sizeof eh, 0, role, path);
@@ -386,6 +391,7 @@ static void load_image(const char *path, const char *role, uint64_t pagesz, stru
 
 	im->has_interp = 0;
 	im->exec_stack = 0;
+	im->interp[0] = 0;
 	for (i = 0, ph = phdrs; i < eh.e_phnum; i++, ph++) {
 		switch (ph->p_type) {
 		case PT_LOAD:
@@ -404,6 +410,11 @@ static void load_image(const char *path, const char *role, uint64_t pagesz, stru
 			break;
 		case PT_INTERP:
 			im->has_interp = 1;
+			if (ph->p_filesz < sizeof im->interp &&
+			    pread_full((int)fd, im->interp, ph->p_filesz, ph->p_offset, role, path) == ph->p_filesz)
+				im->interp[ph->p_filesz] = 0;
+			else
+				im->interp[0] = 0;
 			break;
 		case PT_PHDR:
 			have_phdr = 1;
@@ -503,12 +514,12 @@ void loader_main(const struct dr_load_script *s)
 			pagesz = a[1];
 
 	/* Like the kernel, use an interpreter only if the program has a PT_INTERP. */
-	load_image(program, "program", pagesz, &prog);
+	load_image(program, execfn, "program", pagesz, &prog);
 	entry = prog.entry;
 	if (prog.has_interp) {
 		if (!interp)
-			die("program", "has a PT_INTERP but the load script names no interpreter", 0, program);
-		load_image(interp, "interpreter", pagesz, &ld);
+			die("program", "has a PT_INTERP but the load script names no interpreter", 0, execfn);
+		load_image(interp, prog.interp[0] ? prog.interp : execfn, "interpreter", pagesz, &ld);
 		entry = ld.entry;
 		base = ld.bias;
 	}
