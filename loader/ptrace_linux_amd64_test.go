@@ -353,20 +353,22 @@ func TestTracedErrors(t *testing.T) {
 		mutate  func([]byte)
 		message string
 	}{
+		// Messages name the program by its guest path (ExecFn) and the interpreter by the
+		// program's PT_INTERP, never by the host paths the script gives.
 		{"missing program", &Script{Program: missing, ExecFn: "/bin/x"}, nil,
-			"program: cannot open (errno 2): " + missing},
+			"program: cannot open (errno 2): /bin/x"},
 		{"missing interpreter", &Script{Program: dynamic, Interp: missing, ExecFn: "/bin/x"}, nil,
-			"interpreter: cannot open (errno 2): " + missing},
+			"interpreter: cannot open (errno 2): " + ptInterp(t, dynamic)},
 		{"interpreter not given", &Script{Program: dynamic, ExecFn: "/bin/x"}, nil,
-			"program: has a PT_INTERP but the load script names no interpreter: " + dynamic},
+			"program: has a PT_INTERP but the load script names no interpreter: /bin/x"},
 		{"not ELF", &Script{Program: text, ExecFn: "/bin/x"}, nil,
-			"program: not an ELF file: " + text},
+			"program: not an ELF file: /bin/x"},
 		{"other architecture", &Script{Program: foreign, ExecFn: "/bin/x"}, nil,
-			"program: ELF file for another architecture: " + foreign},
+			"program: ELF file for another architecture: /bin/x"},
 		{"truncated", &Script{Program: short, ExecFn: "/bin/x"}, nil,
-			"program: file too short: " + short},
+			"program: file too short: /bin/x"},
 		{"directory", &Script{Program: ps.dir, ExecFn: "/bin/x"}, nil,
-			"program: cannot read (errno 21): " + ps.dir},
+			"program: cannot read (errno 21): /bin/x"},
 		{"no script", nil, nil,
 			"no load script (the loader is started by droidroot, not directly)"},
 		{"bad magic", &Script{Program: static, ExecFn: "/bin/x"}, func(b []byte) { b[0] ^= 0xff },
@@ -453,4 +455,25 @@ func checkEntryRegs(t *testing.T, run tracedRun, interp string, dynamic bool) {
 	if f := r.Eflags & 0xcd5; f != 0 {
 		t.Errorf("entered with eflags %#x", r.Eflags)
 	}
+}
+
+// ptInterp returns the PT_INTERP path of the ELF file path.
+func ptInterp(t *testing.T, path string) string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimRight(string(b), "\x00")
+		}
+	}
+	t.Fatalf("%s has no PT_INTERP", path)
+	return ""
 }

@@ -60,7 +60,7 @@ func TestSelftest(t *testing.T) {
 				if !errors.As(err, &ee) || ee.ExitCode() != 127 {
 					t.Errorf("%v, want exit 127", err)
 				}
-				if want := "droidroot loader: program: cannot open (errno 2): " + missing + "\n"; string(out) != want {
+				if want := "droidroot loader: program: cannot open (errno 2): /x\n"; string(out) != want {
 					t.Errorf("output %q, want %q", out, want)
 				}
 			})
