@@ -97,9 +97,16 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 	return target, 0
 }
 
-// getcwd answers getcwd(buf, size) with the guest's current directory.
+// getcwd answers getcwd(buf, size) with the guest's current directory,
+// or ENOENT, as the kernel does, when that directory has been removed (a
+// removed directory has no links left).
 func getcwd(c *tracer.Call) {
 	cwd := guestCwd(c)
+	var st unix.Stat_t
+	if unix.Stat(procCwd(c.Tid()), &st) == nil && st.Nlink == 0 {
+		c.Fail(unix.ENOENT)
+		return
+	}
 	if len(cwd)+1 > tracer.PathMax {
 		c.Fail(unix.ENAMETOOLONG)
 		return
