@@ -1,6 +1,7 @@
 package emul
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -439,9 +440,13 @@ func pathHandler(args ...pathArg) tracer.Handler {
 	}}
 }
 
-// entryHandler is pathHandler for calls that remove or rename directory
-// entries: a bind mount point is busy (EBUSY), and when two paths are given
-// they must be on the same mount (EXDEV), as the kernel says for real binds.
+// entryHandler is pathHandler for calls that remove, rename or link
+// directory entries (unlink, rmdir, rename, link and their *at forms), with
+// the kernel's answers for real bind mounts, in its order: removing a mount
+// point is EBUSY; a rename checks its parents' mounts (EXDEV), then that the
+// source exists (ENOENT), then that neither entry is a mount point (EBUSY);
+// a link checks that the source exists, then that the new name does not
+// (EEXIST: a mount point always does), then the mounts (EXDEV).
 func entryHandler(args ...pathArg) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var ts [2]translated
@@ -453,20 +458,63 @@ func entryHandler(args ...pathArg) tracer.Handler {
 				c.Fail(errno)
 				return
 			}
-			if t.res.MountPoint && a.follow(c, t.guest)&pathmap.Entry != 0 {
-				c.Fail(unix.EBUSY)
-				return
-			}
 			ts[k] = t
 		}
-		if len(args) == 2 && !ts[0].skip && !ts[1].skip {
-			if mountOf(c.Mapper(), ts[0].res.Guest) != mountOf(c.Mapper(), ts[1].res.Guest) {
-				c.Fail(unix.EXDEV)
-				return
-			}
+		if errno := entryErrno(c, args, ts[:len(args)]); errno != 0 {
+			c.Fail(errno)
+			return
 		}
 		writeArgs(c, args, ts[:len(args)])
 	}}
+}
+
+// entryErrno is what the kernel answers an entry call whose arguments
+// translate to ts because of mount points (see entryHandler), or 0 when the
+// call can go to the kernel.
+func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
+	mp := func(k int) bool { return ts[k].res.MountPoint && args[k].follow(c, ts[k].guest)&pathmap.Entry != 0 }
+	if len(args) == 1 {
+		if mp(0) {
+			return unix.EBUSY
+		}
+		return 0
+	}
+	if ts[0].skip || ts[1].skip {
+		return 0
+	}
+	m := c.Mapper()
+	// The mount an entry's name is in: its parent's, for a mount point.
+	parentMount := func(k int) string {
+		if ts[k].res.MountPoint {
+			return mountOf(m, filepath.Dir(ts[k].res.Guest))
+		}
+		return mountOf(m, ts[k].res.Guest)
+	}
+	missing := func() bool {
+		var st unix.Stat_t
+		return unix.Lstat(tracerPath(c, args[0], ts[0]), &st) == unix.ENOENT
+	}
+	if args[0].follow(c, ts[0].guest)&pathmap.Entry != 0 { // rename: the source is a name too
+		switch {
+		case parentMount(0) != parentMount(1):
+			return unix.EXDEV
+		case (mp(0) || mp(1)) && missing():
+			return unix.ENOENT
+		case mp(0) || mp(1):
+			return unix.EBUSY
+		}
+		return 0
+	}
+	// link: the source is a file, on its own mount.
+	switch {
+	case mp(1) && missing():
+		return unix.ENOENT
+	case mp(1):
+		return unix.EEXIST
+	case mountOf(m, ts[0].res.Guest) != parentMount(1):
+		return unix.EXDEV
+	}
+	return 0
 }
 
 // mountOf names the mount a canonical guest path lies on: the deepest
