@@ -3,6 +3,7 @@ package emul
 import (
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
+	"golang.org/x/sys/unix"
 )
 
 // decl declares one syscall once: its path arguments (how each is found
@@ -56,6 +57,27 @@ func baseHandler(h tracer.Handler) func(*Emulation, decl) tracer.Handler {
 // of a run share.
 func baseSocket(f func(s *sockets) tracer.Handler) func(*Emulation, decl) tracer.Handler {
 	return func(e *Emulation, _ decl) tracer.Handler { return f(e.socks) }
+}
+
+// baseInotifyAddWatch is inotify_add_watch's: the kernel checks its fd
+// (EBADF, then EINVAL for one that is not an inotify instance) before it
+// reads the path, so the tracer does too.
+func baseInotifyAddWatch(_ *Emulation, d decl) tracer.Handler {
+	h := pathHandler(d.args...)
+	enter := h.Enter
+	h.Enter = func(c *tracer.Call) {
+		fd := int(int32(c.Arg(0)))
+		target, err := readlinkHost(procFd(c.Tid(), fd))
+		switch {
+		case fd < 0 || err != nil:
+			c.Fail(unix.EBADF)
+		case target != "anon_inode:inotify":
+			c.Fail(unix.EINVAL)
+		default:
+			enter(c)
+		}
+	}
+	return h
 }
 
 // pathDecl and entryDecl declare a call whose handler translates args (the
@@ -144,7 +166,7 @@ func declarations() map[string]decl {
 		"removexattr":  pathDecl(pathArgAt(0, always)),
 		"lremovexattr": pathDecl(pathArgAt(0, never)),
 		// watches and handles
-		"inotify_add_watch": pathDecl(pathArgAt(1, unlessFlag(2, inDontFollow))),
+		"inotify_add_watch": {args: []pathArg{pathArgAt(1, unlessFlag(2, inDontFollow))}, flagsArg: -1, base: baseInotifyAddWatch},
 		"fanotify_mark":     pathDecl(dirfdPathArg(3, 4, unlessFlag(1, fanMarkDontFollow)).null()),
 		"name_to_handle_at": pathDecl(dirfdPathArg(0, 1, ifFlag(4, atSymlinkFollow)).empty(4, atEmptyPath)),
 		// privileged

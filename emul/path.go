@@ -130,7 +130,10 @@ func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix
 // of one call share one (see pathmap.Batch).
 func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batch) (translated, unix.Errno) {
 	addr := c.Arg(a.path)
-	if addr == 0 && a.nullOK {
+	if addr == 0 && (a.nullOK || a.emptyArg >= 0 && c.Arg(a.emptyArg)&a.emptyFlag != 0) {
+		// NULL, where allowed: as an empty path with AT_EMPTY_PATH it names
+		// the dirfd (fstatat and statx from Linux 6.11; older kernels and
+		// other calls answer EFAULT): the kernel decides.
 		return translated{skip: true}, 0
 	}
 	guest, err := c.ReadPath(addr)

@@ -14,11 +14,15 @@ func access(path string) tt.Step {
 }
 
 func fstatat(dirfd tt.Arg, path string, flags int64) tt.Step {
-	name := "newfstatat"
-	if !tt.Has(name) {
-		name = "fstatat"
+	return tt.Call(fstatatName(), dirfd, tt.Str(path), tt.Out(statBufSize), tt.Int(flags))
+}
+
+// fstatatName is the native name of fstatat(2): newfstatat, or arm64's fstatat.
+func fstatatName() string {
+	if tt.Has("newfstatat") {
+		return "newfstatat"
 	}
-	return tt.Call(name, dirfd, tt.Str(path), tt.Out(statBufSize), tt.Int(flags))
+	return "fstatat"
 }
 
 func openat(dirfd tt.Arg, path string, flags int64) tt.Step {
@@ -131,6 +135,14 @@ func TestPathHandlersKernel(t *testing.T) {
 		{name: "stat truncated", step: fstatat(cwdFD, "/tmp/new", 0), stat: []int{2}},
 		{name: "chroot same root", step: tt.Call("chroot", tt.Str("/"))},
 		{name: "inotify bad fd", step: tt.Call("inotify_add_watch", tt.Int(999), tt.Str("/tmp/new"), tt.Int(unix.IN_ALL_EVENTS))},
+		// NULL with AT_EMPTY_PATH names the dirfd from Linux 6.11 (EFAULT before): the
+		// running kernel's answer, whichever it is.
+		{name: "stat NULL empty path", step: tt.Call(fstatatName(), cwdFD, tt.Int(0), tt.Out(statBufSize), tt.Int(unix.AT_EMPTY_PATH)), stat: []int{2}},
+		{name: "statx NULL empty path", step: tt.Call("statx", cwdFD, tt.Int(0), tt.Int(unix.AT_EMPTY_PATH), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256))},
+		{name: "stat NULL", step: tt.Call(fstatatName(), cwdFD, tt.Int(0), tt.Out(statBufSize), tt.Int(0))},
+		// inotify_add_watch checks the fd before it reads the path.
+		{name: "inotify not inotify, bad path", step: tt.Call("inotify_add_watch", tt.Int(0), tt.Int(1), tt.Int(unix.IN_ALL_EVENTS))},
+		{name: "inotify bad fd, bad path", step: tt.Call("inotify_add_watch", tt.Int(999), tt.Int(1), tt.Int(unix.IN_ALL_EVENTS))},
 	}
 	againstKernel(t, Config{}, "/", cases)
 }
