@@ -87,6 +87,12 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 			f.Close()
 			return q.plan(c, host, argv, argvAddr)
 		}
+		if n > 19 && elf.Class(hd[elf.EI_CLASS]) == elf.ELFCLASS32 &&
+			elf.Machine(binary.LittleEndian.Uint16(hd[18:])) == tracer.ELFMachine32 {
+			f.Close()
+			c.Tracer().WarnOnce("32-bit", "%s: a 32-bit program: droidroot runs 64-bit programs only (PROOT_LOADER_32 is accepted and not used)", filename)
+			return nil, unix.ENOEXEC
+		}
 		interpGuest, errno := elfInterp(f)
 		f.Close()
 		if errno != 0 {

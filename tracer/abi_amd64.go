@@ -12,6 +12,9 @@ import (
 // NativeABI returns the seccomp ABI of the host's native syscalls (x86_64).
 func NativeABI() *seccomp.ABI { return seccomp.X86_64 }
 
+// ELFMachine32 is the ELF machine of the host's 32-bit (compat) programs.
+const ELFMachine32 = elf.EM_386
+
 // ELFMachine is the ELF machine of the host's native programs.
 const ELFMachine = elf.EM_X86_64
 

@@ -12,6 +12,9 @@ import (
 // NativeABI returns the seccomp ABI of the host's native syscalls (aarch64).
 func NativeABI() *seccomp.ABI { return seccomp.AArch64 }
 
+// ELFMachine32 is the ELF machine of the host's 32-bit (compat) programs.
+const ELFMachine32 = elf.EM_ARM
+
 // ELFMachine is the ELF machine of the host's native programs.
 const ELFMachine = elf.EM_AARCH64
 
