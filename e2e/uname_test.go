@@ -38,6 +38,10 @@ func TestKernelRelease(t *testing.T) {
 			"guestbox\nguestbox\nguestbox\nstatus 1\nguestbox\n"},
 		{"write /proc/sys/kernel/hostname", "-k", `echo viaproc >/proc/sys/kernel/hostname && uname -n && hostname`,
 			"viaproc\nviaproc\n"},
+		// The hwcap field is AT_HWCAP in every program's auxiliary vector (glibc's
+		// LD_SHOW_AUXV prints it), also after an exec inside the guest.
+		{"hwcap", `--kernel-release=\\\\\\\abc123\`, `LD_SHOW_AUXV=1 /progs/pathprobe.dyn </dev/null | grep -cE '^AT_HWCAP: +(0x)?abc123$'; sh -c 'LD_SHOW_AUXV=1 exec /progs/pathprobe.dyn </dev/null' | grep -cE '^AT_HWCAP: +(0x)?abc123$'`,
+			"1\n1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			argv := []string{bin, "run"}

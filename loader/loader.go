@@ -77,6 +77,9 @@ type Script struct {
 	// IDs, when set, replace the credentials in the auxiliary vector (the
 	// tracer's emulated ones); nil leaves the kernel's.
 	IDs *IDs
+	// HWCap, when set, replaces AT_HWCAP (-k's hwcap field); nil leaves the
+	// kernel's.
+	HWCap *uint64
 }
 
 // IDs are the credentials a program reads from its auxiliary vector.
@@ -92,13 +95,18 @@ const FlagIDs = 1
 // IDsSize is the size of the ids block that FlagIDs announces.
 const IDsSize = 40
 
+// FlagHWCap in a script's flags says that a little-endian uint64 AT_HWCAP
+// follows the header and the ids block (if any).
+const FlagHWCap = 2
+
 // Encode returns the load script for s in the loader's layout: the header (magic,
 // size, originalSP, offsets of Program, Interp and ExecFn, flags), the ids block
-// when s.IDs is set (flags FlagIDs, else 0), then the NUL-terminated strings,
+// when s.IDs is set (flag FlagIDs), AT_HWCAP when s.HWCap is (flag FlagHWCap),
+// then the NUL-terminated strings,
 // padded to a multiple of 16 bytes. originalSP is the stack
 // pointer the kernel gave the loader, which points at argc.
 func (s Script) Encode(originalSP uint64) []byte {
-	buf := make([]byte, HeaderSize, HeaderSize+IDsSize+len(s.Program)+len(s.Interp)+len(s.ExecFn)+3+15)
+	buf := make([]byte, HeaderSize, HeaderSize+IDsSize+8+len(s.Program)+len(s.Interp)+len(s.ExecFn)+3+15)
 	le := binary.LittleEndian
 	var flags uint64
 	if s.IDs != nil {
@@ -110,6 +118,10 @@ func (s Script) Encode(originalSP uint64) []byte {
 		for _, v := range []uint64{uint64(s.IDs.UID), uint64(s.IDs.EUID), uint64(s.IDs.GID), uint64(s.IDs.EGID), secure} {
 			buf = le.AppendUint64(buf, v)
 		}
+	}
+	if s.HWCap != nil {
+		flags |= FlagHWCap
+		buf = le.AppendUint64(buf, *s.HWCap)
 	}
 	put := func(str string) uint64 {
 		off := uint64(len(buf))

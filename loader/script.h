@@ -6,8 +6,9 @@
  *   1. The tracer turns the guest's execve(path, argv, envp) into
  *      execve(LOADER, argv, envp), with argv and envp unchanged.
  *   2. At the PTRACE_EVENT_EXEC stop (pc at the loader's entry, sp at argc as the
- *      kernel set it) the tracer writes this script into the tracee's stack, below
- *      sp: 16-byte aligned and at least DR_SCRIPT_GAP bytes below sp. It puts the
+ *      kernel set it) the tracer writes this script at the top of the loader's script
+ *      area (its bss, dr_script_area), or, for a loader without one, into the stack,
+ *      16-byte aligned and at least DR_SCRIPT_GAP bytes below sp. It puts the
  *      script's address in the first argument register (rdi on x86_64, x1 on arm64: x0 gets execve's return value).
  *   3. The loader maps the program (and its interpreter), fixes the auxiliary vector
  *      in place and jumps to the entry point with sp = original_sp.
@@ -37,7 +38,7 @@ struct dr_load_script {
 	uint64_t interp;      /* offset of the HOST path of its PT_INTERP, 0 if none
 	                         (required if the program has a PT_INTERP, ignored if not) */
 	uint64_t execfn;      /* offset of the GUEST path to publish as AT_EXECFN */
-	uint64_t flags;       /* DR_FLAG_IDS or 0; other bits must be 0 */
+	uint64_t flags;       /* DR_FLAG_IDS | DR_FLAG_HWCAP or 0; other bits must be 0 */
 };
 
 /*
@@ -50,6 +51,12 @@ struct dr_load_script {
 struct dr_ids {
 	uint64_t uid, euid, gid, egid, secure;
 };
+
+/*
+ * With DR_FLAG_HWCAP in flags, a uint64_t follows the header and the ids (if any),
+ * before the strings: the loader writes it into AT_HWCAP (-k's hwcap field).
+ */
+#define DR_FLAG_HWCAP 2
 
 /* The header is 56 bytes; the Go mirror (loader.HeaderSize) relies on it. */
 typedef char dr_load_script_size_check[sizeof(struct dr_load_script) == 56 ? 1 : -1];

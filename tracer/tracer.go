@@ -57,6 +57,9 @@ type Config struct {
 	Flight bool
 	// Log receives diagnostics; nil means os.Stderr.
 	Log io.Writer
+	// HWCap, when set, is the AT_HWCAP every guest program sees (-k's hwcap
+	// field), written by the loader; nil keeps the kernel's.
+	HWCap *uint64
 	// Creds, when set, are the first guest process's emulated credentials
 	// (-0 / -i, or set*id emulation), which the loader publishes in the
 	// auxiliary vector; nil starts from droidroot's real ones, unpublished.

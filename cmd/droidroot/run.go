@@ -308,6 +308,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		Table:      em.Table,
 		State:      em,
 		Creds:      emul.InitialCreds(em.Config()),
+		HWCap:      hwcap(em.Config().Uname),
 		Android:    android,
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
@@ -328,6 +329,15 @@ func spinEnv() time.Duration {
 		return -1
 	}
 	return time.Duration(v) * time.Microsecond
+}
+
+// hwcap is the AT_HWCAP -k's hwcap field asks for, nil to keep the kernel's.
+func hwcap(u *emul.Uname) *uint64 {
+	if u == nil || u.HWCap < 0 {
+		return nil
+	}
+	v := uint64(u.HWCap)
+	return &v
 }
 
 // withEnv returns env with name set to value (replaced where it is, else

@@ -42,6 +42,7 @@
 #define AT_PAGESZ 6
 #define AT_BASE 7
 #define AT_ENTRY 9
+#define AT_HWCAP 16
 #define AT_UID 11
 #define AT_EUID 12
 #define AT_GID 13
@@ -483,6 +484,7 @@ void loader_main(const struct dr_load_script *s)
 	uint64_t *sp, *envp, *auxv, *a, pagesz = 4096, entry, base = 0, len;
 	struct image prog, ld;
 	const struct dr_ids *ids = 0;
+	const uint64_t *hwcap = 0;
 	struct dr_ids idv;
 	char *copy;
 	long r;
@@ -491,11 +493,15 @@ void loader_main(const struct dr_load_script *s)
 		die(0, "no load script (the loader is started by droidroot, not directly)", 0, 0);
 	if (s->magic != DR_SCRIPT_MAGIC)
 		die(0, "bad load script (wrong magic)", 0, 0);
-	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX || (s->flags & ~(uint64_t)DR_FLAG_IDS) ||
-	    ((s->flags & DR_FLAG_IDS) && s->size < sizeof *s + sizeof *ids))
+	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX ||
+	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP)) ||
+	    s->size < sizeof *s + ((s->flags & DR_FLAG_IDS) ? sizeof *ids : 0) +
+			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0))
 		die(0, "bad load script (size or flags)", 0, 0);
 	if (s->flags & DR_FLAG_IDS)
 		ids = (const struct dr_ids *)(s + 1);
+	if (s->flags & DR_FLAG_HWCAP)
+		hwcap = (const uint64_t *)((const char *)(s + 1) + (ids ? sizeof *ids : 0));
 	if (s->original_sp & 7 || s->original_sp < (uint64_t)s + s->size)
 		die(0, "bad load script (original sp)", 0, 0);
 	program = script_string(s, s->program);
@@ -575,6 +581,10 @@ void loader_main(const struct dr_load_script *s)
 		case AT_SECURE:
 			if (ids)
 				a[1] = ids->secure;
+			break;
+		case AT_HWCAP:
+			if (hwcap)
+				a[1] = *hwcap;
 			break;
 		}
 	}
