@@ -32,6 +32,7 @@
 #define SYS_rt_sigaction 134
 #define SYS_rt_sigreturn 139
 #define SYS_uname 160
+#define SYS_sethostname 161
 #define SYS_prctl 167
 #define SYS_getppid 173
 #define SYS_sendmsg 211

@@ -29,6 +29,7 @@
 #define SYS_chdir 80
 #define SYS_getppid 110
 #define SYS_prctl 157
+#define SYS_sethostname 170
 #define SYS_futex 202
 #define SYS_sched_setaffinity 203
 #define SYS_clock_gettime 228

@@ -87,6 +87,34 @@ func TestAndroidProbe(t *testing.T) {
 	}
 }
 
+// TestAndroidPolicyDetected: droidroot started inside an app's seccomp filter it did not
+// install (a launcher shipping the Linux build; here this test binary installs Android 12's or
+// 16's policy and execs droidroot with no --android-policy) finds out that calls Android
+// blocks trap, takes the device policy, and the guest's blocked calls are answered as on a
+// phone: the probe program's answers are the chroot oracle's.
+func TestAndroidPolicyDetected(t *testing.T) {
+	needRoot(t)
+	probes := androidProbes(t)
+	g := busyboxGuest(t)
+	g.Binds = append(g.Binds, probes+":/mnt/b2")
+	want := viaChroot(t, g, "", "/mnt/b2/androidprobe", "/tmp")
+	if want.Code != 0 || len(want.Stdout) < 100 {
+		t.Fatalf("chroot: %s", want)
+	}
+	for _, version := range []string{"12", "16"} {
+		t.Run(version, func(t *testing.T) {
+			argv := droidrootArgs(droidrootBin(t), g, "/mnt/b2/androidprobe", "/tmp")
+			res := run(t, "", androidWrapped(t, version, argv...)...)
+			if res.Code != 0 {
+				t.Fatalf("under Android %s's policy: %s", version, res)
+			}
+			if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+				t.Errorf("under Android %s's policy, not told (-chroot +droidroot):\n%s", version, diff)
+			}
+		})
+	}
+}
+
 // TestAndroidOwnSIGSYS: a guest's own seccomp filter traps a call Android allows (RET_DATA 0)
 // and one Android blocks (RET_DATA 42); under the policy both SIGSYS reach the guest's handler
 // untouched, as without it.

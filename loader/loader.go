@@ -236,3 +236,9 @@ func Extract(dir, goarch string) (string, error) {
 	}
 	return path, nil
 }
+
+// ProbeName is argv[0] that makes the loader the Android policy probe: it calls
+// sethostname(NULL, -1), which changes nothing (EPERM or EINVAL) but which
+// every Android release's app seccomp policy traps, and exits 0. A probe killed
+// by SIGSYS means the process runs under such a policy.
+const ProbeName = "droidroot-probe"

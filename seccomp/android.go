@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // The blocked-syscall lists of Android's app seccomp policy, one file per
@@ -206,4 +208,26 @@ func (p *AndroidPolicy) String() string {
 		return "the device's Android policy"
 	}
 	return "Android " + p.Version + " (" + p.Branch + ")"
+}
+
+// Install puts the calling process, every thread of it (TSYNC), under the
+// filter that reproduces p on goarch, as Android does to an app process;
+// children and their execs inherit it. It sets no_new_privs.
+func (p *AndroidPolicy) Install(goarch string) error {
+	pol, err := p.Policy(goarch)
+	if err != nil {
+		return err
+	}
+	prog, err := Build(goarch, pol)
+	if err != nil {
+		return fmt.Errorf("building the %s filter: %w", p, err)
+	}
+	raw, err := Assemble(prog)
+	if err != nil {
+		return fmt.Errorf("assembling the %s filter: %w", p, err)
+	}
+	if err := Install(raw, unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
+		return fmt.Errorf("installing the %s filter: %w", p, err)
+	}
+	return nil
 }

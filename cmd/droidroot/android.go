@@ -5,9 +5,11 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/seccomp"
 )
 
@@ -17,8 +19,10 @@ const androidEnv = "DROIDROOT_ANDROID_POLICY"
 
 // androidPolicy returns the Android policy droidroot runs under: the one
 // --android-policy or $DROIDROOT_ANDROID_POLICY names (simulated: simulate
-// is true), else on Android the device's own, else nil. "off" (or "none")
-// means none, even on a device.
+// is true), "device" for the one it runs under, else the device's own on
+// Android or when a probe finds that calls Android blocks trap (a Linux
+// build started inside an app), else nil. "off" (or "none") means none,
+// even on a device.
 func androidPolicy(o *Options) (p *seccomp.AndroidPolicy, simulate bool, err error) {
 	v, from := o.AndroidPolicy, "--android-policy"
 	if v == "" {
@@ -27,8 +31,10 @@ func androidPolicy(o *Options) (p *seccomp.AndroidPolicy, simulate bool, err err
 	switch strings.ToLower(v) {
 	case "off", "none":
 		return nil, false, nil
+	case "device":
+		return seccomp.DeviceAndroidPolicy(), false, nil
 	case "":
-		if runningOnAndroid() {
+		if runningOnAndroid() || underAndroidFilter() {
 			return seccomp.DeviceAndroidPolicy(), false, nil
 		}
 		return nil, false, nil
@@ -53,21 +59,37 @@ func runningOnAndroid() bool {
 // installAndroid puts droidroot itself, every thread of it (TSYNC), under
 // the filter that reproduces p, as Android does to an app process; the
 // guests inherit it and stage 2 stacks droidroot's own filter on top.
-func installAndroid(p *seccomp.AndroidPolicy) error {
-	pol, err := p.Policy(runtime.GOARCH)
+func installAndroid(p *seccomp.AndroidPolicy) error { return p.Install(runtime.GOARCH) }
+
+// underAndroidFilter reports whether droidroot runs under a seccomp filter it
+// did not install that traps what Android's app policy blocks. A filter
+// alone says little (Docker, Flatpak, systemd and a nested droidroot install
+// them too), and a trapped call would kill droidroot's own Go runtime: a
+// child, droidroot's libc-free loader as loader.ProbeName, makes such a call,
+// and a death by SIGSYS answers.
+func underAndroidFilter() bool {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil || !strings.Contains(string(status), "\nSeccomp:\t2\n") {
+		return false
+	}
+	tmpDir := os.Getenv("PROOT_TMP_DIR")
+	if tmpDir == "" {
+		tmpDir = os.TempDir()
+	}
+	probe, err := loader.Extract(tmpDir, runtime.GOARCH)
 	if err != nil {
-		return err
+		return false
 	}
-	prog, err := seccomp.Build(runtime.GOARCH, pol)
+	pid, err := syscall.ForkExec(probe, []string{loader.ProbeName}, &syscall.ProcAttr{Env: []string{}})
 	if err != nil {
-		return fmt.Errorf("building the %s filter: %w", p, err)
+		return false
 	}
-	raw, err := seccomp.Assemble(prog)
-	if err != nil {
-		return fmt.Errorf("assembling the %s filter: %w", p, err)
+	var ws syscall.WaitStatus
+	for {
+		_, err = syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
 	}
-	if err := seccomp.Install(raw, unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
-		return fmt.Errorf("installing the %s filter: %w", p, err)
-	}
-	return nil
+	return err == nil && ws.Signaled() && ws.Signal() == syscall.SIGSYS
 }

@@ -44,7 +44,8 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
       --ashmem-memfd       /dev/ashmem backed by memfd
   -q, --qemu=CMD           run other-architecture programs through CMD (qemu-user)
       --android-policy=VER run droidroot and the guest under the app seccomp
-                           policy of Android VER (12 12L 13 14 15 15qpr2 16, off)
+                           policy of Android VER (12 12L 13 14 15 15qpr2 16, off);
+                           device: the policy droidroot already runs under
 Environment: PROOT_TMP_DIR PROOT_LOADER PROOT_NO_SECCOMP PROOT_VERBOSE
              PROOT_IGNORE_MISSING_BINDINGS PROOT_L2S_DIR DROIDROOT_ANDROID_POLICY
 `
