@@ -26,6 +26,18 @@ func guestCwd(c *tracer.Call) string { return settleCwd(c, c.Tid(), c.FS()) }
 func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 	p := fs.Pending
 	if p == nil {
+		if !fs.Lost {
+			// A rename of the directory or of an ancestor (by this process,
+			// another, or the host) changes what the kernel's cwd reads.
+			kernel, err := readlinkHost(procCwd(tid))
+			switch {
+			case err != nil:
+			case fs.Host == "":
+				fs.Host = kernel // first read: what Cwd is
+			case kernel != fs.Host:
+				setCwdGuest(c, fs, kernel)
+			}
+		}
 		return fs.Cwd
 	}
 	// The call has returned if its own thread asks (its calls run in
@@ -40,7 +52,7 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 			landed = unix.Stat(procCwd(tid), &st) == nil && st.Dev == p.Dev && st.Ino == p.Ino
 		}
 		if landed {
-			fs.Cwd, fs.Pending, fs.Lost = p.Guest, nil, false
+			fs.Cwd, fs.Pending, fs.Lost, fs.Host = p.Guest, nil, false, p.Host
 			return fs.Cwd
 		}
 		if !done {
@@ -53,10 +65,10 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 		if h, e := c.Mapper().Resolve(c.PathProc(), "/", fs.Cwd, true); e != nil || h != kernel {
 			setCwdGuest(c, fs, kernel)
 		} else {
-			fs.Lost = false
+			fs.Lost, fs.Host = false, kernel
 		}
 	} else if p.Guest == "" {
-		fs.Lost = true // an fchdir too deep to read back
+		fs.Lost, fs.Host = true, "" // an fchdir too deep to read back
 	}
 	if done {
 		fs.Pending = nil
@@ -75,9 +87,9 @@ func procFd(tid, fd int) string { return "/proc/" + strconv.Itoa(tid) + "/fd/" +
 func setCwdGuest(c *tracer.Call, fs *tracer.FS, host string) {
 	g, ok := toGuest(c, host)
 	if !ok {
-		g = "/"
+		g, host = "/", ""
 	}
-	fs.Cwd, fs.Lost = g, !ok
+	fs.Cwd, fs.Lost, fs.Host = g, !ok, host
 }
 
 // cwdFromKernel sets fs.Cwd to the guest path of thread tid's cwd as the
@@ -87,7 +99,7 @@ func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
 	if host, err := readlinkHost(procCwd(tid)); err == nil {
 		setCwdGuest(c, fs, host)
 	} else {
-		fs.Lost = true
+		fs.Lost, fs.Host = true, ""
 	}
 }
 
@@ -130,7 +142,7 @@ var chdirHandler = tracer.Handler{
 			return
 		}
 		if g := c.Data.(string); g != "" {
-			c.FS().Cwd, c.FS().Lost = g, false
+			c.FS().Cwd, c.FS().Lost, c.FS().Host = g, false, ""
 		} else {
 			cwdFromKernel(c, c.Tid(), c.FS())
 		}

@@ -22,6 +22,11 @@ type FS struct {
 	// not be read back (deeper than PATH_MAX after an fchdir). Paths are
 	// then never made relative to it (pathmap.Proc.KernelCwd).
 	Lost bool
+	// Host is Cwd's host directory as /proc/<tid>/cwd read when Cwd was
+	// last known right, "" when not read yet (emul's guestCwd reads it
+	// then). When the kernel's cwd reads otherwise, the directory or an
+	// ancestor was renamed or moved, by anyone, and Cwd follows it.
+	Host string
 }
 
 // PendingCwd describes a chdir or fchdir whose result the tracer did not
