@@ -84,7 +84,7 @@ func TestAt2HandlersKernel(t *testing.T) {
 	}
 	for _, emulate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("emulate=%v", emulate), func(t *testing.T) {
-			againstKernel(t, Config{EmulateAt2: emulate}, "/", cases)
+			againstKernel(t, Config{EmulateAt2: emulate}, "/", withoutMissingCalls(cases))
 		})
 	}
 }
