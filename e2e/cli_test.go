@@ -129,3 +129,25 @@ func TestInitialCwd(t *testing.T) {
 		})
 	}
 }
+
+// TestVirtualDirs: the directories a bind point needs where the rootfs has none (-b H:/a/b/c
+// without /a) behave as the directories a real mount would need (mkdir -p, mode 0755): each
+// lists the entries on the way to the mount points, with the link count such a directory
+// has; ".." of the bind point is its parent; /proc/self/fd and /proc/self/cwd give their
+// guest paths, never a directory of droidroot's own.
+func TestVirtualDirs(t *testing.T) {
+	bin := droidrootBin(t)
+	root := rootfs(t, "busybox")
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "f"), []byte("f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `ls -a /virt; ls -a /virt/b; stat -c '%a %h %F' /virt /virt/b /virt/file
+cd /virt/b/c/..; pwd -P; readlink /proc/self/cwd
+exec 3</virt; readlink /proc/self/fd/3; cat /virt/file /virt/b/c/f`
+	res := run(t, "", bin, "run", "-r", root, "-b", "/proc", "-b", host+":/virt/b/c", "-b", host+"/f:/virt/file", "--", "/bin/sh", "-c", script)
+	want := ".\n..\nb\nfile\n.\n..\nc\n755 3 directory\n755 3 directory\n644 1 regular file\n/virt/b\n/virt/b\n/virt\nf\nf\n"
+	if res.Code != 0 || res.Stdout != want {
+		t.Errorf("got %s\nwant stdout:\n%s", res, want)
+	}
+}

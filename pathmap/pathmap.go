@@ -76,7 +76,8 @@ func (es BindErrors) Unwrap() []error {
 type Option func(*options)
 
 type options struct {
-	virtualDir string
+	virtualDir  string
+	virtualTree string
 	cache      bool
 	// Limits of the lookup cache (tests); 0 means the default.
 	cacheDirs, cacheEntries int
@@ -89,6 +90,17 @@ type options struct {
 // the rootfs's top directory stands in.
 func WithVirtualDir(host string) Option {
 	return func(o *options) { o.virtualDir = host }
+}
+
+// WithVirtualTree gives every virtual directory a host directory of its own:
+// root + its guest path, which the caller has made, for each of
+// VirtualParents, with the mode a directory made for a mount point would have
+// (0755), each holding the directories on the way to the mount points below
+// it. A virtual directory then lists its children, and stats, opens and
+// reads back (ToGuest maps root's tree to the guest's "/") as a directory
+// made for the mounts would. It takes precedence over WithVirtualDir.
+func WithVirtualTree(root string) Option {
+	return func(o *options) { o.virtualTree = root }
 }
 
 // WithCache makes Resolve and Lookup remember what the host filesystem said
@@ -157,6 +169,7 @@ const (
 // find mount points without comparing strings against every binding.
 type node struct {
 	name   string
+	path   string // the guest path ("" at the root)
 	parent *node
 	kids   []*node
 	byName map[string]*node // kids by name, once there are kidIndexMin of them
@@ -218,6 +231,7 @@ type Mapper struct {
 	infos  []*bindInfo // same order as binds
 	toG    []*bindInfo // ToGuest candidates: rootfs and effective non-symbolic bindings
 	vdir   string      // stand-in host directory for virtual directories
+	vtree  string      // WithVirtualTree's root, "" without
 	rootBI *bindInfo   // the mount at "/"
 	cache  *cache      // WithCache; nil without
 }
@@ -301,10 +315,24 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		}
 		m.vdir = v
 	}
+	if o.virtualTree != "" {
+		v, mode, err := realpath(m.fs, o.virtualTree)
+		if err != nil {
+			return nil, fmt.Errorf("pathmap: virtual tree %q: %w", o.virtualTree, err)
+		}
+		if mode != syscall.S_IFDIR {
+			return nil, fmt.Errorf("pathmap: virtual tree %q: %w", o.virtualTree, syscall.ENOTDIR)
+		}
+		m.vtree = v
+		m.vdir = v
+	}
 
 	// ToGuest: longest host prefix first; on a tie the shortest guest path
 	// (so the rootfs wins over a binding of the rootfs itself).
 	m.toG = append(m.toG, m.rootBI)
+	if m.vtree != "" {
+		m.toG = append(m.toG, newBindInfo(m.vtree, "/", syscall.S_IFDIR))
+	}
 	for _, bi := range m.infos {
 		if bi.effective && bi.symbolic == symNone && bi != m.rootBI {
 			m.toG = append(m.toG, bi)
@@ -410,7 +438,7 @@ func (m *Mapper) insert(bi *bindInfo) {
 		}
 		k := n.childString(c)
 		if k == nil {
-			k = &node{name: c, parent: n, mount: n.mount}
+			k = &node{name: c, path: n.path + "/" + c, parent: n, mount: n.mount}
 			n.addKid(k)
 		}
 		n = k
@@ -432,6 +460,36 @@ func (m *Mapper) setMounts(n, mount *node) {
 		m.setMounts(k, mount)
 	}
 }
+
+// VirtualEntry is an entry of the tree WithVirtualTree's root must hold.
+type VirtualEntry struct {
+	// Path is the guest path: root + Path is its host path.
+	Path string
+	// Dir tells a directory (a parent of mount points, or a directory's
+	// mount point) from a file's mount point (an empty file).
+	Dir bool
+}
+
+// VirtualTree returns what WithVirtualTree's root must hold: the directories
+// on the way to the bindings' mount points and the mount points themselves
+// ("/a", "/a/b" and "/a/b/c" for a binding at "/a/b/c"), a parent before its
+// children. Only those under virtual directories are ever used; a mount
+// point's own entry is only what its parent lists.
+func (m *Mapper) VirtualTree() []VirtualEntry {
+	var out []VirtualEntry
+	var walk func(n *node)
+	walk = func(n *node) {
+		for _, k := range n.kids {
+			dir := k.bind == nil || k.bind.mode == syscall.S_IFDIR ||
+				k.bind.mode == 0 && !isDigits(filepath.Base(k.bind.host)) // /proc/self/fd, not fd/0
+			out = append(out, VirtualEntry{Path: k.path, Dir: dir})
+			walk(k)
+		}
+	}
+	walk(m.root)
+	return out
+}
+
 
 // Root returns the canonical host path of the guest root directory.
 func (m *Mapper) Root() string { return m.rootBI.host }

@@ -457,6 +457,9 @@ func (w *walker) checkVirtual() {
 func (w *walker) setVirtual() {
 	w.virt, w.isDir, w.bent = true, true, true
 	w.host = append(w.host[:0], w.m.vdir...)
+	if w.m.vtree != "" {
+		w.host = append(w.host, w.node.path...)
+	}
 }
 
 // followLink continues the walk with symlink target body in place of the

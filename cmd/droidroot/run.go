@@ -208,6 +208,14 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	if vdir, err := virtualDir(tmpDir); err == nil {
 		opts = append(opts, pathmap.WithVirtualDir(vdir))
 	}
+	if len(binds) > 0 {
+		if vtree, err := virtualTree(root, binds, tmpDir); err == nil {
+			opts = append(opts, pathmap.WithVirtualTree(vtree))
+			cleanups = append(cleanups, func() { os.RemoveAll(vtree) })
+		} else {
+			warnf("cannot make the directories of the bind points in %s: %v (they will list as empty)", tmpDir, err)
+		}
+	}
 	// The inotify-validated lookup cache (without inotify, New runs
 	// uncached); DROIDROOT_NO_CACHE=1 turns it off.
 	if os.Getenv("DROIDROOT_NO_CACHE") != "1" {
@@ -391,6 +399,41 @@ func lookPath(m *pathmap.Mapper, cwd, name string, env []string) string {
 		}
 	}
 	return ""
+}
+
+// virtualTree makes, in a new directory of tmpDir, the directories a real
+// chroot would need for binds' mount points whose guest parents the rootfs
+// lacks (mode 0755, as mkdir -p makes them, each holding the entries on
+// the way to the mount points), and returns it (pathmap.WithVirtualTree).
+func virtualTree(root string, binds []pathmap.Binding, tmpDir string) (string, error) {
+	m, _ := pathmap.New(root, binds, nil) // the canonical mount points; errors are reported later
+	if m == nil {
+		return "", errors.New("no mapper")
+	}
+	dir, err := os.MkdirTemp(tmpDir, "droidroot-binds-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	for _, e := range m.VirtualTree() {
+		p := filepath.Join(dir, e.Path)
+		if e.Dir {
+			err = os.Mkdir(p, 0o755)
+			if err == nil {
+				err = os.Chmod(p, 0o755) // whatever the umask
+			}
+		} else {
+			err = os.WriteFile(p, nil, 0o644)
+		}
+		if err != nil && !os.IsExist(err) {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // virtualDir returns an empty, read-only directory that stands for guest
