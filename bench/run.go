@@ -232,8 +232,43 @@ type budget struct {
 	mechUS, callUS, parUS int
 }
 
-// Run measures and returns the report.
-func Run(o Options) (*Report, error) {
+// newBudget is the budget of o: quick or full, with o.Rounds overriding the rounds.
+func newBudget(o Options) budget {
+	b := budget{rounds: 5, mechUS: 100000, callUS: 80000, parUS: 250000}
+	if o.Quick {
+		b = budget{rounds: 3, mechUS: 20000, callUS: 15000, parUS: 60000}
+	}
+	if o.Rounds > 0 {
+		b.rounds = o.Rounds
+	}
+	return b
+}
+
+// session is one bench run: its options, work tree, CPUs and modes, set up by
+// setup and torn down by teardown. Run's steps are its methods.
+type session struct {
+	// o is the options, Rootfs defaulted to "/"; root is the rootfs made absolute.
+	o    Options
+	root string
+	// work is the work directory (drbench and its tree).
+	work string
+	// prog is drbench in the work tree, run under droidroot and --compare;
+	// nativeProg is the drbench run outside any tracer (Options.Program if set).
+	prog, nativeProg string
+	progress         io.Writer
+	budget           budget
+	cpus             []int
+	// drArgs is the droidroot command line up to and including "--".
+	drArgs []string
+	// runners are the modes: native, droidroot, then each --compare.
+	runners []runner
+	// start is when the first round began, for the progress lines.
+	start time.Time
+}
+
+// setup checks o, makes the work directory with drbench and its tree in it,
+// and prepares the modes. A session it returns must be torn down.
+func setup(o Options) (*session, error) {
 	if o.Rootfs == "" {
 		o.Rootfs = "/"
 	}
@@ -249,85 +284,210 @@ func Run(o Options) (*Report, error) {
 			return nil, fmt.Errorf("--compare %s: command %s not found (give its full path)", c.Name, c.Command[0])
 		}
 	}
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	b := budget{rounds: 5, mechUS: 100000, callUS: 80000, parUS: 250000}
-	if o.Quick {
-		b = budget{rounds: 3, mechUS: 20000, callUS: 15000, parUS: 60000}
-	}
-	if o.Rounds > 0 {
-		b.rounds = o.Rounds
+	s := &session{o: o, root: root, progress: o.Progress, budget: newBudget(o)}
+	if s.progress == nil {
+		s.progress = io.Discard
 	}
 	tmp := o.TmpDir
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	work, err := os.MkdirTemp(tmp, "droidroot-bench-")
+	s.work, err = os.MkdirTemp(tmp, "droidroot-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("cannot make the work directory in %s: %v (set PROOT_TMP_DIR to a writable directory)", tmp, err)
 	}
-	defer os.RemoveAll(work)
-	fmt.Fprintf(progress, "bench: preparing %s\n", work)
-	prog, err := PrepareTree(work, runtime.GOARCH)
-	if err != nil {
+	if err := s.prepare(); err != nil {
+		s.teardown()
 		return nil, err
 	}
-	// nativeProg runs outside any tracer; prog (the copy) under droidroot and --compare.
-	nativeProg := prog
-	if o.Program != "" {
-		if nativeProg, err = filepath.Abs(o.Program); err != nil {
-			return nil, err
+	s.cpus = cpuSet()
+	s.runners = s.newRunners()
+	return s, nil
+}
+
+// prepare writes drbench and its tree into the work directory and picks the
+// drbench the native runs use.
+func (s *session) prepare() error {
+	fmt.Fprintf(s.progress, "bench: preparing %s\n", s.work)
+	prog, err := PrepareTree(s.work, runtime.GOARCH)
+	if err != nil {
+		return err
+	}
+	s.prog, s.nativeProg = prog, prog
+	if s.o.Program != "" {
+		if s.nativeProg, err = filepath.Abs(s.o.Program); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	cpus := cpuSet()
-	rep := &Report{Header: header(o, root, len(cpus), b.rounds)}
-	if len(cpus) < 2 {
-		rep.Header.Notes = append(rep.Header.Notes, "one CPU: the another-CPU rows are n/a")
-	}
+// teardown removes the work directory.
+func (s *session) teardown() {
+	os.RemoveAll(s.work)
+}
 
+// newRunners returns the modes, in the report's order: native (drbench's own
+// copy swapped for nativeProg), droidroot run, then each --compare with {dir}
+// replaced by the work directory. It sets s.drArgs.
+func (s *session) newRunners() []runner {
 	runners := []runner{{name: "native", native: true, command: func(argv []string) []string {
-		if len(argv) > 0 && argv[0] == prog {
-			return append([]string{nativeProg}, argv[1:]...)
+		if len(argv) > 0 && argv[0] == s.prog {
+			return append([]string{s.nativeProg}, argv[1:]...)
 		}
 		return argv
 	}}}
-	drArgs := []string{o.Droidroot, "run", "-r", root}
-	if root != "/" {
-		drArgs = append(drArgs, "-b", work, "-b", "/proc")
+	drArgs := []string{s.o.Droidroot, "run", "-r", s.root}
+	if s.root != "/" {
+		drArgs = append(drArgs, "-b", s.work, "-b", "/proc")
 	}
-	if o.AndroidPolicy != "" {
-		drArgs = append(drArgs, "--android-policy="+o.AndroidPolicy)
+	if s.o.AndroidPolicy != "" {
+		drArgs = append(drArgs, "--android-policy="+s.o.AndroidPolicy)
 	}
 	drArgs = append(drArgs, "--")
+	s.drArgs = drArgs
 	runners = append(runners, runner{name: "droidroot", command: func(argv []string) []string {
 		return append(append([]string(nil), drArgs...), argv...)
 	}})
-	for _, c := range o.Compares {
-		c := c
+	for _, c := range s.o.Compares {
 		prefix := make([]string, len(c.Command))
 		for i, w := range c.Command {
-			prefix[i] = strings.ReplaceAll(w, "{dir}", work)
+			prefix[i] = strings.ReplaceAll(w, "{dir}", s.work)
 		}
 		runners = append(runners, runner{name: c.Name, command: func(argv []string) []string {
 			return append(append([]string(nil), prefix...), argv...)
 		}})
 	}
-	for _, r := range runners {
-		rep.Header.Modes = append(rep.Header.Modes, r.name)
-	}
+	return runners
+}
 
-	// Results, filled round by round. The droidroot floor row is droidroot's
-	// own tracer with a do-nothing getppid handler (debug floor) running
-	// drbench's untraced-by-itself getppid loop.
-	mechs := mechRows()
-	floorArgs := append([]string{o.Droidroot, "debug", "floor"}, drArgs[2:]...)
-	for i := range mechs {
-		if mechs[i].id == DroidrootFloorMech {
-			mechs[i].run = func(_ string, _ []int, us int) (sample, error) {
-				argv := append(append([]string(nil), floorArgs...), prog, "mech", "native", "-1", strconv.Itoa(us))
+// header is the report's header: the machine, the run's options and its modes.
+func (s *session) header() Header {
+	h := header(s.o, s.root, len(s.cpus), s.budget.rounds)
+	if len(s.cpus) < 2 {
+		h.Notes = append(h.Notes, "one CPU: the another-CPU rows are n/a")
+	}
+	for _, r := range s.runners {
+		h.Modes = append(h.Modes, r.name)
+	}
+	return h
+}
+
+// Run measures and returns the report. After setup, each round measures the
+// sections in turn (mechanisms, calls, throughput, whole programs), the modes
+// alternating in order from round to round; then the results become the
+// report's sections, and teardown removes the work directory.
+func Run(o Options) (*Report, error) {
+	s, err := setup(o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.teardown()
+	rep := &Report{Header: s.header()}
+
+	// Results, filled round by round.
+	mechs := s.newMechanisms()
+	calls := s.newGrid(len(callRows))
+	counts := ThreadCounts(len(s.cpus))
+	par := s.newGrid(len(counts))
+	whole := s.newWholePrograms()
+
+	s.start = time.Now()
+	for round := 0; round < s.budget.rounds; round++ {
+		order := s.modeOrder(round)
+		s.measureMechanisms(round, mechs)
+		s.measureCalls(round, order, calls)
+		s.measureThroughput(round, order, counts, par)
+		s.measureWholePrograms(round, order, whole)
+	}
+	fmt.Fprintf(s.progress, "bench: done in %.1fs\n", time.Since(s.start).Seconds())
+
+	rep.Sections = append(rep.Sections, mechs.section())
+	ids, titles := callIDs()
+	rep.Sections = append(rep.Sections, gridSection("call", "us", ids, titles, calls))
+	for _, floor := range []string{FloorMech, DroidrootFloorMech} {
+		if fs, ok := floorSection(floor, mechs.rows, mechs.res, ids, titles, calls); ok {
+			rep.Sections = append(rep.Sections, fs)
+		}
+	}
+	rep.Sections = append(rep.Sections, throughputSection(counts, par))
+	rep.Sections = append(rep.Sections, whole.section())
+	return rep, nil
+}
+
+// modeOrder is the order the modes run in a round: forwards in even rounds,
+// backwards in odd ones (indexes into s.runners).
+func (s *session) modeOrder(round int) []int {
+	order := make([]int, len(s.runners))
+	for j := range order {
+		order[j] = j
+		if round%2 == 1 {
+			order[j] = len(s.runners) - 1 - j
+		}
+	}
+	return order
+}
+
+// roundProgress writes the progress line of a step of a round.
+func (s *session) roundProgress(round int, step string) {
+	fmt.Fprintf(s.progress, "bench: round %d/%d: %s (%.0fs)\n", round+1, s.budget.rounds, step, time.Since(s.start).Seconds())
+}
+
+// newGrid returns the results of a section with rows rows and one column per
+// mode, all StateOK with no sample yet.
+func (s *session) newGrid(rows int) [][]Result {
+	g := make([][]Result, rows)
+	for i := range g {
+		g[i] = make([]Result, len(s.runners))
+		for j, r := range s.runners {
+			g[i][j] = Result{Mode: r.name, State: StateOK}
+		}
+	}
+	return g
+}
+
+// fail marks r failed with err, dropping its samples, unless it already is
+// not StateOK (the first failure is the one reported).
+func fail(r *Result, err error) {
+	if r.State == StateOK {
+		r.State, r.Reason, r.Samples = StateFailed, err.Error(), nil
+	}
+}
+
+// gridSection finishes the results of a section with one column per mode
+// (native first) and makes the section, each cell's ratio to native's.
+func gridSection(name, unit string, ids, titles []string, g [][]Result) Section {
+	s := Section{Name: name, Unit: unit}
+	for i := range g {
+		for j := range g[i] {
+			g[i][j].finish()
+		}
+		for j := range g[i] {
+			g[i][j].Ratio = ratio(g[i][j].Median, g[i][0].Median)
+		}
+		s.Rows = append(s.Rows, Row{ID: ids[i], Title: titles[i], Results: g[i]})
+	}
+	return s
+}
+
+// mechanisms is the mechanism section: its rows and their results (one
+// column, MechanismMode).
+type mechanisms struct {
+	rows []mechRow
+	res  []Result
+}
+
+// newMechanisms returns the mechanism rows with their results in their
+// initial state: not built yet, n/a with one CPU, or StateOK. The droidroot
+// floor row is droidroot's own tracer with a do-nothing getppid handler
+// (debug floor) running drbench's untraced-by-itself getppid loop.
+func (s *session) newMechanisms() *mechanisms {
+	m := &mechanisms{rows: mechRows()}
+	floorArgs := append([]string{s.o.Droidroot, "debug", "floor"}, s.drArgs[2:]...)
+	for i := range m.rows {
+		if m.rows[i].id == DroidrootFloorMech {
+			m.rows[i].run = func(_ string, _ []int, us int) (sample, error) {
+				argv := append(append([]string(nil), floorArgs...), s.prog, "mech", "native", "-1", strconv.Itoa(us))
 				out, err := runCapture(command(argv, ""))
 				if err != nil {
 					return sample{}, err
@@ -336,208 +496,204 @@ func Run(o Options) (*Report, error) {
 			}
 		}
 	}
-	mechRes := make([]Result, len(mechs))
-	for i, m := range mechs {
-		mechRes[i] = Result{Mode: MechanismMode, State: StateOK}
+	m.res = make([]Result, len(m.rows))
+	for i, row := range m.rows {
+		m.res[i] = Result{Mode: MechanismMode, State: StateOK}
 		switch {
-		case m.notBuilt:
-			mechRes[i].State, mechRes[i].Reason = StateNotBuiltYet, ""
-		case m.twoCPUs && len(cpus) < 2:
-			mechRes[i].State, mechRes[i].Reason = StateNA, "one CPU"
+		case row.notBuilt:
+			m.res[i].State, m.res[i].Reason = StateNotBuiltYet, ""
+		case row.twoCPUs && len(s.cpus) < 2:
+			m.res[i].State, m.res[i].Reason = StateNA, "one CPU"
 		}
 	}
-	newGrid := func(rows int) [][]Result {
-		g := make([][]Result, rows)
-		for i := range g {
-			g[i] = make([]Result, len(runners))
-			for j, r := range runners {
-				g[i][j] = Result{Mode: r.name, State: StateOK}
+	return m
+}
+
+// measureMechanisms takes one sample of each mechanism row still StateOK; a
+// row the kernel lacks becomes n/a.
+func (s *session) measureMechanisms(round int, m *mechanisms) {
+	s.roundProgress(round, "mechanisms")
+	for i, row := range m.rows {
+		res := &m.res[i]
+		if res.State != StateOK {
+			continue
+		}
+		smp, err := row.run(s.nativeProg, s.cpus, s.budget.mechUS)
+		if errors.Is(err, errNotAvailable) {
+			res.State, res.Reason, res.Samples = StateNA, "kernel lacks it", nil
+			continue
+		}
+		if err != nil {
+			fail(res, err)
+			continue
+		}
+		res.Samples = append(res.Samples, smp.usPerOp())
+	}
+}
+
+// section finishes the mechanism results and makes the section, each row's
+// ratio to the native syscall row's (the first).
+func (m *mechanisms) section() Section {
+	ms := Section{Name: "mechanism, one trap with a do-nothing handler", Unit: "us"}
+	for i := range m.res {
+		m.res[i].finish()
+	}
+	for i, row := range m.rows {
+		m.res[i].Ratio = ratio(m.res[i].Median, m.res[0].Median)
+		ms.Rows = append(ms.Rows, Row{ID: row.id, Title: row.title, Results: []Result{m.res[i]}})
+	}
+	return ms
+}
+
+// callIDs returns the call rows' ids (drbench's names) and titles.
+func callIDs() (ids, titles []string) {
+	for _, c := range callRows {
+		ids, titles = append(ids, c.id), append(titles, c.title)
+	}
+	return ids, titles
+}
+
+// measureCalls runs drbench's calls once in each mode, in order, adding one
+// sample to each call row of calls. drbench goes on after a failed call, so a
+// failure spoils only its row.
+func (s *session) measureCalls(round int, order []int, calls [][]Result) {
+	names, _ := callIDs()
+	for _, j := range order {
+		r := s.runners[j]
+		s.roundProgress(round, "calls, "+r.name)
+		out, runErr := runCapture(command(r.command([]string{s.prog, "calls", s.work, strconv.Itoa(s.budget.callUS), strings.Join(names, ",")}), ""))
+		m, failed, err := parseSamplesFailed(out)
+		for i, c := range callRows {
+			smp, ok := m[c.id]
+			switch {
+			case err != nil:
+				fail(&calls[i][j], err)
+			case failed[c.id] != nil:
+				fail(&calls[i][j], failed[c.id])
+			case !ok && runErr != nil:
+				fail(&calls[i][j], runErr)
+			case !ok:
+				fail(&calls[i][j], fmt.Errorf("no %s line (drbench stopped early)", c.id))
+			default:
+				calls[i][j].Samples = append(calls[i][j].Samples, smp.usPerOp())
 			}
 		}
-		return g
 	}
-	callRes := newGrid(len(callRows))
-	counts := ThreadCounts(len(cpus))
-	parRes := newGrid(len(counts))
-	wholeRes := newGrid(len(wholeRows))
-	wholeArgv := make([][]string, len(wholeRows))
-	for i, w := range wholeRows {
+}
+
+// measureThroughput runs drbench's stat loop on each thread count of counts
+// in each mode, in order, adding one operations-per-second sample to par.
+func (s *session) measureThroughput(round int, order []int, counts []int, par [][]Result) {
+	s.roundProgress(round, "threads doing stat")
+	for k, n := range counts {
+		for _, j := range order {
+			res := &par[k][j]
+			if res.State != StateOK {
+				continue
+			}
+			out, err := runCapture(command(s.runners[j].command([]string{s.prog, "par", s.work, strconv.Itoa(s.budget.parUS), strconv.Itoa(n)}), ""))
+			if err != nil {
+				fail(res, err)
+				continue
+			}
+			smp, err := parSample(out)
+			if err != nil {
+				fail(res, err)
+				continue
+			}
+			res.Samples = append(res.Samples, smp)
+		}
+	}
+}
+
+// throughputSection makes the throughput section of par, a row per thread
+// count.
+func throughputSection(counts []int, par [][]Result) Section {
+	var ids, titles []string
+	for _, n := range counts {
+		ids = append(ids, fmt.Sprintf("threads-%d", n))
+		titles = append(titles, fmt.Sprintf("%d thread(s) doing stat, total", n))
+	}
+	return gridSection("throughput", "ops/s", ids, titles, par)
+}
+
+// wholePrograms is the whole-program section: each row's command line
+// (guest argv) and results.
+type wholePrograms struct {
+	argv [][]string
+	res  [][]Result
+}
+
+// newWholePrograms picks each whole-program row's program (the first of its
+// candidates in the rootfs) and argv. A row whose program is missing is
+// skipped in every mode; with a rootfs other than /, the native mode (a
+// chroot) is n/a for a row that reads the work tree, or when not root.
+func (s *session) newWholePrograms() *wholePrograms {
+	w := &wholePrograms{argv: make([][]string, len(wholeRows)), res: s.newGrid(len(wholeRows))}
+	for i, row := range wholeRows {
 		path := ""
-		if w.candidates == nil {
-			path = "" // argv is complete
-		} else {
-			for _, c := range w.candidates {
-				if inRootfs(root, c) {
+		if row.candidates != nil {
+			for _, c := range row.candidates {
+				if inRootfs(s.root, c) {
 					path = c
 					break
 				}
 			}
 			if path == "" {
-				for j := range runners {
-					wholeRes[i][j].State, wholeRes[i][j].Reason = StateSkipped, "no "+w.candidates[0]+" in the rootfs"
+				for j := range s.runners {
+					w.res[i][j].State, w.res[i][j].Reason = StateSkipped, "no "+row.candidates[0]+" in the rootfs"
 				}
 				continue
 			}
 		}
 		if path != "" {
-			wholeArgv[i] = append([]string{path}, w.args(work)...)
+			w.argv[i] = append([]string{path}, row.args(s.work)...)
 		} else {
-			wholeArgv[i] = w.args(work)
+			w.argv[i] = row.args(s.work) // argv is complete
 		}
-		if root != "/" && !w.static {
+		if s.root != "/" && !row.static {
 			switch {
-			case w.needsTree:
-				wholeRes[i][0].State, wholeRes[i][0].Reason = StateNA, "needs -r /: a chroot cannot see the work tree"
+			case row.needsTree:
+				w.res[i][0].State, w.res[i][0].Reason = StateNA, "needs -r /: a chroot cannot see the work tree"
 			case os.Geteuid() != 0:
-				wholeRes[i][0].State, wholeRes[i][0].Reason = StateNA, "needs root to chroot into the rootfs"
+				w.res[i][0].State, w.res[i][0].Reason = StateNA, "needs root to chroot into the rootfs"
 			}
 		}
 	}
+	return w
+}
 
-	fail := func(r *Result, err error) {
-		if r.State == StateOK {
-			r.State, r.Reason, r.Samples = StateFailed, err.Error(), nil
-		}
-	}
-	names := make([]string, len(callRows))
-	for i, c := range callRows {
-		names[i] = c.id
-	}
-	start := time.Now()
-	for round := 0; round < b.rounds; round++ {
-		// Modes alternate: forwards in even rounds, backwards in odd ones.
-		order := make([]int, len(runners))
-		for j := range order {
-			order[j] = j
-			if round%2 == 1 {
-				order[j] = len(runners) - 1 - j
-			}
-		}
-		fmt.Fprintf(progress, "bench: round %d/%d: mechanisms (%.0fs)\n", round+1, b.rounds, time.Since(start).Seconds())
-		for i, m := range mechs {
-			if mechRes[i].State != StateOK {
-				continue
-			}
-			s, err := m.run(nativeProg, cpus, b.mechUS)
-			if errors.Is(err, errNotAvailable) {
-				mechRes[i].State, mechRes[i].Reason, mechRes[i].Samples = StateNA, "kernel lacks it", nil
-				continue
-			}
-			if err != nil {
-				fail(&mechRes[i], err)
-				continue
-			}
-			mechRes[i].Samples = append(mechRes[i].Samples, s.usPerOp())
-		}
+// measureWholePrograms times each whole program once in each mode, in order;
+// the native mode chroots into a rootfs other than / (but for a static row).
+func (s *session) measureWholePrograms(round int, order []int, w *wholePrograms) {
+	s.roundProgress(round, "whole programs")
+	for i, row := range wholeRows {
 		for _, j := range order {
-			r := runners[j]
-			fmt.Fprintf(progress, "bench: round %d/%d: calls, %s (%.0fs)\n", round+1, b.rounds, r.name, time.Since(start).Seconds())
-			// drbench goes on after a failed call, so a failure spoils only its row.
-			out, runErr := runCapture(command(r.command([]string{prog, "calls", work, strconv.Itoa(b.callUS), strings.Join(names, ",")}), ""))
-			m, failed, err := parseSamplesFailed(out)
-			for i, c := range callRows {
-				s, ok := m[c.id]
-				switch {
-				case err != nil:
-					fail(&callRes[i][j], err)
-				case failed[c.id] != nil:
-					fail(&callRes[i][j], failed[c.id])
-				case !ok && runErr != nil:
-					fail(&callRes[i][j], runErr)
-				case !ok:
-					fail(&callRes[i][j], fmt.Errorf("no %s line (drbench stopped early)", c.id))
-				default:
-					callRes[i][j].Samples = append(callRes[i][j].Samples, s.usPerOp())
-				}
+			res := &w.res[i][j]
+			if res.State != StateOK {
+				continue
 			}
-		}
-		fmt.Fprintf(progress, "bench: round %d/%d: threads doing stat (%.0fs)\n", round+1, b.rounds, time.Since(start).Seconds())
-		for k, n := range counts {
-			for _, j := range order {
-				res := &parRes[k][j]
-				if res.State != StateOK {
-					continue
-				}
-				out, err := runCapture(command(runners[j].command([]string{prog, "par", work, strconv.Itoa(b.parUS), strconv.Itoa(n)}), ""))
-				if err != nil {
-					fail(res, err)
-					continue
-				}
-				s, err := parSample(out)
-				if err != nil {
-					fail(res, err)
-					continue
-				}
-				res.Samples = append(res.Samples, s)
+			chroot := ""
+			if s.runners[j].native && s.root != "/" && !row.static {
+				chroot = s.root
 			}
-		}
-		fmt.Fprintf(progress, "bench: round %d/%d: whole programs (%.0fs)\n", round+1, b.rounds, time.Since(start).Seconds())
-		for i := range wholeRows {
-			for _, j := range order {
-				res := &wholeRes[i][j]
-				if res.State != StateOK {
-					continue
-				}
-				chroot := ""
-				if runners[j].native && root != "/" && !wholeRows[i].static {
-					chroot = root
-				}
-				ms, err := timeRuns(command(runners[j].command(wholeArgv[i]), chroot), wholeRows[i].id == "startup")
-				if err != nil {
-					fail(res, err)
-					continue
-				}
-				res.Samples = append(res.Samples, ms)
+			ms, err := timeRuns(command(s.runners[j].command(w.argv[i]), chroot), row.id == "startup")
+			if err != nil {
+				fail(res, err)
+				continue
 			}
+			res.Samples = append(res.Samples, ms)
 		}
 	}
-	fmt.Fprintf(progress, "bench: done in %.1fs\n", time.Since(start).Seconds())
+}
 
-	// Mechanisms: ratios to the native syscall row.
-	ms := Section{Name: "mechanism, one trap with a do-nothing handler", Unit: "us"}
-	for i := range mechRes {
-		mechRes[i].finish()
-	}
-	for i, m := range mechs {
-		mechRes[i].Ratio = ratio(mechRes[i].Median, mechRes[0].Median)
-		ms.Rows = append(ms.Rows, Row{ID: m.id, Title: m.title, Results: []Result{mechRes[i]}})
-	}
-	rep.Sections = append(rep.Sections, ms)
-	grid := func(name, unit string, ids, titles []string, g [][]Result) Section {
-		s := Section{Name: name, Unit: unit}
-		for i := range g {
-			for j := range g[i] {
-				g[i][j].finish()
-			}
-			for j := range g[i] {
-				g[i][j].Ratio = ratio(g[i][j].Median, g[i][0].Median)
-			}
-			s.Rows = append(s.Rows, Row{ID: ids[i], Title: titles[i], Results: g[i]})
-		}
-		return s
-	}
+// section finishes the whole-program results and makes the section.
+func (w *wholePrograms) section() Section {
 	var ids, titles []string
-	for _, c := range callRows {
-		ids, titles = append(ids, c.id), append(titles, c.title)
+	for _, row := range wholeRows {
+		ids, titles = append(ids, row.id), append(titles, row.title)
 	}
-	rep.Sections = append(rep.Sections, grid("call", "us", ids, titles, callRes))
-	for _, floor := range []string{FloorMech, DroidrootFloorMech} {
-		if fs, ok := floorSection(floor, mechs, mechRes, ids, titles, callRes); ok {
-			rep.Sections = append(rep.Sections, fs)
-		}
-	}
-	ids, titles = nil, nil
-	for _, n := range counts {
-		ids = append(ids, fmt.Sprintf("threads-%d", n))
-		titles = append(titles, fmt.Sprintf("%d thread(s) doing stat, total", n))
-	}
-	rep.Sections = append(rep.Sections, grid("throughput", "ops/s", ids, titles, parRes))
-	ids, titles = nil, nil
-	for _, w := range wholeRows {
-		ids, titles = append(ids, w.id), append(titles, w.title)
-	}
-	rep.Sections = append(rep.Sections, grid("whole program", "ms", ids, titles, wholeRes))
-	return rep, nil
+	return gridSection("whole program", "ms", ids, titles, w.res)
 }
 
 // FloorSection begins the names of the sections that relate calls to a
