@@ -34,6 +34,8 @@ val = ctypes.create_string_buffer(64)
 args = (ctypes.c_uint64 * 2)(ctypes.addressof(val), 64)  # struct xattr_args: value, size, flags
 call("getxattrat-host", "getxattrat", L(-100), ctypes.c_char_p(host_file.encode()), L(0),
      ctypes.c_char_p(b"user.droidroot"), ctypes.byref(args), L(16))
+attr = ctypes.create_string_buffer(24)  # struct file_attr
+call("file_getattr-host", "468", L(-100), ctypes.c_char_p(host_file.encode()), attr, L(24), L(0))
 for label, target in (("mount-guest", guest_dir), ("mount-host", host_dir)):
     call(label, "mount", ctypes.c_char_p(b"none"), ctypes.c_char_p(target.encode()),
          ctypes.c_char_p(b"tmpfs"), L(0), ctypes.c_char_p(None))
@@ -51,7 +53,8 @@ print("subprocess", subprocess.run(["sh", "-c", "echo sub"], capture_output=True
 
 // TestConfinement: the calls droidroot cannot translate are refused with the kernel's errno
 // for an unprivileged caller (mount family: EPERM) or ENOSYS (io_uring, the xattr *at calls,
-// clone3, and every number droidroot does not know): a host file's xattr stays unread, the
+// clone3, and every number droidroot does not know, such as file_getattr, 468, which Linux
+// 6.17 added after the syscall tables droidroot knows): a host file's xattr stays unread, the
 // host's mount table unchanged, and threads and subprocesses still work. Also in ptrace-only
 // mode (PROOT_NO_SECCOMP=1), where the tracer answers them instead of the filter.
 func TestConfinement(t *testing.T) {
@@ -90,6 +93,7 @@ func TestConfinement(t *testing.T) {
 		"unknown-1000 -1 ENOSYS",
 		"unknown-0x3ff -1 ENOSYS",
 		"getxattrat-host -1 ENOSYS",
+		"file_getattr-host -1 ENOSYS",
 		"mount-guest -1 EPERM",
 		"mount-host -1 EPERM",
 		"open_tree -1 EPERM",
