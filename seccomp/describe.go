@@ -28,9 +28,8 @@ func Describe(goarch string, p Policy) string {
 		var nrs, allowed []int
 		traced, refused := 0, 0
 		for nr, act := range rules {
-			switch {
-			case act == p.Default:
-			case act == Allow:
+			switch act {
+			case Allow:
 				allowed = append(allowed, nr)
 			default:
 				nrs = append(nrs, nr)
