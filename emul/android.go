@@ -31,8 +31,7 @@ type answer struct {
 var androidAnswers = map[string]answer{
 	// Restartable sequences and new process APIs glibc probes: ENOSYS makes
 	// it fall back (rseq off for the process, clone for pthread_create).
-	"rseq":   {unix.ENOSYS, "glibc disables rseq; answered the same for the whole tree"},
-	"clone3": {unix.ENOSYS, "glibc falls back to clone only on ENOSYS"},
+	"rseq": {unix.ENOSYS, "glibc disables rseq; answered the same for the whole tree"},
 	// Proton decides fsync vs esync on futex_waitv's probe: ENOSYS for the
 	// whole tree, so wineserver and every client agree on esync.
 	"futex_waitv":   {unix.ENOSYS, "Proton then uses esync"},
@@ -59,26 +58,21 @@ var androidAnswers = map[string]answer{
 	"fchmodat2":   {unix.ENOSYS, "glibc falls back to its O_PATH emulation"},
 	"openat2":     {unix.ENOSYS, ""},
 	"close_range": {unix.ENOSYS, "closefrom iterates /proc/self/fd"},
-	// Privileged operations: the unprivileged kernel answer.
-	"mount": {unix.EPERM, ""}, "umount2": {unix.EPERM, ""}, "swapon": {unix.EPERM, ""}, "swapoff": {unix.EPERM, ""},
+	// Privileged operations: the unprivileged kernel answer (the mount
+	// family is in refusals).
+	"swapon": {unix.EPERM, ""}, "swapoff": {unix.EPERM, ""},
 	"reboot": {unix.EPERM, ""}, "sethostname": {unix.EPERM, ""}, "setdomainname": {unix.EPERM, ""},
 	"settimeofday": {unix.EPERM, ""}, "clock_settime": {unix.EPERM, ""}, "adjtimex": {unix.EPERM, ""},
 	"clock_adjtime": {unix.EPERM, ""}, "acct": {unix.EPERM, ""}, "vhangup": {unix.EPERM, ""},
 	"syslog": {unix.EPERM, "dmesg_restrict"}, "iopl": {unix.EPERM, ""}, "ioperm": {unix.EPERM, ""},
 	"init_module": {unix.EPERM, ""}, "finit_module": {unix.EPERM, ""}, "delete_module": {unix.EPERM, ""},
-	"kexec_load": {unix.EPERM, ""}, "kexec_file_load": {unix.EPERM, ""}, "bpf": {unix.EPERM, "unprivileged BPF disabled"},
+	"kexec_load": {unix.EPERM, ""}, "kexec_file_load": {unix.EPERM, ""},
 	"fanotify_init": {unix.EPERM, ""}, "fanotify_mark": {unix.EINVAL, "no fanotify fd can exist"},
-	"open_by_handle_at": {unix.EPERM, "needs CAP_DAC_READ_SEARCH"},
 	"name_to_handle_at": {unix.EOPNOTSUPP, "the file system does not support handles"},
 	"quotactl_fd":       {unix.EPERM, ""}, "lookup_dcookie": {unix.EPERM, ""},
-	// The new mount API: ENOSYS makes mount tools use mount(2).
-	"open_tree": {unix.ENOSYS, ""}, "move_mount": {unix.ENOSYS, ""}, "fsopen": {unix.ENOSYS, ""},
-	"fsconfig": {unix.ENOSYS, ""}, "fsmount": {unix.ENOSYS, ""}, "fspick": {unix.ENOSYS, ""},
-	"mount_setattr": {unix.ENOSYS, ""}, "statmount": {unix.ENOSYS, ""}, "listmount": {unix.ENOSYS, ""},
 	// Optional kernel features: ENOSYS is "not built in", which every user
-	// of them handles.
-	"io_uring_setup": {unix.ENOSYS, "liburing users fall back"}, "io_uring_enter": {unix.ENOSYS, ""},
-	"io_uring_register": {unix.ENOSYS, ""}, "io_pgetevents": {unix.ENOSYS, ""},
+	// of them handles. io_uring is in refusals.
+	"io_pgetevents":           {unix.ENOSYS, ""},
 	"landlock_create_ruleset": {unix.ENOSYS, "Landlock unsupported: sandboxing is best effort"},
 	"landlock_add_rule":       {unix.ENOSYS, ""}, "landlock_restrict_self": {unix.ENOSYS, ""},
 	"pkey_mprotect": {unix.ENOSYS, ""}, "pkey_alloc": {unix.ENOSYS, ""}, "pkey_free": {unix.ENOSYS, ""},
@@ -92,7 +86,7 @@ var androidAnswers = map[string]answer{
 	"uretprobe":    {unix.ENOSYS, ""}, "modify_ldt": {unix.ENOSYS, ""},
 	"set_thread_area": {unix.ENOSYS, ""}, "get_thread_area": {unix.ENOSYS, ""},
 	// Removed or never implemented in Linux: the kernel's own ENOSYS.
-	"uselib": {unix.ENOSYS, ""}, "ustat": {unix.ENOSYS, ""}, "sysfs": {unix.ENOSYS, ""}, "_sysctl": {unix.ENOSYS, ""},
+	"ustat": {unix.ENOSYS, ""}, "sysfs": {unix.ENOSYS, ""}, "_sysctl": {unix.ENOSYS, ""},
 	"create_module": {unix.ENOSYS, ""}, "get_kernel_syms": {unix.ENOSYS, ""}, "query_module": {unix.ENOSYS, ""},
 	"nfsservctl": {unix.ENOSYS, ""}, "getpmsg": {unix.ENOSYS, ""}, "putpmsg": {unix.ENOSYS, ""},
 	"afs_syscall": {unix.ENOSYS, ""}, "tuxcall": {unix.ENOSYS, ""}, "security": {unix.ENOSYS, ""},
@@ -154,8 +148,13 @@ func addAndroid(cfg Config, tbl *tableBuilder) {
 	}
 }
 
-// androidAnswerOf returns name's answer: ENOSYS when not listed.
+// androidAnswerOf returns name's answer: droidroot's own refusal when its
+// filter refuses it (Android's trap wins over the filter's errno, so the
+// answer must be the same), ENOSYS when not listed.
 func androidAnswerOf(name string) answer {
+	if a, ok := refusals[name]; ok {
+		return a
+	}
 	if a, ok := androidAnswers[name]; ok {
 		return a
 	}
@@ -242,7 +241,6 @@ func flagArg(v uint64) argSpec { return argSpec{old: -1, v: v} }
 // call's own stop) or by emulating them.
 var androidRewrites = map[string]tracer.Handler{
 	"rseq":        {Enter: func(c *tracer.Call) { c.Fail(unix.ENOSYS) }},
-	"clone3":      {Enter: func(c *tracer.Call) { c.Fail(unix.ENOSYS) }},
 	"futex_waitv": {Enter: func(c *tracer.Call) { c.Fail(unix.ENOSYS) }},
 	"accept":      restartAs("accept4", shift(oldArg(0), oldArg(1), oldArg(2), zeroArg())),
 	"setfsuid":    fsidHandler(2),

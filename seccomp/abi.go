@@ -100,6 +100,14 @@ func (a *ABI) String() string { return a.Name }
 // name returns the name of syscall nr (without NrBit), or "" if unknown.
 func (a *ABI) name(nr int) string { return a.Numbers[nr] }
 
+// nameOr returns the name of syscall nr, or or if unknown.
+func (a *ABI) nameOr(nr int, or string) string {
+	if name := a.name(nr); name != "" {
+		return name
+	}
+	return or
+}
+
 // maxNr returns the highest number in a's table (without NrBit).
 func (a *ABI) maxNr() int {
 	m := 0

@@ -24,13 +24,13 @@ type interval struct {
 }
 
 // intervals returns the runs of equal action that partition [bit, 2^32)
-// for the rules of an ABI whose numbers carry bit. Neighbouring runs have
-// different actions. If trapFrom >= 0, every number from trapFrom|bit up
-// to 2^32 traps.
-func intervals(rules map[int]Action, bit uint32, trapFrom int) []interval {
+// for the rules of an ABI whose numbers carry bit; numbers without a rule
+// get def. Neighbouring runs have different actions. If trapFrom >= 0,
+// every number from trapFrom|bit up to 2^32 traps.
+func intervals(rules map[int]Action, bit uint32, trapFrom int, def Action) []interval {
 	nrs := make([]int, 0, len(rules))
 	for nr, act := range rules {
-		if act != Allow && (trapFrom < 0 || nr < trapFrom) {
+		if act != def && (trapFrom < 0 || nr < trapFrom) {
 			nrs = append(nrs, nr)
 		}
 	}
@@ -38,8 +38,10 @@ func intervals(rules map[int]Action, bit uint32, trapFrom int) []interval {
 	var out []interval
 	next := uint64(bit) // first number not covered by out
 	add := func(v uint64, act Action) {
-		if v > next { // untraced numbers before v
-			out = append(out, interval{lo: uint32(next), act: Allow})
+		if v > next { // numbers without a rule before v
+			if len(out) == 0 || out[len(out)-1].act != def {
+				out = append(out, interval{lo: uint32(next), act: def})
+			}
 		}
 		if len(out) == 0 || out[len(out)-1].act != act {
 			out = append(out, interval{lo: uint32(v), act: act})
@@ -53,8 +55,8 @@ func intervals(rules map[int]Action, bit uint32, trapFrom int) []interval {
 		add(uint64(trapFrom)|uint64(bit), Trap)
 		next = 1 << 32
 	}
-	if next <= 0xffffffff || len(out) == 0 {
-		out = append(out, interval{lo: uint32(next), act: Allow})
+	if next <= 0xffffffff && (len(out) == 0 || out[len(out)-1].act != def) || len(out) == 0 {
+		out = append(out, interval{lo: uint32(next), act: def})
 	}
 	return out
 }
@@ -65,7 +67,9 @@ type builder struct {
 	trampoline uint64
 	// Shared targets, emitted at the end of the program if used.
 	allow, entry, exit, unsupported, trap *label
-	used                                  map[*label]bool
+	// errnos are the targets of the Errno actions, by action.
+	errnos map[Action]*label
+	used   map[*label]bool
 }
 
 // Build returns the seccomp filter program for a host of the given GOARCH
@@ -78,7 +82,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	if err := p.validate(goarch, abis); err != nil {
 		return nil, err
 	}
-	b := &builder{trampoline: p.Trampoline, used: map[*label]bool{}}
+	b := &builder{trampoline: p.Trampoline, errnos: map[Action]*label{}, used: map[*label]bool{}}
 	a := &b.asm
 	b.allow, b.entry, b.exit, b.unsupported, b.trap = a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
 	foreign := b.unsupported
@@ -112,7 +116,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 			if !ok {
 				from = -1
 			}
-			t = b.plan(intervals(rules, abi.NrBit, from))
+			t = b.plan(intervals(rules, abi.NrBit, from, p.Default))
 		} else {
 			t = &tree{target: foreign}
 			b.used[foreign] = true
@@ -175,6 +179,15 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 		a.bind(b.trap)
 		a.ret(retTrap)
 	}
+	errnos := make([]Action, 0, len(b.errnos))
+	for act := range b.errnos {
+		errnos = append(errnos, act)
+	}
+	sort.Slice(errnos, func(i, j int) bool { return errnos[i] < errnos[j] })
+	for _, act := range errnos {
+		a.bind(b.errnos[act])
+		a.ret(act.ret())
+	}
 	if b.used[b.entry] {
 		b.emitTraced(b.entry, DataEntry)
 	}
@@ -227,6 +240,12 @@ func (b *builder) actionTarget(act Action) *label {
 		l = b.exit
 	case Trap:
 		l = b.trap
+	}
+	if _, ok := act.Errno(); ok {
+		if l = b.errnos[act]; l == nil {
+			l = b.asm.newLabel()
+			b.errnos[act] = l
+		}
 	}
 	b.used[l] = true
 	return l

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 )
 
 // TestVM runs the programs in x/net/bpf's VM for every host ABI of both
@@ -145,7 +146,7 @@ func TestIntervals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, intervals(tt.rules, tt.bit, -1), cmp.AllowUnexported(interval{})); diff != "" {
+			if diff := cmp.Diff(tt.want, intervals(tt.rules, tt.bit, -1, Allow), cmp.AllowUnexported(interval{})); diff != "" {
 				t.Errorf("intervals (-want +got):\n%s", diff)
 			}
 		})
@@ -165,6 +166,9 @@ func TestBuildErrors(t *testing.T) {
 		{"negative", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {-1: TraceEntry}}}, "out of range"},
 		{"x32 bit", "amd64", Policy{Rules: map[*ABI]map[int]Action{X32: {0x40000000: TraceEntry}}}, "out of range"},
 		{"action", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {1: 7}}}, "invalid action"},
+		{"errno 0", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {1: Errno(0)}}}, "invalid action"},
+		{"errno too big", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {1: Errno(4096)}}}, "invalid action"},
+		{"default", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, Default: 9}, "invalid default action"},
 		{"alignment", "arm64", Policy{Trampoline: 0x1234}, "not 4 KiB-aligned"},
 		{"too long", "arm64", Policy{Rules: map[*ABI]map[int]Action{AArch64: denseRules(6000)}}, "BPF_MAXINSNS"},
 	}
@@ -229,6 +233,74 @@ func TestDisassembleDescribe(t *testing.T) {
 	}
 	desc := Describe("amd64", p)
 	for _, want := range []string{"getppid", "110  entry", "getpgid", "121  exit", "i386 (arch 0x40000003): unsupported", "x32 (arch 0xc000003e, nr | 0x40000000): 1 traced", "trampoline"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("Describe lacks %q:\n%s", want, desc)
+		}
+	}
+	t.Logf("\n%s\n%s", desc, dis)
+}
+
+// TestErrnoAction checks Errno's actions: names, the kernel return value,
+// and what Disassemble and Describe say of a policy that refuses calls and
+// answers every unclassified number with ENOSYS.
+func TestErrnoAction(t *testing.T) {
+	for _, tt := range []struct {
+		act  Action
+		str  string
+		ret  uint32
+		errn unix.Errno
+	}{
+		{Allow, "allow", retAllow, 0},
+		{Trap, "trap", retTrap, 0},
+		{Errno(unix.EPERM), "errno EPERM", 0x00050001, unix.EPERM},
+		{Errno(unix.ENOSYS), "errno ENOSYS", 0x00050026, unix.ENOSYS},
+		{Errno(4000), "errno 4000", 0x00050fa0, 4000},
+	} {
+		if got := tt.act.String(); got != tt.str {
+			t.Errorf("%#x: String() = %q, want %q", uint32(tt.act), got, tt.str)
+		}
+		if got := tt.act.ret(); got != tt.ret {
+			t.Errorf("%v: ret() = %#x, want %#x", tt.act, got, tt.ret)
+		}
+		if e, ok := tt.act.Errno(); e != tt.errn || ok != (tt.errn != 0) {
+			t.Errorf("%v: Errno() = %v, %v", tt.act, e, ok)
+		}
+	}
+	if _, ok := Errno(0).Errno(); ok {
+		t.Error("Errno(0) is an errno action")
+	}
+
+	getppid, mount := 110, 165
+	p := Policy{Rules: map[*ABI]map[int]Action{X86_64: {
+		0: Allow, getppid: TraceEntry, mount: Errno(unix.EPERM),
+	}}, Default: Errno(unix.ENOSYS), AllowSkipped: true}
+	prog := mustBuild(t, "amd64", p)
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for nr, want := range map[uint32]verdict{
+		0: {"ALLOW", 0}, 110: {"TRACE", DataEntry}, 165: {"ERRNO", uint32(unix.EPERM)},
+		1: {"ERRNO", uint32(unix.ENOSYS)}, 464: {"ERRNO", uint32(unix.ENOSYS)},
+		1000: {"ERRNO", uint32(unix.ENOSYS)}, 0x3fffffff: {"ERRNO", uint32(unix.ENOSYS)},
+		0xffffffff: {"ALLOW", 0}, 0x40000000: {"TRAP", DataUnsupportedABI},
+	} {
+		ret, err := vm.Run(seccompData(nr, auditArchX86_64, 0, junkArgs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := toVerdict(uint32(ret)); got != want {
+			t.Errorf("nr %#x: %v, want %v", nr, got, want)
+		}
+	}
+	dis := Disassemble(prog)
+	for _, want := range []string{"ERRNO EPERM", "ERRNO ENOSYS", "x86_64 mount (165)"} {
+		if !strings.Contains(dis, want) {
+			t.Errorf("Disassemble lacks %q:\n%s", want, dis)
+		}
+	}
+	desc := Describe("amd64", p)
+	for _, want := range []string{"1 traced, 1 refused", "mount                       165  errno EPERM", "allowed (1): read", "every other number: errno ENOSYS"} {
 		if !strings.Contains(desc, want) {
 			t.Errorf("Describe lacks %q:\n%s", want, desc)
 		}

@@ -38,9 +38,15 @@ func TestKernelCache(t *testing.T) {
 						ret, _, ok := run(raw, constWord(nr, arch), true)
 						constAllow := ok && ret == retAllow
 						// ip 0 is outside every trampoline used here.
-						wantAllow := expect(goarch, p, arch, nr, 0).Action == "ALLOW"
+						want := expect(goarch, p, arch, nr, 0)
+						wantAllow := want.Action == "ALLOW"
 						if constAllow != wantAllow {
 							t.Errorf("arch %#x nr %#x: constant ALLOW = %v, want %v", arch, nr, constAllow, wantAllow)
+						}
+						// A refusal is a constant decision too: nothing
+						// but nr and arch is read on its way.
+						if want.Action == "ERRNO" && (!ok || toVerdict(ret) != want) {
+							t.Errorf("arch %#x nr %#x: not a constant %v (ok %v, ret %#x)", arch, nr, want, ok, ret)
 						}
 					}
 					for _, abi := range HostABIs(goarch) {
@@ -81,7 +87,7 @@ func TestDepth(t *testing.T) {
 				for _, abi := range HostABIs(goarch) {
 					m := 1
 					if rules, ok := p.Rules[abi]; ok {
-						m = len(intervals(rules, abi.NrBit, -1))
+						m = len(intervals(rules, abi.NrBit, -1, p.Default))
 					}
 					depth := bits.Len(uint(m - 1)) // ceil(log2 m)
 					bound := 2*depth + 13

@@ -6,10 +6,11 @@ import (
 	"strings"
 )
 
-// Describe returns a human-readable summary of what Build(goarch, p) traces:
+// Describe returns a human-readable summary of what Build(goarch, p) does:
 // per host ABI, each traced syscall with its name, number and whether the
-// tracer gets only the entry or also the exit; unsupported ABIs; and the
-// trampoline page. It is what `droidroot debug filter` prints.
+// tracer gets only the entry or also the exit, each refused one with its
+// errno; with a Default other than Allow, the allowed syscalls by name and
+// the default; unsupported ABIs; and the trampoline page. It is what `droidroot debug filter` prints.
 func Describe(goarch string, p Policy) string {
 	var sb strings.Builder
 	abis := HostABIs(goarch)
@@ -24,24 +25,47 @@ func Describe(goarch string, p Policy) string {
 				abi.Name, abi.AuditArch, DataUnsupportedABI)
 			continue
 		}
-		var nrs []int
+		var nrs, allowed []int
+		traced, refused := 0, 0
 		for nr, act := range rules {
-			if act != Allow {
+			switch act {
+			case Allow:
+				allowed = append(allowed, nr)
+			default:
 				nrs = append(nrs, nr)
+				if act == TraceEntry || act == TraceExit {
+					traced++
+				}
+				if _, ok := act.Errno(); ok {
+					refused++
+				}
 			}
 		}
 		sort.Ints(nrs)
+		sort.Ints(allowed)
 		fmt.Fprintf(&sb, "%s (arch %#x", abi.Name, abi.AuditArch)
 		if abi.NrBit != 0 {
 			fmt.Fprintf(&sb, ", nr | %#x", abi.NrBit)
 		}
-		fmt.Fprintf(&sb, "): %d traced, %d intervals\n", len(nrs), len(intervals(rules, abi.NrBit, -1)))
+		fmt.Fprintf(&sb, "): %d traced, %d refused, %d intervals\n", traced, refused,
+			len(intervals(rules, abi.NrBit, -1, p.Default)))
 		for _, nr := range nrs {
-			name := abi.name(nr)
-			if name == "" {
-				name = "?"
+			fmt.Fprintf(&sb, "  %-24s %6d  %s\n", abi.nameOr(nr, "?"), nr, rules[nr])
+		}
+		if p.Default != Allow {
+			head := fmt.Sprintf("  allowed (%d):", len(allowed))
+			sb.WriteString(head)
+			col := len(head)
+			for _, nr := range allowed {
+				name := abi.nameOr(nr, fmt.Sprint(nr))
+				if col+1+len(name) > 78 {
+					sb.WriteString("\n   ")
+					col = 3
+				}
+				sb.WriteString(" " + name)
+				col += 1 + len(name)
 			}
-			fmt.Fprintf(&sb, "  %-24s %6d  %s\n", name, nr, rules[nr])
+			fmt.Fprintf(&sb, "\n  every other number: %s\n", p.Default)
 		}
 	}
 	fmt.Fprintf(&sb, "unknown arch: every syscall traps with data %#x (ENOSYS)\n", DataUnknownArch)

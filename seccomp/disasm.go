@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 )
 
 // Disassemble returns prog as text, one numbered instruction per line with
@@ -247,6 +248,8 @@ func retName(v uint32) string {
 			return fmt.Sprintf("TRAP data %#x", data)
 		}
 		return "TRAP"
+	case retErrno:
+		return "ERRNO " + errnoName(unix.Errno(data))
 	}
 	return ""
 }

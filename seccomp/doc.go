@@ -2,7 +2,9 @@
 // process of droidroot runs. It decides, per system call ABI and number,
 // which calls reach the ptrace tracer (SECCOMP_RET_TRACE, seen by the
 // tracer as a PTRACE_EVENT_SECCOMP stop), which run untraced
-// (SECCOMP_RET_ALLOW), and which are trapped (SECCOMP_RET_TRAP: the calls
+// (SECCOMP_RET_ALLOW), which the filter refuses itself with a fixed errno
+// (SECCOMP_RET_ERRNO: Errno actions, and Policy.Default for the numbers
+// no rule lists), and which are trapped (SECCOMP_RET_TRAP: the calls
 // of ABIs droidroot does not translate, which the tracer answers with
 // ENOSYS at their SIGSYS stop, and under an Android policy its blocked
 // calls).
@@ -22,7 +24,7 @@
 //	B: ld [0]
 //	   i386 tree
 //	shared targets: ret ALLOW; ret TRAP|DataUnsupportedABI;
-//	   entry block; exit block
+//	   ret ERRNO|e for each errno used; entry block; exit block
 //
 // Each ABI's tree is a balanced binary search over the runs of consecutive
 // numbers that share an action (untraced gaps included): every inner node
@@ -53,7 +55,9 @@
 // and later skips the filter entirely. The program therefore reads the
 // instruction pointer only after the number dispatch and only on the path
 // of a traced call: every Allow call of every ABI is a constant ALLOW
-// (only "ld nr/arch", "jeq/jge/jset #k", "ja" and "ret #k" on its path).
+// (only "ld nr/arch", "jeq/jge/jset #k", "ja" and "ret #k" on its path);
+// an Errno call is a constant decision the same way (the kernel caches
+// only ALLOW, but the filter still reads nothing else for it).
 // x32 numbers are above the kernel's cache range and always run the
 // filter; that costs a few instructions, not a tracer stop.
 //

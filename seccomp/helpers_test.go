@@ -37,7 +37,7 @@ var junkArgs = [6]uint64{0xdeadbeef_cafebabe, 0, 1, 0xffffffff_ffffffff, 0x40000
 
 // verdict is a filter result split for readable diffs.
 type verdict struct {
-	Action string // "ALLOW", "TRACE", "TRAP" or "other:0x..."
+	Action string // "ALLOW", "TRACE", "TRAP", "ERRNO" or "other:0x..."
 	Data   uint32
 }
 
@@ -51,6 +51,8 @@ func toVerdict(ret uint32) verdict {
 		return verdict{"TRACE", ret & retData}
 	case retTrap:
 		return verdict{"TRAP", ret & retData}
+	case retErrno:
+		return verdict{"ERRNO", ret & retData}
 	}
 	return verdict{fmt.Sprintf("other:%#x", ret&^retData), ret & retData}
 }
@@ -83,7 +85,13 @@ func expectABI(abi *ABI, p Policy, nr uint32, ip uint64) verdict {
 	if !ok {
 		return verdict{"TRAP", DataUnsupportedABI}
 	}
-	act := rules[int(nr&^abi.NrBit)]
+	act, listed := rules[int(nr&^abi.NrBit)]
+	if !listed {
+		act = p.Default
+	}
+	if e, ok := act.Errno(); ok {
+		return verdict{"ERRNO", uint32(e)}
+	}
 	if act == Allow {
 		return verdict{"ALLOW", 0}
 	}
@@ -158,6 +166,25 @@ func denseRules(limit int) map[int]Action {
 	return m
 }
 
+// classifiedRules are realisticRules plus every other even number of a's
+// table allowed and every number divisible by 3 refused with EPERM (traced
+// numbers keep their action), as droidroot's classified policy looks.
+func classifiedRules(a *ABI) map[int]Action {
+	m := realisticRules(a)
+	for nr := range a.Numbers {
+		if _, traced := m[nr]; traced {
+			continue
+		}
+		switch {
+		case nr%3 == 0:
+			m[nr] = Errno(unix.EPERM)
+		case nr%2 == 0:
+			m[nr] = Allow
+		}
+	}
+	return m
+}
+
 // maxRegularNr is the highest table number below ARM's private range.
 func maxRegularNr(a *ABI) int {
 	m := 0
@@ -196,6 +223,12 @@ var policies = []namedPolicy{
 	}},
 	{"droidroot", func(g string) Policy { // tracer.Policy's shape: native rules only, -1 allowed
 		return Policy{Rules: rulesFor(g, realisticRules, I386, X32, ARM), AllowSkipped: true}
+	}},
+	{"droidroot-allowlist", func(g string) Policy { // with a classification: unknown numbers ENOSYS
+		return Policy{Rules: rulesFor(g, classifiedRules, I386, X32, ARM), AllowSkipped: true, Default: Errno(unix.ENOSYS)}
+	}},
+	{"errno-default-everywhere", func(g string) Policy {
+		return Policy{Rules: rulesFor(g, classifiedRules), Default: Errno(unix.EPERM)}
 	}},
 	{"native-unsupported", func(g string) Policy {
 		return Policy{Rules: rulesFor(g, realisticRules, NativeABI(g))}

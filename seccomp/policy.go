@@ -3,10 +3,13 @@ package seccomp
 import (
 	"errors"
 	"fmt"
+
+	"golang.org/x/sys/unix"
 )
 
-// Action says what the filter does with one system call of one ABI.
-type Action uint8
+// Action says what the filter does with one system call of one ABI: one of
+// the constants below, or Errno(e).
+type Action uint32
 
 const (
 	// Allow lets the system call run untraced (SECCOMP_RET_ALLOW). The
@@ -25,8 +28,39 @@ const (
 	Trap
 )
 
-// String returns "allow", "entry", "exit" or "trap".
+// errnoAction marks Errno's actions; the errno is in the low 12 bits.
+const errnoAction Action = 1 << 16
+
+// maxErrno is MAX_ERRNO: the kernel clamps a SECCOMP_RET_ERRNO's data to it.
+const maxErrno = 4095
+
+// Errno returns the action that makes the filter itself answer the call
+// with -e, without running it and without a tracer stop
+// (SECCOMP_RET_ERRNO | e): the calls droidroot refuses on purpose. Like
+// Allow it depends on the ABI and number only, so the kernel caches it as a
+// constant decision. e must be in [1, 4095].
+func Errno(e unix.Errno) Action { return errnoAction | Action(e) }
+
+// Errno returns the errno of an Errno action, and whether a is one.
+func (a Action) Errno() (unix.Errno, bool) {
+	if a&^maxErrno != errnoAction || a&maxErrno == 0 {
+		return 0, false
+	}
+	return unix.Errno(a & maxErrno), true
+}
+
+// valid reports whether a is one of the constants or an Errno action.
+func (a Action) valid() bool {
+	_, isErrno := a.Errno()
+	return a <= Trap || isErrno
+}
+
+// String returns "allow", "entry", "exit", "trap" or "errno NAME" (for
+// Errno(e): "errno ENOSYS", or the number if unix has no name for it).
 func (a Action) String() string {
+	if e, ok := a.Errno(); ok {
+		return "errno " + errnoName(e)
+	}
 	switch a {
 	case Allow:
 		return "allow"
@@ -37,7 +71,15 @@ func (a Action) String() string {
 	case Trap:
 		return "trap"
 	}
-	return fmt.Sprintf("Action(%d)", uint8(a))
+	return fmt.Sprintf("Action(%#x)", uint32(a))
+}
+
+// errnoName returns e's name ("EPERM"), or its number.
+func errnoName(e unix.Errno) string {
+	if n := unix.ErrnoName(e); n != "" {
+		return n
+	}
+	return fmt.Sprint(int(e))
 }
 
 // RET_DATA values of the filter's results. The traced actions carry
@@ -66,6 +108,7 @@ const (
 	retAllow = 0x7fff0000 // SECCOMP_RET_ALLOW
 	retTrace = 0x7ff00000 // SECCOMP_RET_TRACE
 	retTrap  = 0x00030000 // SECCOMP_RET_TRAP
+	retErrno = 0x00050000 // SECCOMP_RET_ERRNO
 	retData  = 0x0000ffff // SECCOMP_RET_DATA
 )
 
@@ -80,6 +123,9 @@ func (a Action) ret() uint32 {
 	case Trap:
 		return retTrap
 	}
+	if e, ok := a.Errno(); ok {
+		return retErrno | uint32(e)
+	}
 	return retAllow
 }
 
@@ -89,7 +135,7 @@ func (a Action) ret() uint32 {
 const TrampolineSize = 4096
 
 // Policy is the traced set: per ABI, syscall number -> action; a number
-// absent from an ABI's map is Allow.
+// absent from an ABI's map gets Default (Allow when zero).
 //
 // An ABI of HostABIs(goarch) without an entry in Rules (a nil map counts as
 // an entry) is unsupported: every one of its syscalls traps with
@@ -98,6 +144,11 @@ type Policy struct {
 	// Rules maps an ABI of the host to its syscall numbers (without
 	// NrBit) and their actions.
 	Rules map[*ABI]map[int]Action
+	// Default is the action of every number of an ABI with rules that its
+	// map does not list, up to 2^32 (numbers above the newest one a table
+	// knows included). The zero value is Allow; droidroot's own policy
+	// uses Errno(ENOSYS), so that a syscall nobody classified is refused.
+	Default Action
 	// Trampoline is the address of a 4 KiB-aligned page T: a traced
 	// syscall of a supported ABI whose seccomp_data.instruction_pointer is
 	// in [T, T+4096) is allowed. The instruction pointer is the address
@@ -146,7 +197,7 @@ func (p Policy) validate(goarch string, abis []*ABI) error {
 			return fmt.Errorf("seccomp: policy has rules for ABI %v, which is not an ABI of %s", abi, goarch)
 		}
 		for nr, act := range rules {
-			if act > Trap {
+			if !act.valid() {
 				return fmt.Errorf("seccomp: %s syscall %d: invalid action %v", abi.Name, nr, act)
 			}
 			limit := int64(1) << 32
@@ -157,6 +208,9 @@ func (p Policy) validate(goarch string, abis []*ABI) error {
 				return fmt.Errorf("seccomp: %s syscall number %d out of range [0, %#x)", abi.Name, nr, limit)
 			}
 		}
+	}
+	if !p.Default.valid() {
+		return fmt.Errorf("seccomp: invalid default action %v", p.Default)
 	}
 	for abi, n := range p.TrapFrom {
 		if _, ok := p.Rules[abi]; !ok {

@@ -37,7 +37,7 @@ func (t *Tracer) Run() (int, error) {
 
 	var filter []byte
 	if !t.cfg.NoSeccomp {
-		prog, err := seccomp.Build(t.goarch, Policy(t.goarch, t.cfg.Table))
+		prog, err := seccomp.Build(t.goarch, t.policy)
 		if err != nil {
 			return 1, fmt.Errorf("building the seccomp filter: %w", err)
 		}

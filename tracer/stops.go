@@ -37,6 +37,12 @@ func (t *Tracer) enter(th *Thread) {
 	if nr >= 0 && nr < len(t.handlers) {
 		h = t.handlers[nr]
 	}
+	if h == nil && t.cfg.NoSeccomp {
+		// No filter refuses anything in ptrace-only mode: the tracer does.
+		if errno, ok := refusal(t.policy, t.goarch, nr); ok && !t.blockedAtEntry(nr) {
+			h = &Handler{Enter: func(c *Call) { c.Fail(errno) }}
+		}
+	}
 	if h == nil || t.blockedAtEntry(nr) {
 		t.cont(th, 0)
 		return

@@ -38,6 +38,11 @@ type Config struct {
 	Stage2 string
 	// Table holds the syscall handlers.
 	Table Table
+	// Classes classifies the native calls without a handler (see Policy):
+	// harmless ones run, refused ones and unknown numbers are answered
+	// with an errno by the filter (in ptrace-only mode, by the tracer at
+	// their entry). nil allows every call without a handler.
+	Classes *Classes
 	// State is the per-run state the table's handlers share (emul's
 	// Emulation, built with the table), handed to them by Call.State; nil
 	// for none.
@@ -112,6 +117,8 @@ type Tracer struct {
 	hooks []func(*Event)
 	// exitStops is set when a hook wants EventExiting.
 	exitStops bool
+	// policy is the seccomp policy of Table and Classes.
+	policy seccomp.Policy
 }
 
 // New prepares a tracer; nothing runs until Run.
@@ -127,6 +134,7 @@ func New(cfg Config) (*Tracer, error) {
 	if cfg.Flight {
 		t.flight = &flight{rings: map[int]*flightRing{}}
 	}
+	t.policy = Policy(t.goarch, cfg.Table, cfg.Classes)
 	abi := seccomp.NativeABI(t.goarch)
 	for name, h := range cfg.Table {
 		nr, ok := abi.Nr(name)

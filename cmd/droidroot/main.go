@@ -117,7 +117,7 @@ func debugFilter(c *cli.Context) error {
 	}
 	fmt.Print(describeLayers(em))
 	fmt.Println()
-	pol := tracer.Policy(goarch, em.Table)
+	pol := tracer.Policy(goarch, em.Table, emul.Classes())
 	pol.Trampoline = t
 	prog, err := seccomp.Build(goarch, pol)
 	if err != nil {

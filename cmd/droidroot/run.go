@@ -315,6 +315,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		Loader:     loaderPath,
 		Stage2:     stage2,
 		Table:      em.Table,
+		Classes:    emul.Classes(),
 		State:      em,
 		Creds:      emul.InitialCreds(em.Config()),
 		HWCap:      hwcap(em.Config().Uname),
