@@ -78,7 +78,7 @@ type Option func(*options)
 type options struct {
 	virtualDir  string
 	virtualTree string
-	cache      bool
+	cache       bool
 	// Limits of the lookup cache (tests); 0 means the default.
 	cacheDirs, cacheEntries int
 }
@@ -489,7 +489,6 @@ func (m *Mapper) VirtualTree() []VirtualEntry {
 	walk(m.root)
 	return out
 }
-
 
 // Root returns the canonical host path of the guest root directory.
 func (m *Mapper) Root() string { return m.rootBI.host }
