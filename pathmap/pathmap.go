@@ -306,25 +306,18 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		m.vdir = m.rootBI.host
 	}
 	if o.virtualDir != "" {
-		v, mode, err := realpath(m.fs, o.virtualDir)
+		v, err := realDir(m.fs, o.virtualDir, "virtual directory")
 		if err != nil {
-			return nil, fmt.Errorf("pathmap: virtual directory %q: %w", o.virtualDir, err)
-		}
-		if mode != syscall.S_IFDIR {
-			return nil, fmt.Errorf("pathmap: virtual directory %q: %w", o.virtualDir, syscall.ENOTDIR)
+			return nil, err
 		}
 		m.vdir = v
 	}
 	if o.virtualTree != "" {
-		v, mode, err := realpath(m.fs, o.virtualTree)
+		v, err := realDir(m.fs, o.virtualTree, "virtual tree")
 		if err != nil {
-			return nil, fmt.Errorf("pathmap: virtual tree %q: %w", o.virtualTree, err)
+			return nil, err
 		}
-		if mode != syscall.S_IFDIR {
-			return nil, fmt.Errorf("pathmap: virtual tree %q: %w", o.virtualTree, syscall.ENOTDIR)
-		}
-		m.vtree = v
-		m.vdir = v
+		m.vtree, m.vdir = v, v
 	}
 
 	// ToGuest: longest host prefix first; on a tie the shortest guest path
@@ -459,6 +452,19 @@ func (m *Mapper) setMounts(n, mount *node) {
 	for _, k := range n.kids {
 		m.setMounts(k, mount)
 	}
+}
+
+// realDir is the realpath of dir, which must be a directory (what names
+// it in errors).
+func realDir(fs FS, dir, what string) (string, error) {
+	v, mode, err := realpath(fs, dir)
+	if err == nil && mode != syscall.S_IFDIR {
+		err = syscall.ENOTDIR
+	}
+	if err != nil {
+		return "", fmt.Errorf("pathmap: %s %q: %w", what, dir, err)
+	}
+	return v, nil
 }
 
 // VirtualEntry is an entry of the tree WithVirtualTree's root must hold.
