@@ -44,6 +44,9 @@ call("fsopen", "fsopen", ctypes.c_char_p(b"tmpfs"), L(0))
 params = ctypes.create_string_buffer(120)
 call("io_uring_setup", "io_uring_setup", L(8), params)
 call("clone3", "clone3", ctypes.c_void_p(None), L(0))
+allow = (ctypes.c_uint64 * 1)(0x7fff0000 << 32 | 0x06)  # BPF_RET|BPF_K SECCOMP_RET_ALLOW
+prog = (ctypes.c_uint64 * 2)(1, ctypes.addressof(allow))  # struct sock_fprog
+call("seccomp-listener", "seccomp", L(1), L(8), prog)  # SET_MODE_FILTER, NEW_LISTENER
 out = []
 t = threading.Thread(target=lambda: out.append(os.getpid()))
 t.start(); t.join()
@@ -62,7 +65,8 @@ func TestConfinement(t *testing.T) {
 	g := debianGuest(t)
 	mountNr := map[string]int{"amd64": 165, "arm64": 40}[runtime.GOARCH]
 	// The numbers from 424 up are the same on every architecture.
-	nrs := fmt.Sprintf("mount=%d,open_tree=428,fsopen=430,io_uring_setup=425,clone3=435,getxattrat=464", mountNr)
+	seccompNr := map[string]int{"amd64": 317, "arm64": 277}[runtime.GOARCH]
+	nrs := fmt.Sprintf("mount=%d,open_tree=428,fsopen=430,io_uring_setup=425,clone3=435,getxattrat=464,seccomp=%d", mountNr, seccompNr)
 
 	host := t.TempDir() // outside the rootfs
 	hostFile := filepath.Join(host, "secret")
@@ -100,6 +104,7 @@ func TestConfinement(t *testing.T) {
 		"fsopen -1 EPERM",
 		"io_uring_setup -1 ENOSYS",
 		"clone3 -1 ENOSYS",
+		"seccomp-listener -1 EBUSY",
 		"thread True",
 		"subprocess sub",
 	}, "\n") + "\n"

@@ -95,7 +95,7 @@ var harmless = namesOf(`
 	rt_sigprocmask rt_sigqueueinfo rt_sigreturn rt_sigsuspend rt_sigtimedwait
 	rt_tgsigqueueinfo sched_get_priority_max sched_get_priority_min sched_getaffinity
 	sched_getattr sched_getparam sched_getscheduler sched_rr_get_interval sched_setaffinity
-	sched_setattr sched_setparam sched_setscheduler sched_yield seccomp semctl semget semop
+	sched_setattr sched_setparam sched_setscheduler sched_yield semctl semget semop
 	semtimedop sendfile sendmmsg set_mempolicy set_mempolicy_home_node set_robust_list
 	set_tid_address setdomainname setfsgid setfsuid setgid setgroups sethostname setitimer
 	setns setpgid setpriority setregid setresgid setresuid setreuid setrlimit setsid

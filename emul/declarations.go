@@ -187,5 +187,20 @@ func declarations() map[string]decl {
 		"accept4":     {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
 		// devices
 		"ioctl": {flagsArg: -1},
+		// a guest's own seccomp filters
+		"seccomp": {flagsArg: -1, base: baseHandler(seccompHandler)},
 	}
 }
+
+// seccompHandler refuses a filter that asks for a user-notification
+// listener (SECCOMP_FILTER_FLAG_NEW_LISTENER): the listener's answer
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE lets the call run as the guest made it,
+// after droidroot's stop, so a path call would reach the host path the guest
+// named. EBUSY is the kernel's answer when the filter tree has a listener
+// already; the other filters, Chromium's sandbox among them, are installed as
+// asked.
+var seccompHandler = tracer.Handler{Enter: func(c *tracer.Call) {
+	if c.Arg(0) == unix.SECCOMP_SET_MODE_FILTER && c.Arg(1)&unix.SECCOMP_FILTER_FLAG_NEW_LISTENER != 0 {
+		c.Fail(unix.EBUSY)
+	}
+}}
