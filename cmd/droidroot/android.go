@@ -72,10 +72,7 @@ func underAndroidFilter() bool {
 	if err != nil || !strings.Contains(string(status), "\nSeccomp:\t2\n") {
 		return false
 	}
-	tmpDir := os.Getenv("PROOT_TMP_DIR")
-	if tmpDir == "" {
-		tmpDir = os.TempDir()
-	}
+	tmpDir := tmpDirOf()
 	probe, err := loader.Extract(tmpDir, runtime.GOARCH)
 	if err != nil {
 		return false

@@ -104,10 +104,7 @@ func debugFilter(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tmpDir := os.Getenv("PROOT_TMP_DIR")
-	if tmpDir == "" {
-		tmpDir = os.TempDir()
-	}
+	tmpDir := tmpDirOf()
 	em, code := emulation(o, tmpDir, android)
 	for _, f := range cleanups {
 		f()

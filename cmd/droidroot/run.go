@@ -200,10 +200,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		}
 		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest), NoDeref: b.NoDeref})
 	}
-	tmpDir := os.Getenv("PROOT_TMP_DIR")
-	if tmpDir == "" {
-		tmpDir = os.TempDir()
-	}
+	tmpDir := tmpDirOf()
 	var opts []pathmap.Option
 	if vdir, err := virtualDir(tmpDir); err == nil {
 		opts = append(opts, pathmap.WithVirtualDir(vdir))
@@ -348,6 +345,15 @@ func hwcap(u *emul.Uname) *uint64 {
 	}
 	v := uint64(u.HWCap)
 	return &v
+}
+
+// tmpDirOf is where droidroot writes its files: PROOT_TMP_DIR, else the
+// system's temporary directory.
+func tmpDirOf() string {
+	if d := os.Getenv("PROOT_TMP_DIR"); d != "" {
+		return d
+	}
+	return os.TempDir()
 }
 
 // withEnv returns env with name set to value (replaced where it is, else
