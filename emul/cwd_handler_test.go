@@ -81,3 +81,26 @@ func TestCwdDeep(t *testing.T) {
 	cases = append(cases, getcwdStep())
 	againstKernel(t, Config{}, "/tmp", cases)
 }
+
+// TestCwdRenamedOrRemoved: the guest cwd follows a rename of the directory or of an
+// ancestor (getcwd and relative paths, as the kernel's), and getcwd in a removed directory
+// fails with ENOENT, as the kernel's does.
+func TestCwdRenamedOrRemoved(t *testing.T) {
+	cases := []kcase{
+		{name: "mkdir", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/ra"), tt.Int(0o755))},
+		{name: "mkdir sub", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/ra/sub"), tt.Int(0o755))},
+		{name: "chdir sub", step: chdir("/tmp/ra/sub")},
+		getcwdStep(),
+		{name: "rename the parent", step: tt.Call("renameat", cwdFD, tt.Str("/tmp/ra"), cwdFD, tt.Str("/tmp/rb"))},
+		getcwdStep(),
+		{name: "relative through the new name", step: access("../sub")},
+		{name: "relative through the old name", step: access("/tmp/ra/sub")},
+		{name: "rename it again", step: tt.Call("renameat", cwdFD, tt.Str("/tmp/rb"), cwdFD, tt.Str("/tmp/rc"))},
+		getcwdStep(),
+		{name: "remove the cwd", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/rc/sub"), tt.Int(unix.AT_REMOVEDIR))},
+		{name: "getcwd removed", step: tt.Call("getcwd", tt.Out(512), tt.Int(512))},
+		{name: "chdir back", step: chdir("/")},
+		getcwdStep(),
+	}
+	againstKernel(t, Config{}, "/", cases)
+}

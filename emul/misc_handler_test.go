@@ -227,3 +227,24 @@ func TestExecRuns(t *testing.T) {
 		t.Errorf("no execve stop: %+v", r.Stops)
 	}
 }
+
+// TestSeccompListenerRefused: a guest filter that asks for a user-notification listener is
+// refused with EBUSY (its CONTINUE would run path calls untranslated); one that does not is
+// passed to the kernel (here with a NULL program, which the kernel refuses with EFAULT).
+func TestSeccompListenerRefused(t *testing.T) {
+	g := newGuestFS(t)
+	em := New(Config{})
+	steps := []tt.Step{
+		tt.Call("prctl", tt.Int(unix.PR_SET_NO_NEW_PRIVS), tt.Int(1), tt.Int(0), tt.Int(0), tt.Int(0)),
+		tt.Call("seccomp", tt.Int(unix.SECCOMP_SET_MODE_FILTER), tt.Int(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER), tt.Int(0)),
+		tt.Call("seccomp", tt.Int(unix.SECCOMP_SET_MODE_FILTER), tt.Int(0), tt.Int(0)),
+	}
+	r := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m}, steps...)
+	if e := r.Steps[1].Errno(); e != unix.EBUSY {
+		t.Errorf("seccomp with NEW_LISTENER: %v, want EBUSY", e)
+	}
+	// Without the flag the call reaches the kernel, which reads the (NULL) program.
+	if e := r.Steps[2].Errno(); e != unix.EFAULT {
+		t.Errorf("seccomp without NEW_LISTENER: %v, want the kernel's EFAULT for a NULL program", e)
+	}
+}

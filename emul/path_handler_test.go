@@ -143,6 +143,16 @@ func TestPathHandlersKernel(t *testing.T) {
 		// inotify_add_watch checks the fd before it reads the path.
 		{name: "inotify not inotify, bad path", step: tt.Call("inotify_add_watch", tt.Int(0), tt.Int(1), tt.Int(unix.IN_ALL_EVENTS))},
 		{name: "inotify bad fd, bad path", step: tt.Call("inotify_add_watch", tt.Int(999), tt.Int(1), tt.Int(unix.IN_ALL_EVENTS))},
+		// Entry calls on a bind point (/mnt), in the kernel's order: for rename the
+		// parents' mounts (EXDEV), the source (ENOENT), then EBUSY; for link the source,
+		// then EEXIST.
+		{name: "rename missing onto a bind point", step: tt.Call("renameat", cwdFD, tt.Str("/missing"), cwdFD, tt.Str("/mnt"))},
+		{name: "rename onto a bind point", step: tt.Call("renameat", cwdFD, tt.Str("/dir/sub"), cwdFD, tt.Str("/mnt"))},
+		{name: "rename a bind point", step: tt.Call("renameat", cwdFD, tt.Str("/mnt"), cwdFD, tt.Str("/tmp/m2"))},
+		{name: "rename missing into a bind", step: tt.Call("renameat", cwdFD, tt.Str("/missing"), cwdFD, tt.Str("/mnt/x"))},
+		{name: "link missing onto a bind point", step: tt.Call("linkat", cwdFD, tt.Str("/missing"), cwdFD, tt.Str("/mnt"), tt.Int(0))},
+		{name: "link onto a bind point", step: tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt"), tt.Int(0))},
+		{name: "unlink a bind point", step: tt.Call("unlinkat", cwdFD, tt.Str("/mnt"), tt.Int(unix.AT_REMOVEDIR))},
 	}
 	againstKernel(t, Config{}, "/", cases)
 }
