@@ -197,3 +197,56 @@ $(DRBENCH_CHECK_DIR)/drbench-%: $(DRBENCH_SRCS)
 
 # END bench section
 # ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# BEGIN fastpath section (owner: fastpath/; see fastpath/csrc/fastpath.c)
+#
+# The fast path library is a small shared object per architecture that ld.so
+# preloads into guest processes. It links against the guest's libc.so.6 and
+# may import only public symbols no newer than GLIBC_2.17 (fastpath-check
+# verifies it). Its trampoline page sits alone in a 64 KiB-aligned block of
+# the file, so the library can map it on 4, 16 and 64 KiB page kernels.
+#
+#   make fastpath          both architectures (fastpath/bin, committed)
+#   make fastpath-check    fail if fastpath/bin differs from a fresh build, or
+#                          imports a symbol newer than GLIBC_2.17
+# ---------------------------------------------------------------------------
+
+FASTPATH_SRCS := fastpath/csrc/fastpath.c fastpath/csrc/tramp-x86_64.S fastpath/csrc/tramp-aarch64.S $(CSRC_SRCS)
+FASTPATH_CFLAGS := -O2 -std=gnu11 -Wall -Wextra -fPIC -shared -fno-stack-protector \
+	-fno-tree-loop-distribute-patterns -fvisibility=hidden -fno-plt \
+	-fno-asynchronous-unwind-tables -ffile-prefix-map=$(CURDIR)=.
+FASTPATH_CFLAGS_arm64 := -mno-outline-atomics
+FASTPATH_LDFLAGS := -Wl,-z,max-page-size=65536 -Wl,-z,noseparate-code -Wl,-z,noexecstack -Wl,-z,now -Wl,--build-id=none \
+	-Wl,--hash-style=both -Wl,-soname,libdroidroot-fastpath.so
+FASTPATH_TRAMP_amd64 := fastpath/csrc/tramp-x86_64.S
+FASTPATH_TRAMP_arm64 := fastpath/csrc/tramp-aarch64.S
+
+.PHONY: fastpath fastpath-check
+fastpath: fastpath/bin/libdroidroot-fastpath-amd64.so fastpath/bin/libdroidroot-fastpath-arm64.so
+
+# $(call fastpath_link,arch,output)
+define fastpath_link
+	@mkdir -p $(dir $(2))
+	$(LOADER_CC_$(1)) $(FASTPATH_CFLAGS) $(FASTPATH_CFLAGS_$(1)) $(CSRC_CFLAGS) $(FASTPATH_LDFLAGS) \
+		-o $(2) fastpath/csrc/fastpath.c $(FASTPATH_TRAMP_$(1))
+	$(LOADER_STRIP_$(1)) --strip-unneeded -R .comment $(2)
+endef
+
+fastpath/bin/libdroidroot-fastpath-%.so: $(FASTPATH_SRCS)
+	$(call fastpath_link,$*,$@)
+
+fastpath-check:
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	for a in amd64 arm64; do \
+		$(MAKE) -s --no-print-directory FASTPATH_CHECK_DIR="$$d" "$$d/libdroidroot-fastpath-$$a.so" >/dev/null || exit 1; \
+		cmp fastpath/bin/libdroidroot-fastpath-$$a.so "$$d/libdroidroot-fastpath-$$a.so" || { echo "fastpath/bin/libdroidroot-fastpath-$$a.so is stale: run make fastpath"; exit 1; }; \
+		bad=$$(objdump -T fastpath/bin/libdroidroot-fastpath-$$a.so | awk '/GLIBC_/ { for (i = 1; i <= NF; i++) if ($$i ~ /GLIBC_/) { v = $$i; gsub(/[()]/, "", v); split(substr(v, 7), p, "."); if (p[1] > 2 || (p[1] == 2 && p[2] > 17)) print v, $$NF } }'); \
+		[ -z "$$bad" ] || { echo "libdroidroot-fastpath-$$a.so imports symbols newer than GLIBC_2.17: $$bad"; exit 1; }; \
+	done; echo "fastpath libraries up to date, imports no newer than GLIBC_2.17"
+
+$(FASTPATH_CHECK_DIR)/libdroidroot-fastpath-%.so: $(FASTPATH_SRCS)
+	$(call fastpath_link,$*,$@)
+
+# END fastpath section
+# ---------------------------------------------------------------------------

@@ -84,6 +84,9 @@ type Config struct {
 	// emulation or the kernel's answer; see android.go). It turns on the
 	// switches below.
 	Android *seccomp.AndroidPolicy
+	// FastPath turns on the fast path library's support (its handshake,
+	// the merged /etc/ld.so.preload, the trampoline's calls); nil: off.
+	FastPath *FastPath
 }
 
 // WithAndroid returns cfg with policy p active and the emulations Android
@@ -115,6 +118,8 @@ type Emulation struct {
 	l2s    *link2symlink // -l, nil when off
 	qemu   *qemu         // -q, nil when off
 	uname  *Uname        // -k, nil when off
+	// fastPath is the fast path layer's state, nil when off.
+	fastPath *fastPathState
 }
 
 // New builds the handler table for cfg: every declared syscall's base

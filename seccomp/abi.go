@@ -89,16 +89,33 @@ func NativeABI(goarch string) *ABI {
 
 // Nr returns the number of the system call called name in a (without NrBit)
 // and whether a has such a system call.
+//
+// droidroot's own calls (OwnSyscalls) have their number in every ABI.
 func (a *ABI) Nr(name string) (int, bool) {
+	if nr, ok := OwnSyscalls[name]; ok {
+		return nr, true
+	}
 	nr, ok := a.Names[name]
 	return nr, ok
 }
+
+// OwnSyscalls are droidroot's own system calls, by name: numbers no kernel
+// has, which only droidroot's tracer answers (the droidroot_fastpath
+// handshake of the fast path library, fastpath.SyscallNr).
+var OwnSyscalls = map[string]int{"droidroot_fastpath": 25714}
 
 // String returns the ABI's name.
 func (a *ABI) String() string { return a.Name }
 
 // name returns the name of syscall nr (without NrBit), or "" if unknown.
-func (a *ABI) name(nr int) string { return a.Numbers[nr] }
+func (a *ABI) name(nr int) string {
+	for name, n := range OwnSyscalls {
+		if n == nr {
+			return name
+		}
+	}
+	return a.Numbers[nr]
+}
 
 // nameOr returns the name of syscall nr, or or if unknown.
 func (a *ABI) nameOr(nr int, or string) string {

@@ -65,8 +65,9 @@ func intervals(rules map[int]Action, bit uint32, trapFrom int, def Action) []int
 type builder struct {
 	asm        assembler
 	trampoline uint64
-	// Shared targets, emitted at the end of the program if used.
-	allow, entry, exit, unsupported, trap *label
+	// Shared targets, emitted at the end of the program if used; entryT
+	// and exitT are the traced targets with the trampoline check.
+	allow, entry, exit, entryT, exitT, unsupported, trap *label
 	// errnos are the targets of the Errno actions, by action.
 	errnos map[Action]*label
 	used   map[*label]bool
@@ -85,6 +86,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	b := &builder{trampoline: p.Trampoline, errnos: map[Action]*label{}, used: map[*label]bool{}}
 	a := &b.asm
 	b.allow, b.entry, b.exit, b.unsupported, b.trap = a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+	b.entryT, b.exitT = a.newLabel(), a.newLabel()
 	foreign := b.unsupported
 	if p.TrapForeign {
 		foreign = b.trap
@@ -116,7 +118,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 			if !ok {
 				from = -1
 			}
-			t = b.plan(intervals(rules, abi.NrBit, from, p.Default))
+			t = b.plan(intervals(trampolineRules(p, abi, rules), abi.NrBit, from, p.Default))
 		} else {
 			t = &tree{target: foreign}
 			b.used[foreign] = true
@@ -189,10 +191,16 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 		a.ret(act.ret())
 	}
 	if b.used[b.entry] {
-		b.emitTraced(b.entry, DataEntry)
+		b.emitTraced(b.entry, DataEntry, p.Trampoline != 0 && p.TrampolineCalls == nil)
 	}
 	if b.used[b.exit] {
-		b.emitTraced(b.exit, DataExit)
+		b.emitTraced(b.exit, DataExit, p.Trampoline != 0 && p.TrampolineCalls == nil)
+	}
+	if b.used[b.entryT] {
+		b.emitTraced(b.entryT, DataEntry, true)
+	}
+	if b.used[b.exitT] {
+		b.emitTraced(b.exitT, DataExit, true)
 	}
 
 	return a.resolve()
@@ -231,6 +239,35 @@ func (b *builder) plan(iv []interval) *tree {
 	}
 }
 
+// Internal actions: TraceEntry and TraceExit with the trampoline check
+// (Policy.TrampolineCalls), never in a Policy.
+const (
+	traceEntryTramp Action = 1<<15 | TraceEntry
+	traceExitTramp  Action = 1<<15 | TraceExit
+)
+
+// trampolineRules returns abi's rules with the traced calls that
+// Policy.TrampolineCalls names marked for the trampoline check.
+func trampolineRules(p Policy, abi *ABI, rules map[int]Action) map[int]Action {
+	calls := p.TrampolineCalls[abi]
+	if p.Trampoline == 0 || len(calls) == 0 {
+		return rules
+	}
+	out := make(map[int]Action, len(rules))
+	for nr, act := range rules {
+		if calls[nr] {
+			switch act {
+			case TraceEntry:
+				act = traceEntryTramp
+			case TraceExit:
+				act = traceExitTramp
+			}
+		}
+		out[nr] = act
+	}
+	return out
+}
+
 func (b *builder) actionTarget(act Action) *label {
 	l := b.allow
 	switch act {
@@ -238,6 +275,10 @@ func (b *builder) actionTarget(act Action) *label {
 		l = b.entry
 	case TraceExit:
 		l = b.exit
+	case traceEntryTramp:
+		l = b.entryT
+	case traceExitTramp:
+		l = b.exitT
 	case Trap:
 		l = b.trap
 	}
@@ -266,13 +307,13 @@ func (b *builder) emitTree(t *tree) {
 }
 
 // emitTraced emits the target l of a traced syscall: "ret TRACE|data", or,
-// with a trampoline page T, an instruction-pointer check that allows the
+// with a trampoline page T and check, an instruction-pointer check that allows the
 // call if T <= ip < T+4096. Only this block reads instruction_pointer, so
 // untraced syscalls stay constant ALLOW for the kernel's action cache.
-func (b *builder) emitTraced(l *label, data uint32) {
+func (b *builder) emitTraced(l *label, data uint32, check bool) {
 	a := &b.asm
 	a.bind(l)
-	if b.trampoline == 0 {
+	if b.trampoline == 0 || !check {
 		a.ret(retTrace | data)
 		return
 	}

@@ -30,6 +30,7 @@ func TestVM(t *testing.T) {
 			tramps := []trampCase{
 				{0, append(around(0), around(trampolineT)...)},
 				{trampolineT, around(trampolineT)},
+				{trampolineT, around(trampolineT)}, // with TrampolineCalls: see below
 			}
 			if np.name == "realistic" {
 				tramps = append(tramps,
@@ -39,11 +40,27 @@ func TestVM(t *testing.T) {
 					trampCase{0x1_0000_0000, around(0x1_0000_0000)},                 // low word 0
 				)
 			}
-			for _, tc := range tramps {
+			for i, tc := range tramps {
 				name := fmt.Sprintf("%s/%s/T=%#x", goarch, np.name, tc.t)
+				if i == 2 {
+					name += "/calls"
+				}
 				t.Run(name, func(t *testing.T) {
 					p := np.policy(goarch)
 					p.Trampoline = tc.t
+					if i == 2 {
+						// Every third traced number of every ABI has the check.
+						p.TrampolineCalls = map[*ABI]map[int]bool{}
+						for abi, rules := range p.Rules {
+							calls := map[int]bool{}
+							for nr, act := range rules {
+								if (act == TraceEntry || act == TraceExit) && nr%3 == 0 {
+									calls[nr] = true
+								}
+							}
+							p.TrampolineCalls[abi] = calls
+						}
+					}
 					prog := mustBuild(t, goarch, p)
 					vm, err := bpf.NewVM(prog)
 					if err != nil {

@@ -69,7 +69,23 @@ func Describe(goarch string, p Policy) string {
 		}
 	}
 	fmt.Fprintf(&sb, "unknown arch: every syscall traps with data %#x (ENOSYS)\n", DataUnknownArch)
-	if p.Trampoline != 0 {
+	if p.Trampoline != 0 && p.TrampolineCalls != nil {
+		fmt.Fprintf(&sb, "trampoline: these traced syscalls with ip in [%#x, %#x) are allowed:",
+			p.Trampoline, p.Trampoline+TrampolineSize)
+		for _, abi := range HostABIs(goarch) {
+			var nrs []int
+			for nr, on := range p.TrampolineCalls[abi] {
+				if act, ok := p.Rules[abi][nr]; on && ok && (act == TraceEntry || act == TraceExit) {
+					nrs = append(nrs, nr)
+				}
+			}
+			sort.Ints(nrs)
+			for _, nr := range nrs {
+				fmt.Fprintf(&sb, " %s %s (%d)", abi.Name, abi.nameOr(nr, "?"), nr)
+			}
+		}
+		sb.WriteString("\n")
+	} else if p.Trampoline != 0 {
 		fmt.Fprintf(&sb, "trampoline: traced syscalls of supported ABIs with ip in [%#x, %#x) are allowed\n",
 			p.Trampoline, p.Trampoline+TrampolineSize)
 	} else {

@@ -95,7 +95,8 @@ func expectABI(abi *ABI, p Policy, nr uint32, ip uint64) verdict {
 	if act == Allow {
 		return verdict{"ALLOW", 0}
 	}
-	if p.Trampoline != 0 && ip >= p.Trampoline && ip-p.Trampoline < TrampolineSize {
+	checked := p.TrampolineCalls == nil || p.TrampolineCalls[abi][int(nr&^abi.NrBit)]
+	if p.Trampoline != 0 && checked && ip >= p.Trampoline && ip-p.Trampoline < TrampolineSize {
 		return verdict{"ALLOW", 0}
 	}
 	if act == TraceExit {

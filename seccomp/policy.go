@@ -155,6 +155,11 @@ type Policy struct {
 	// after the syscall instruction. 0 disables the check. Trap rules
 	// ignore it.
 	Trampoline uint64
+	// TrampolineCalls, when not nil, limits the trampoline check to these
+	// numbers per ABI (the calls the fast path library makes from its
+	// page): every other traced call is traced whatever its instruction
+	// pointer. nil checks every traced call.
+	TrampolineCalls map[*ABI]map[int]bool
 	// TrapFrom maps an ABI with rules to a number n: every number >= n of
 	// that ABI (NrBit included, up to 2^32) traps, whatever Rules says. An
 	// absent ABI has no such limit.

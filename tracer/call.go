@@ -26,6 +26,10 @@ type Handler struct {
 	// ExitingEvents makes Events also see EventExiting, which costs one
 	// more stop per thread exit (PTRACE_O_TRACEEXIT) for the whole tree.
 	ExitingEvents bool
+	// FromTrampoline lets the call through untraced when it is made from
+	// the fast path library's trampoline page (Config.Trampoline): the
+	// library makes it with host paths it has verified.
+	FromTrampoline bool
 }
 
 // Table maps syscall names of the host's native ABI to their handlers.

@@ -22,7 +22,9 @@ type Classes struct {
 }
 
 // Policy is the seccomp policy derived from the handler table: the
-// filter traces exactly the syscalls that have handlers. With classes, it
+// filter traces exactly the syscalls that have handlers, and lets those
+// marked FromTrampoline through from the trampoline page (which the caller
+// sets: Policy.Trampoline). With classes, it
 // allows the harmless calls, answers the refused ones with their errno and
 // every other number of the native ABI (one no table names, or above the
 // newest) with ENOSYS; without (nil), every call without a handler is
@@ -48,6 +50,12 @@ func Policy(goarch string, table Table, classes *Classes) seccomp.Policy {
 		nr, ok := abi.Nr(name)
 		if !ok {
 			continue
+		}
+		if h.FromTrampoline {
+			if p.TrampolineCalls == nil {
+				p.TrampolineCalls = map[*seccomp.ABI]map[int]bool{abi: {}}
+			}
+			p.TrampolineCalls[abi][nr] = true
 		}
 		if h.Exit != nil {
 			rules[nr] = seccomp.TraceExit

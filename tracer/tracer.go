@@ -71,6 +71,10 @@ type Config struct {
 	// The tracer keeps credentials per thread and applies exec's rules;
 	// handlers reach them through Call.Creds.
 	Creds *ident.Creds
+	// Trampoline is the address of the fast path library's trampoline page
+	// for this session (see package fastpath), 0 for none: the filter lets
+	// the calls whose handlers are FromTrampoline through from there.
+	Trampoline uint64
 	// Stdin, Stdout, Stderr are the guest's standard files (nil: ours).
 	Stdin, Stdout, Stderr *os.File
 	// Android is the Android app policy droidroot runs under (simulated
@@ -135,6 +139,7 @@ func New(cfg Config) (*Tracer, error) {
 		t.flight = &flight{rings: map[int]*flightRing{}}
 	}
 	t.policy = Policy(t.goarch, cfg.Table, cfg.Classes)
+	t.policy.Trampoline = cfg.Trampoline
 	abi := seccomp.NativeABI(t.goarch)
 	for name, h := range cfg.Table {
 		nr, ok := abi.Nr(name)

@@ -105,7 +105,7 @@ func debugFilter(c *cli.Context) error {
 		return err
 	}
 	tmpDir := tmpDirOf()
-	em, code := emulation(o, tmpDir, android)
+	em, code := emulation(o, tmpDir, android, nil)
 	for _, f := range cleanups {
 		f()
 	}

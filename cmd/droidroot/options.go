@@ -49,6 +49,8 @@ type Options struct {
 	KernelReleaseSet bool
 	// AndroidPolicy is --android-policy=VERSION ("" if not given).
 	AndroidPolicy string
+	// NoFastPath is --no-fastpath: every path call goes to the tracer.
+	NoFastPath bool
 }
 
 // optKind says whether an option takes a value.
@@ -113,6 +115,7 @@ var prootOptions = []prootOption{
 		o.AndroidPolicy = v
 		return nil
 	}},
+	{[]string{"--no-fastpath"}, flagOpt, func(o *Options, v string) error { o.NoFastPath = true; return nil }},
 }
 
 // parseChangeID parses -i's UID:GID (decimal ids, below 4294967295).

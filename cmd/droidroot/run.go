@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/emul"
+	"github.com/droidroot/droidroot/fastpath"
 	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
@@ -201,6 +202,18 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest), NoDeref: b.NoDeref})
 	}
 	tmpDir := tmpDirOf()
+	noSeccomp := os.Getenv("PROOT_NO_SECCOMP") != "" && os.Getenv("PROOT_NO_SECCOMP") != "0"
+	if !noSeccomp && !seccomp.Available() {
+		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
+		noSeccomp = true
+	}
+	// The fast path library, bound where the guest's ld.so finds it.
+	fpLib := ""
+	if fastPathOn(o, noSeccomp) {
+		if fpLib = fastPathLibrary(tmpDir); fpLib != "" {
+			binds = append(binds, pathmap.Binding{Host: fpLib, Guest: fastpath.GuestPath})
+		}
+	}
 	var opts []pathmap.Option
 	if vdir, err := virtualDir(tmpDir); err == nil {
 		opts = append(opts, pathmap.WithVirtualDir(vdir))
@@ -292,16 +305,24 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		stage2 = "" // another loader: droidroot itself is stage 2
 	}
 
-	em, code := emulation(o, tmpDir, android)
+	var fp *emul.FastPath
+	if fpLib != "" {
+		if dir, err := os.MkdirTemp(tmpDir, "droidroot-fastpath-"); err == nil {
+			cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+			fp = fastPathConfig(m, dir)
+		} else {
+			warnf("cannot make a directory in %s: %v (the fast path is off)", tmpDir, err)
+		}
+	}
+	em, code := emulation(o, tmpDir, android, fp)
 	if em == nil {
 		return nil, code
 	}
-
-	noSeccomp := os.Getenv("PROOT_NO_SECCOMP") != "" && os.Getenv("PROOT_NO_SECCOMP") != "0"
-	if !noSeccomp && !seccomp.Available() {
-		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
-		noSeccomp = true
+	var trampoline uint64
+	if fp != nil {
+		trampoline = fp.Lib.Trampoline
 	}
+
 	return &tracer.Config{
 		Mapper:     m,
 		Cwd:        cwd,
@@ -317,6 +338,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		Creds:      emul.InitialCreds(em.Config()),
 		HWCap:      hwcap(em.Config().Uname),
 		Android:    android,
+		Trampoline: trampoline,
 		NoSeccomp:  noSeccomp,
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
@@ -461,8 +483,9 @@ func virtualDir(tmpDir string) (string, error) {
 // emulation builds the handler table of o's run (the one `droidroot debug
 // filter` shows too), or prints why it cannot and returns a nil one and the
 // exit status.
-func emulation(o *Options, tmpDir string, android *seccomp.AndroidPolicy) (*emul.Emulation, int) {
+func emulation(o *Options, tmpDir string, android *seccomp.AndroidPolicy, fp *emul.FastPath) (*emul.Emulation, int) {
 	ecfg := emulConfig(o, tmpDir).WithAndroid(android)
+	ecfg.FastPath = fp
 	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
 		return nil, code
 	}

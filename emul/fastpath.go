@@ -1,0 +1,225 @@
+package emul
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// FastPath configures the fast path library's side of the tracer
+// (Config.FastPath): its handshake, the /etc/ld.so.preload that ld.so
+// reads, and the calls the filter lets through from its trampoline.
+type FastPath struct {
+	// Lib is the session's configuration as the library gets it; the
+	// flags of the options that change answers (-l, -L, -0/-i,
+	// --ashmem-memfd) are added from Config.
+	Lib fastpath.Config
+	// Dir is a directory of droidroot's own where the merged
+	// /etc/ld.so.preload files go.
+	Dir string
+}
+
+// preloadPath is the file ld.so reads before it loads a program's libraries.
+const preloadPath = "/etc/ld.so.preload"
+
+// fastPathState is the fast path layer's per-process state.
+type fastPathState struct {
+	blob  []byte // the handshake's answer
+	procs map[int]*fastPathProc
+	files map[string]string // merged preload content -> its file in Dir
+	dir   string
+}
+
+// fastPathProc is one process's fast path state.
+type fastPathProc struct {
+	// armed: the process has exec'd and its ld.so has not opened
+	// /etc/ld.so.preload yet; that open (and the access before it) gets
+	// the merged file, every later one the guest's own.
+	armed bool
+	// flag is the address of the library's enabled word (0: unknown).
+	flag uint64
+	// ownFilter: the process (or an ancestor it inherited the filter
+	// from) installed a seccomp filter of its own: the library stays off.
+	ownFilter bool
+}
+
+// fastPathFlags are the library's flags for the options of cfg.
+func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID uint32) {
+	if cfg.Link2Symlink {
+		flags |= fastpath.FlagL2S
+	}
+	if cfg.LstatLinkSize {
+		flags |= fastpath.FlagLstatSize
+	}
+	if cfg.AshmemMemfd {
+		flags |= fastpath.FlagAshmem
+	}
+	if cfg.Identity != nil {
+		flags |= fastpath.FlagIDs // access answered with the emulated ids (ident.go)
+	}
+	realUID, realGID = uint32(unix.Getuid()), uint32(unix.Getgid())
+	fakeUID, fakeGID = realUID, realGID
+	if id := cfg.Identity; id != nil && (id.UID != realUID || id.GID != realGID) {
+		flags |= fastpath.FlagOwner
+		fakeUID, fakeGID = id.UID, id.GID
+	}
+	return flags, realUID, realGID, fakeUID, fakeGID
+}
+
+// applyFastPath adds the handshake, serves /etc/ld.so.preload to ld.so,
+// turns the library off in processes with a seccomp filter of their own and
+// marks the calls the library makes from its trampoline.
+func applyFastPath(e *Emulation, b *tableBuilder) {
+	fp := e.cfg.FastPath
+	lib := fp.Lib
+	var fl uint32
+	fl, lib.RealUID, lib.RealGID, lib.FakeUID, lib.FakeGID = fastPathFlags(e.cfg)
+	lib.Flags |= fl
+	blob, err := lib.Encode()
+	if err != nil {
+		return // too many binds for the library: it stays off (no handshake)
+	}
+	s := &fastPathState{blob: blob, procs: map[int]*fastPathProc{}, files: map[string]string{}, dir: fp.Dir}
+	e.fastPath = s
+
+	b.set(fastpath.SyscallName, tracer.Handler{Enter: s.handshake, Events: s.events})
+	if h, ok := b.get("seccomp"); ok {
+		enter := h.Enter
+		h.Enter = func(c *tracer.Call) {
+			enter(c)
+			if c.Arg(0) == unix.SECCOMP_SET_MODE_FILTER {
+				s.ownFilter(c)
+			}
+		}
+		b.set("seccomp", h)
+	}
+	for _, name := range []string{"open", "openat", "access", "faccessat"} {
+		if _, ok := b.get(name); !ok {
+			continue
+		}
+		d := b.decl(name)
+		b.set(name, s.preloadHandler(b.t[name], d.args[0], name == "open" || name == "openat"))
+	}
+	for _, name := range fastpath.TrampolineCalls {
+		if h, ok := b.get(name); ok && !h.FromTrampoline {
+			h.FromTrampoline = true
+			b.set(name, h)
+		}
+	}
+}
+
+// proc returns pid's state, made on first use.
+func (s *fastPathState) proc(pid int) *fastPathProc {
+	p := s.procs[pid]
+	if p == nil {
+		p = &fastPathProc{}
+		s.procs[pid] = p
+	}
+	return p
+}
+
+// handshake answers droidroot_fastpath(buf, size, &enabled).
+func (s *fastPathState) handshake(c *tracer.Call) {
+	p := s.proc(c.Pid())
+	switch {
+	case p.ownFilter:
+		c.Fail(unix.ENOSYS)
+	case c.Arg(1) < uint64(len(s.blob)):
+		c.Fail(unix.ERANGE)
+	case c.WriteMem(c.Arg(0), s.blob) != nil:
+		c.Fail(unix.EFAULT)
+	default:
+		p.flag = c.Arg(2)
+		c.Return(int64(len(s.blob)))
+	}
+}
+
+// ownFilter turns the library off in the calling process: its filter's
+// traps could see the library's own checks.
+func (s *fastPathState) ownFilter(c *tracer.Call) {
+	p := s.proc(c.Pid())
+	p.ownFilter = true
+	if p.flag != 0 {
+		c.WriteMem(p.flag, []byte{0, 0, 0, 0})
+	}
+}
+
+// events follows processes: a fork inherits the parent's library state
+// (same memory, same filter), an exec arms the preload and forgets the old
+// image's library.
+func (s *fastPathState) events(ev *tracer.Event) {
+	switch ev.Kind {
+	case tracer.EventFork:
+		if ev.Pid == ev.ParentPid {
+			return // a thread
+		}
+		if parent := s.procs[ev.ParentPid]; parent != nil {
+			s.procs[ev.Pid] = &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter}
+		}
+	case tracer.EventExec:
+		p := s.proc(ev.Pid)
+		p.armed, p.flag = true, 0
+	case tracer.EventProcessGone:
+		delete(s.procs, ev.Pid)
+	}
+}
+
+// preloadHandler wraps an open or access handler: while the process is
+// armed, /etc/ld.so.preload is the merged file; an open disarms it.
+func (s *fastPathState) preloadHandler(inner tracer.Handler, a pathArg, isOpen bool) tracer.Handler {
+	h := inner
+	h.Enter = func(c *tracer.Call) {
+		p := s.procs[c.Pid()]
+		if p == nil || !p.armed {
+			inner.Enter(c)
+			return
+		}
+		g, err := c.ReadPath(c.Arg(a.path))
+		if err != nil || g != preloadPath {
+			inner.Enter(c)
+			return
+		}
+		if isOpen {
+			p.armed = false
+		}
+		host, err := s.merged(c)
+		if err != nil {
+			inner.Enter(c)
+			return
+		}
+		addr, err := c.PushString(host)
+		if err != nil {
+			inner.Enter(c)
+			return
+		}
+		c.NoExit()
+		c.SetArg(a.path, addr)
+	}
+	return h
+}
+
+// merged returns the file holding the guest's /etc/ld.so.preload with the
+// library added.
+func (s *fastPathState) merged(c *tracer.Call) (string, error) {
+	var own []byte
+	if host, errno := resolveAt(c, -1, preloadPath, true); errno == 0 {
+		own, _ = os.ReadFile(host)
+	}
+	content := fastpath.MergePreload(own)
+	if f, ok := s.files[string(content)]; ok {
+		return f, nil
+	}
+	sum := sha256.Sum256(content)
+	f := filepath.Join(s.dir, "ld.so.preload-"+hex.EncodeToString(sum[:8]))
+	if err := os.WriteFile(f, content, 0o444); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	s.files[string(content)] = f
+	return f, nil
+}

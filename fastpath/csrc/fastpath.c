@@ -1,0 +1,962 @@
+/*
+ * droidroot's fast path: a library ld.so preloads into every dynamically linked
+ * glibc guest process (droidroot serves /etc/ld.so.preload with it added). It
+ * answers the common path calls inside the process when it can prove the tracer
+ * would give the same answer, and hands every other call to the tracer unchanged
+ * by making the ordinary system call, which droidroot's seccomp filter traps.
+ *
+ * Start-up (the constructor): the droidroot_fastpath call (a number no kernel
+ * has, which only droidroot's tracer answers) fills in the session's
+ * configuration: the trampoline address, the rootfs and the binds, the options
+ * that change answers. The library then maps the trampoline page of its own file
+ * at that address (MAP_FIXED_NOREPLACE); its calls leave the process through that
+ * page only, and the filter lets exactly those through untraced. Anything
+ * failing on the way leaves the library off: every call goes to the tracer.
+ *
+ * An answer in-process needs an absolute guest path without "." or ".."
+ * components or a trailing slash, outside /proc, whose host parent directory
+ * opens (O_PATH) to exactly the expected host path as /proc/self/fd names it (so
+ * no component on the way was a symlink, and the binds it crosses are the ones
+ * the longest-prefix rule picked), and whose last component is not a symlink
+ * the call would follow. Verified parents are cached as O_PATH descriptors,
+ * checked by dev/ino before each use and verified again after ttl_ns.
+ *
+ * Only public libc.so.6 symbols no newer than GLIBC_2.17 are imported
+ * (__errno_location, clock_gettime); see Makefile's fastpath-check.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include "arch-x86_64.h"
+#define SYS_fstat 5
+#define SYS_statx 332
+#define SYS_munmap_ 11
+#define SYS_mmap_ 9
+#define SYS_fcntl_ 72
+#define SYS_open 2
+#define SYS_stat 4
+#define SYS_lstat 6
+#define SYS_access 21
+#define SYS_readlink 89
+#define SYS_creat 85
+#elif defined(__aarch64__)
+#include "arch-aarch64.h"
+#define SYS_fstat 80
+#define SYS_statx 291
+#define SYS_munmap_ 215
+#define SYS_mmap_ 222
+#define SYS_fcntl_ 25
+#else
+#error "unsupported architecture"
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+#ifndef AT_STATX_SYNC_TYPE
+#define AT_STATX_SYNC_TYPE 0x6000
+#endif
+#define SYS_faccessat2_ 439
+
+/* The handshake: droidroot_fastpath(buf, size, &fp_enabled) -> bytes written or
+ * -errno. Keep in step with fastpath/config.go. */
+#define DR_SYS_FASTPATH 25714
+#define DR_FP_MAGIC 0x50465244u /* "DRFP" */
+#define DR_FP_VERSION 1
+enum {
+	DR_FP_STATS = 1 << 0,      /* DROIDROOT_FASTPATH_STATS=1 */
+	DR_FP_L2S = 1 << 1,        /* -l: link2symlink */
+	DR_FP_LSTAT_SIZE = 1 << 2, /* -L */
+	DR_FP_OWNER = 1 << 3,      /* -0/-i: stat owners real -> fake */
+	DR_FP_ASHMEM = 1 << 4,     /* --ashmem-memfd */
+	DR_FP_IDS = 1 << 5,        /* emulated credentials: access goes to the tracer */
+};
+struct dr_fp_hdr {
+	uint32_t magic, version, size, flags;
+	uint64_t trampoline, ttl_ns;
+	uint32_t real_uid, real_gid, fake_uid, fake_gid;
+	uint32_t nbinds, reserved;
+	/* then NUL-terminated strings: the library's guest path, the rootfs's
+	 * host path, and per bind its guest path and host path. */
+};
+
+#define FP_MAX_BINDS 256
+#define FP_PATH_MAX 4096
+#define FP_DEFER (-100000L) /* "go to the tracer" */
+
+struct fp_bind {
+	const char *guest, *host; /* host: as the kernel prints it, NULL if unusable */
+	size_t glen, hlen;
+};
+
+static struct {
+	uint32_t flags;
+	uint64_t ttl_ns;
+	uint32_t real_uid, real_gid, fake_uid, fake_gid;
+	const char *libguest;
+	const char *root; /* kernel form */
+	size_t rootlen;
+	int nbinds;
+	struct fp_bind binds[FP_MAX_BINDS];
+	long (*tramp)(long, long, long, long, long, long, long);
+} cfg;
+
+/* Set to 1 once set up; the tracer writes 0 here when this process installs
+ * its own seccomp filter (its traps could see the library's checks). */
+static volatile int fp_enabled;
+
+static char cfgbuf[64 << 10];   /* the handshake's answer */
+static char arena[64 << 10];    /* kernel forms of the rootfs and bind hosts */
+static size_t arena_used;
+
+/* ---- small helpers (no libc calls: async-signal-safe) ---- */
+
+static size_t fp_strlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+static int fp_memeq(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+static void fp_memcpy(char *d, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
+
+static long raw6(long n, long a, long b, long c, long d, long e, long f) { return dr_syscall6(n, a, b, c, d, e, f); }
+
+static long tr(long n, long a, long b, long c, long d, long e, long f) { return cfg.tramp(n, a, b, c, d, e, f); }
+
+static long fp_ret(long r)
+{
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static int fmt_procfd(char *b, int fd)
+{
+	static const char pre[] = "/proc/self/fd/";
+	char tmp[16];
+	int n = 0, i = 0;
+	fp_memcpy(b, pre, sizeof pre - 1);
+	unsigned u = (unsigned)fd;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	while (n)
+		b[sizeof pre - 1 + i++] = tmp[--n];
+	b[sizeof pre - 1 + i] = 0;
+	return (int)(sizeof pre - 1 + i);
+}
+
+/* ---- statistics (DROIDROOT_FASTPATH_STATS=1) ---- */
+
+enum fp_fn { F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK, F_NFN };
+static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink"};
+enum fp_why {
+	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
+	W_OPTION, W_NWHY
+};
+static const char *const why_names[W_NWHY] = {"answered", "off", "relative", "dots", "proc", "long",
+					      "symlink", "unverified", "flags", "errno", "option"};
+static unsigned long stats[F_NFN][W_NWHY];
+/* A copy of stderr made at start-up: programs close fd 2 before exit
+ * (coreutils' close_stdout). */
+static int stats_fd = 2;
+
+static void count(enum fp_fn f, enum fp_why w)
+{
+	if (cfg.flags & DR_FP_STATS)
+		__atomic_fetch_add(&stats[f][w], 1, __ATOMIC_RELAXED);
+}
+
+static char *put_str(char *p, const char *s)
+{
+	while (*s)
+		*p++ = *s++;
+	return p;
+}
+
+static char *put_num(char *p, unsigned long v)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+__attribute__((destructor)) static void fp_report(void)
+{
+	if (!(cfg.flags & DR_FP_STATS))
+		return;
+	char line[1024];
+	long pid = raw6(
+#if defined(__x86_64__)
+		39,
+#else
+		172,
+#endif
+		0, 0, 0, 0, 0, 0);
+	for (int f = 0; f < F_NFN; f++) {
+		unsigned long total = 0;
+		for (int w = 0; w < W_NWHY; w++)
+			total += stats[f][w];
+		if (!total)
+			continue;
+		char *p = put_str(line, "droidroot-fastpath[");
+		p = put_num(p, (unsigned long)pid);
+		p = put_str(p, "]: ");
+		p = put_str(p, fn_names[f]);
+		for (int w = 0; w < W_NWHY; w++) {
+			if (!stats[f][w])
+				continue;
+			*p++ = ' ';
+			p = put_str(p, why_names[w]);
+			*p++ = '=';
+			p = put_num(p, stats[f][w]);
+		}
+		*p++ = '\n';
+		raw6(SYS_write, stats_fd, (long)line, p - line, 0, 0, 0);
+	}
+}
+
+/* ---- set-up ---- */
+
+/* kernel_form stores the path the kernel prints for host directory or file
+ * h (its O_PATH descriptor's /proc/self/fd link), or returns NULL. */
+static const char *kernel_form(const char *h, size_t *len)
+{
+	char proc[32], buf[FP_PATH_MAX];
+	long fd = tr(SYS_openat, AT_FDCWD, (long)h, O_PATH | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return NULL;
+	fmt_procfd(proc, (int)fd);
+	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
+	tr(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (n <= 0 || n >= (long)sizeof buf || buf[0] != '/' || arena_used + (size_t)n + 1 > sizeof arena)
+		return NULL;
+	if (n == 1)
+		n = 0; /* "/": the empty prefix */
+	char *s = arena + arena_used;
+	fp_memcpy(s, buf, (size_t)n);
+	s[n] = 0;
+	arena_used += (size_t)n + 1;
+	*len = (size_t)n;
+	return s;
+}
+
+static const char *next_str(const char **p, const char *end)
+{
+	const char *s = *p;
+	size_t n = 0;
+	while (s + n < end && s[n])
+		n++;
+	if (s + n >= end)
+		return NULL;
+	*p = s + n + 1;
+	return s;
+}
+
+extern char dr_tramp_page[];
+
+__attribute__((constructor)) static void fp_init(void)
+{
+	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, 0, 0, 0);
+	const struct dr_fp_hdr *h = (const void *)cfgbuf;
+	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
+		return;
+	if (h->nbinds > FP_MAX_BINDS || h->trampoline == 0 || h->trampoline % 65536)
+		return;
+	const char *p = cfgbuf + sizeof *h, *end = cfgbuf + n;
+	const char *lib = next_str(&p, end), *root = next_str(&p, end);
+	if (!lib || !root)
+		return;
+
+	/* The trampoline: this library's page of its own file (opened through
+	 * its guest path: the tracer translates the ordinary call), never an
+	 * anonymous executable mapping. */
+	long fd = raw6(SYS_openat, AT_FDCWD, (long)lib, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return;
+	/* The page's file offset: the library's segments keep vaddr == offset
+	 * modulo 64 KiB, and the first one starts at offset 0; find the load
+	 * bias from the ELF header mapped at the lowest address. */
+	extern char __ehdr_start[] __attribute__((visibility("hidden")));
+	long off = dr_tramp_page - __ehdr_start;
+	long addr = raw6(SYS_mmap_, (long)h->trampoline, 4096, PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off);
+	raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (addr != (long)h->trampoline) {
+		if (addr > 0)
+			raw6(SYS_munmap_, addr, 4096, 0, 0, 0, 0);
+		return;
+	}
+	cfg.tramp = (void *)addr;
+	/* The mapping must hold our trampoline (the file was the one we run). */
+	if (!fp_memeq((const char *)addr, dr_tramp_page, 16)) {
+		cfg.tramp = NULL;
+		raw6(SYS_munmap_, addr, 4096, 0, 0, 0, 0);
+		return;
+	}
+
+	cfg.flags = h->flags;
+	if (cfg.flags & DR_FP_STATS) {
+		long d = raw6(SYS_fcntl_, 2, F_DUPFD_CLOEXEC, 900, 0, 0, 0);
+		if (d >= 0)
+			stats_fd = (int)d;
+	}
+	cfg.ttl_ns = h->ttl_ns;
+	cfg.real_uid = h->real_uid;
+	cfg.real_gid = h->real_gid;
+	cfg.fake_uid = h->fake_uid;
+	cfg.fake_gid = h->fake_gid;
+	cfg.libguest = lib;
+	cfg.root = kernel_form(root, &cfg.rootlen);
+	if (!cfg.root)
+		return;
+	for (uint32_t i = 0; i < h->nbinds; i++) {
+		const char *g = next_str(&p, end), *hh = next_str(&p, end);
+		if (!g || !hh)
+			return;
+		struct fp_bind *b = &cfg.binds[cfg.nbinds++];
+		b->guest = g;
+		b->glen = fp_strlen(g);
+		if (b->glen == 1)
+			b->glen = 0; /* "/" */
+		/* A bind whose host the tracer resolves per process (/proc/self/...)
+		 * or that does not open here: every path under it goes to the tracer. */
+		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : kernel_form(hh, &b->hlen);
+	}
+	__atomic_store_n(&fp_enabled, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- the verified-parent cache ---- */
+
+#define C_SLOTS 64
+#define C_WAYS 4
+#define C_KEY 512
+struct slot {
+	int lock; /* 0 free, 1 taken (trylock only: a signal handler never waits) */
+	int fd;   /* -1: empty */
+	uint64_t dev, ino, stamp;
+	uint32_t hash, len;
+	char key[C_KEY];
+};
+static struct slot slots[C_SLOTS];
+
+static int trylock(struct slot *s) { return !__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE); }
+static void unlock(struct slot *s) { __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t hash_of(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+/* verify opens host directory dir (len bytes, NUL-terminated) O_PATH and
+ * checks that the kernel names it exactly dir; it returns the descriptor and
+ * its dev/ino, or -1. */
+static int verify(const char *dir, size_t len, struct stat *st)
+{
+	char proc[32], buf[FP_PATH_MAX];
+	long fd = tr(SYS_openat, AT_FDCWD, (long)(len ? dir : "/"), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return -1;
+	fmt_procfd(proc, (int)fd);
+	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, (long)(len ? len + 1 : 2), 0, 0);
+	int ok = len ? n == (long)len && fp_memeq(buf, dir, len) : n == 1 && buf[0] == '/';
+	if (ok && tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0) == 0)
+		return (int)fd;
+	tr(SYS_close, fd, 0, 0, 0, 0, 0);
+	return -1;
+}
+
+/* A parent directory in use: its descriptor, and the slot to unlock after
+ * the call (NULL: the descriptor is ours to close). */
+struct parent {
+	int fd;
+	struct slot *slot;
+};
+
+static void release(struct parent *p)
+{
+	if (p->slot)
+		unlock(p->slot);
+	else
+		tr(SYS_close, p->fd, 0, 0, 0, 0, 0);
+}
+
+/* get_parent returns a verified descriptor of host directory dir. */
+static int get_parent(const char *dir, size_t len, struct parent *out)
+{
+	struct stat st;
+	uint32_t h = hash_of(dir, len);
+	struct slot *victim = NULL;
+	uint64_t t = cfg.ttl_ns ? now_ns() : 0;
+	if (cfg.ttl_ns && len < C_KEY) {
+		for (int i = 0; i < C_WAYS; i++) {
+			struct slot *s = &slots[(h + (uint32_t)i) % C_SLOTS];
+			if (!trylock(s))
+				continue;
+			if (s->fd > 0 && s->hash == h && s->len == len && fp_memeq(s->key, dir, len)) {
+				if (t - s->stamp < cfg.ttl_ns && tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 &&
+				    st.st_dev == s->dev && st.st_ino == s->ino) {
+					if (victim)
+						unlock(victim);
+					out->fd = s->fd, out->slot = s;
+					return 0;
+				}
+				/* Expired or no longer ours: verify again into this slot. */
+				if (victim)
+					unlock(victim);
+				victim = s;
+				break;
+			}
+			if (!victim || (victim->fd > 0 && s->fd <= 0)) {
+				if (victim)
+					unlock(victim);
+				victim = s; /* prefer an empty slot */
+			} else {
+				unlock(s);
+			}
+		}
+	}
+	int fd = verify(dir, len, &st);
+	if (fd < 0) {
+		if (victim)
+			unlock(victim);
+		return -1;
+	}
+	if (!victim || fd == 0) {
+		if (victim)
+			unlock(victim);
+		out->fd = fd, out->slot = NULL;
+		return 0;
+	}
+	if (victim->fd > 0)
+		tr(SYS_close, victim->fd, 0, 0, 0, 0, 0);
+	victim->fd = fd;
+	victim->dev = st.st_dev;
+	victim->ino = st.st_ino;
+	victim->stamp = t;
+	victim->hash = h;
+	victim->len = (uint32_t)len;
+	fp_memcpy(victim->key, dir, len);
+	out->fd = fd, out->slot = victim;
+	return 0;
+}
+
+/* ---- guest path -> host parent + name ---- */
+
+struct target {
+	char host[FP_PATH_MAX]; /* host parent directory, NUL-terminated; the name follows */
+	size_t parentlen;
+	const char *name;       /* last component (in host[]) */
+	int ancestor;           /* the guest path is a strict ancestor of a bind point */
+	struct parent parent;
+};
+
+/* map_path maps absolute guest path g to its host parent (verified) and last
+ * component, or returns the reason it cannot (W_ANSWERED means done). */
+static enum fp_why map_path(const char *g, struct target *t)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+		return W_OFF;
+	if (!g || g[0] != '/')
+		return W_RELATIVE;
+	/* The path as given: no "//", ".", ".." or trailing slash (the tracer
+	 * decides those). */
+	size_t n = 0;
+	for (const char *p = g; *p; p++, n++) {
+		if (*p != '/')
+			continue;
+		const char *c = p + 1;
+		if (*c == '/' || *c == 0)
+			return W_DOTS;
+		if (c[0] == '.' && (c[1] == '/' || c[1] == 0 || (c[1] == '.' && (c[2] == '/' || c[2] == 0))))
+			return W_DOTS;
+	}
+	if (n >= FP_PATH_MAX)
+		return W_LONG;
+	const char *norm = g;
+	if (fp_memeq(norm, "/proc", 5) && (norm[5] == 0 || norm[5] == '/'))
+		return W_PROC;
+	if ((cfg.flags & DR_FP_ASHMEM) && fp_memeq(norm, "/dev/ashmem", 11))
+		return W_OPTION;
+
+	/* The longest bind whose guest path is norm or one of its ancestors. */
+	const struct fp_bind *best = NULL;
+	t->ancestor = 0;
+	for (int i = 0; i < cfg.nbinds; i++) {
+		const struct fp_bind *b = &cfg.binds[i];
+		if (b->glen <= n && fp_memeq(b->guest, norm, b->glen) && (norm[b->glen] == 0 || norm[b->glen] == '/')) {
+			if (!best || b->glen >= best->glen)
+				best = b;
+		} else if (b->glen > n && fp_memeq(b->guest, norm, n) && b->guest[n] == '/') {
+			t->ancestor = 1;
+		}
+	}
+	const char *hp = cfg.root;
+	size_t hl = cfg.rootlen, skip = 0;
+	if (best) {
+		if (!best->host)
+			return W_PROC;
+		hp = best->host, hl = best->hlen, skip = best->glen;
+	}
+	if (hl + (n - skip) + 1 > sizeof t->host)
+		return W_LONG;
+	fp_memcpy(t->host, hp, hl);
+	fp_memcpy(t->host + hl, norm + skip, n - skip);
+	size_t total = hl + (n - skip);
+	t->host[total] = 0;
+	if (total == 0)
+		return W_DOTS; /* the host "/" itself */
+	size_t slash = total;
+	while (slash > 0 && t->host[slash - 1] != '/')
+		slash--;
+	if (slash == 0)
+		return W_DOTS;
+	/* host[slash-1] is the last '/': parent = host[0:slash-1] */
+	t->parentlen = slash - 1;
+	t->host[slash - 1] = 0;
+	t->name = t->host + slash;
+	if (get_parent(t->host, t->parentlen, &t->parent) < 0) {
+		t->host[slash - 1] = '/';
+		return W_UNVERIFIED;
+	}
+	return W_ANSWERED;
+}
+
+/* The owner fix of -0/-i, as the tracer applies it to stat results. */
+static void fix_owner(uint32_t *uid, uint32_t *gid)
+{
+	if (!(cfg.flags & DR_FP_OWNER))
+		return;
+	if (*uid == cfg.real_uid && cfg.real_uid != cfg.fake_uid)
+		*uid = cfg.fake_uid;
+	if (*gid == cfg.real_gid && cfg.real_gid != cfg.fake_gid)
+		*gid = cfg.fake_gid;
+}
+
+static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || (fp_memeq(name, ".l2s", 4) && !name[4]); }
+
+/* ---- the calls ---- */
+
+/* do_stat: stat (follow) or lstat of absolute guest path g into st; FP_DEFER
+ * or the kernel's result. */
+static long do_stat(enum fp_fn fn, const char *g, struct stat *st, int follow)
+{
+	struct target t;
+	enum fp_why w = map_path(g, &t);
+	if (w != W_ANSWERED) {
+		count(fn, w);
+		return FP_DEFER;
+	}
+	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
+		release(&t.parent);
+		count(fn, W_OPTION);
+		return FP_DEFER;
+	}
+	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	release(&t.parent);
+	if (r == 0 && S_ISLNK(st->st_mode) && (follow || (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S)))) {
+		count(fn, W_SYMLINK);
+		return FP_DEFER;
+	}
+	if (r == -ENOENT && t.ancestor) {
+		count(fn, W_ERRNO); /* a directory that exists only for a bind point */
+		return FP_DEFER;
+	}
+	if (r != 0 && r != -ENOENT) {
+		count(fn, W_ERRNO);
+		return FP_DEFER;
+	}
+	if (r == 0) {
+		uint32_t uid = st->st_uid, gid = st->st_gid;
+		fix_owner(&uid, &gid);
+		st->st_uid = uid, st->st_gid = gid;
+	}
+	count(fn, W_ANSWERED);
+	return r;
+}
+
+static long k_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	return raw6(SYS_newfstatat, dirfd, (long)path, (long)st, flags, 0, 0);
+}
+
+static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *st, int flags)
+{
+	long r = FP_DEFER;
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
+		count(fn, W_FLAGS);
+	else
+		r = do_stat(fn, path, st, !(flags & AT_SYMLINK_NOFOLLOW));
+	if (r == FP_DEFER)
+		r = k_fstatat(dirfd, path, st, flags);
+	return fp_ret(r);
+}
+
+EXPORT int stat(const char *path, struct stat *st) { return (int)fp_fstatat(F_STAT, AT_FDCWD, path, st, 0); }
+EXPORT int stat64(const char *path, struct stat64 *st) { return stat(path, (struct stat *)st); }
+EXPORT int lstat(const char *path, struct stat *st)
+{
+	return (int)fp_fstatat(F_LSTAT, AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
+}
+EXPORT int lstat64(const char *path, struct stat64 *st) { return lstat(path, (struct stat *)st); }
+EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	return (int)fp_fstatat(F_FSTATAT, dirfd, path, st, flags);
+}
+EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	return fstatat(dirfd, path, (struct stat *)st, flags);
+}
+/* glibc < 2.33 programs bind to these (the version argument is the kernel's
+ * struct stat on both 64-bit ABIs). */
+EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+	(void)ver;
+	return stat(path, st);
+}
+EXPORT int __xstat64(int ver, const char *path, struct stat *st) __attribute__((alias("__xstat")));
+EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+	(void)ver;
+	return lstat(path, st);
+}
+EXPORT int __lxstat64(int ver, const char *path, struct stat *st) __attribute__((alias("__lxstat")));
+EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	(void)ver;
+	return fstatat(dirfd, path, st, flags);
+}
+EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, int flags)
+	__attribute__((alias("__fxstatat")));
+
+/* statx */
+static long fp_statx_k(const char *path, int flags, unsigned mask, struct statx *sx)
+{
+	long r = FP_DEFER;
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) {
+		count(F_STATX, W_FLAGS);
+		return FP_DEFER;
+	}
+	struct target t;
+	enum fp_why w = map_path(path, &t);
+	if (w != W_ANSWERED) {
+		count(F_STATX, w);
+		return FP_DEFER;
+	}
+	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
+		release(&t.parent);
+		count(F_STATX, W_OPTION);
+		return FP_DEFER;
+	}
+	r = tr(SYS_statx, t.parent.fd, (long)t.name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
+	release(&t.parent);
+	if (r == 0 && S_ISLNK(sx->stx_mode) &&
+	    (!(flags & AT_SYMLINK_NOFOLLOW) || (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S)))) {
+		count(F_STATX, W_SYMLINK);
+		return FP_DEFER;
+	}
+	if ((r == -ENOENT && t.ancestor) || (r != 0 && r != -ENOENT)) {
+		count(F_STATX, W_ERRNO);
+		return FP_DEFER;
+	}
+	if (r == 0) {
+		uint32_t uid = sx->stx_uid, gid = sx->stx_gid;
+		if (sx->stx_mask & STATX_UID && sx->stx_mask & STATX_GID)
+			fix_owner(&uid, &gid);
+		sx->stx_uid = uid, sx->stx_gid = gid;
+	}
+	count(F_STATX, W_ANSWERED);
+	return r;
+}
+
+static long fp_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
+{
+	long r = fp_statx_k(path, flags, mask, sx);
+	if (r == FP_DEFER)
+		r = raw6(SYS_statx, dirfd, (long)path, flags, mask, (long)sx, 0);
+	return r;
+}
+
+EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
+{
+	return (int)fp_ret(fp_statx(dirfd, path, flags, mask, sx));
+}
+
+/* access and faccessat (flags 0 only: AT_EACCESS and AT_SYMLINK_NOFOLLOW
+ * are faccessat2's, which the tracer answers). */
+static long fp_access_k(const char *path, int mode)
+{
+	if (cfg.flags & DR_FP_IDS) {
+		count(F_ACCESS, W_OPTION);
+		return FP_DEFER;
+	}
+	struct target t;
+	enum fp_why w = map_path(path, &t);
+	if (w != W_ANSWERED) {
+		count(F_ACCESS, w);
+		return FP_DEFER;
+	}
+	struct stat st;
+	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	if (r == 0 && S_ISLNK(st.st_mode)) {
+		release(&t.parent);
+		count(F_ACCESS, W_SYMLINK);
+		return FP_DEFER;
+	}
+	if (r == 0)
+		r = tr(SYS_faccessat, t.parent.fd, (long)t.name, mode, 0, 0, 0);
+	release(&t.parent);
+	if ((r == -ENOENT && t.ancestor) || (r != 0 && r != -ENOENT && r != -EACCES && r != -EROFS)) {
+		count(F_ACCESS, W_ERRNO);
+		return FP_DEFER;
+	}
+	count(F_ACCESS, W_ANSWERED);
+	return r;
+}
+
+static long fp_faccessat(int dirfd, const char *path, int mode)
+{
+	long r = fp_access_k(path, mode);
+	if (r == FP_DEFER)
+		r = raw6(SYS_faccessat, dirfd, (long)path, mode, 0, 0, 0);
+	return r;
+}
+
+EXPORT int access(const char *path, int mode) { return (int)fp_ret(fp_faccessat(AT_FDCWD, path, mode)); }
+EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	if (flags) {
+		/* glibc's faccessat tries faccessat2: leave those to the tracer
+		 * through the ordinary call. */
+		count(F_ACCESS, W_FLAGS);
+		long r = raw6(SYS_faccessat2_, dirfd, (long)path, mode, flags, 0, 0);
+		return (int)fp_ret(r);
+	}
+	return (int)fp_ret(fp_faccessat(dirfd, path, mode));
+}
+
+/* open family: the last component is checked with lstat first (a symlink
+ * goes to the tracer), then opened relative to the verified parent. O_PATH
+ * and O_TMPFILE go to the tracer. */
+static long fp_open_k(const char *path, int flags, unsigned mode)
+{
+	if (flags & (O_PATH | __O_TMPFILE)) {
+		count(F_OPEN, W_FLAGS);
+		return FP_DEFER;
+	}
+	struct target t;
+	enum fp_why w = map_path(path, &t);
+	if (w != W_ANSWERED) {
+		count(F_OPEN, w);
+		return FP_DEFER;
+	}
+	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
+		release(&t.parent);
+		count(F_OPEN, W_OPTION);
+		return FP_DEFER;
+	}
+	struct stat st;
+	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	if (r == 0 && S_ISLNK(st.st_mode) && !(flags & O_NOFOLLOW)) {
+		release(&t.parent);
+		count(F_OPEN, W_SYMLINK);
+		return FP_DEFER;
+	}
+	if (r == -ENOENT && (t.ancestor || !(flags & O_CREAT))) {
+		release(&t.parent);
+		if (t.ancestor) {
+			count(F_OPEN, W_ERRNO);
+			return FP_DEFER;
+		}
+		count(F_OPEN, W_ANSWERED);
+		return -ENOENT;
+	}
+	if (r != 0 && r != -ENOENT) {
+		release(&t.parent);
+		count(F_OPEN, W_ERRNO);
+		return FP_DEFER;
+	}
+	r = tr(SYS_openat, t.parent.fd, (long)t.name, flags, mode, 0, 0);
+	release(&t.parent);
+	if (r == -ELOOP || r == -EXDEV) {
+		count(F_OPEN, W_ERRNO); /* a symlink appeared meanwhile */
+		return FP_DEFER;
+	}
+	count(F_OPEN, W_ANSWERED);
+	return r;
+}
+
+static long fp_openat(int dirfd, const char *path, int flags, unsigned mode)
+{
+	long r = fp_open_k(path, flags, mode);
+	if (r == FP_DEFER)
+		r = raw6(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
+	return r;
+}
+
+static unsigned mode_arg(int flags, va_list ap)
+{
+	if (flags & (O_CREAT | __O_TMPFILE))
+		return va_arg(ap, unsigned);
+	return 0;
+}
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	unsigned mode = mode_arg(flags, ap);
+	va_end(ap);
+	return (int)fp_ret(fp_openat(AT_FDCWD, path, flags, mode));
+}
+EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	unsigned mode = mode_arg(flags, ap);
+	va_end(ap);
+	return (int)fp_ret(fp_openat(dirfd, path, flags, mode));
+}
+EXPORT int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));
+EXPORT int __open_2(const char *path, int flags) { return (int)fp_ret(fp_openat(AT_FDCWD, path, flags, 0)); }
+EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
+EXPORT int __openat_2(int dirfd, const char *path, int flags) { return (int)fp_ret(fp_openat(dirfd, path, flags, 0)); }
+EXPORT int __openat64_2(int dirfd, const char *path, int flags) __attribute__((alias("__openat_2")));
+EXPORT int creat(const char *path, mode_t mode)
+{
+	return (int)fp_ret(fp_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode));
+}
+EXPORT int creat64(const char *path, mode_t mode) __attribute__((alias("creat")));
+
+/* readlink: the link's text is what the tracer answers too, except under -l
+ * (its links name data files) and in /proc. */
+static long fp_readlink_k(const char *path, char *buf, size_t size)
+{
+	if ((long)size <= 0) {
+		count(F_READLINK, W_FLAGS);
+		return FP_DEFER;
+	}
+	struct target t;
+	enum fp_why w = map_path(path, &t);
+	if (w != W_ANSWERED) {
+		count(F_READLINK, w);
+		return FP_DEFER;
+	}
+	long r = tr(SYS_readlinkat, t.parent.fd, (long)t.name, (long)buf, (long)size, 0, 0);
+	release(&t.parent);
+	if (r > 0 && (cfg.flags & DR_FP_L2S)) {
+		count(F_READLINK, W_OPTION);
+		return FP_DEFER;
+	}
+	if ((r == -ENOENT && t.ancestor) || (r < 0 && r != -ENOENT && r != -EINVAL)) {
+		count(F_READLINK, W_ERRNO);
+		return FP_DEFER;
+	}
+	count(F_READLINK, W_ANSWERED);
+	return r;
+}
+
+static long fp_readlinkat(int dirfd, const char *path, char *buf, size_t size)
+{
+	long r = fp_readlink_k(path, buf, size);
+	if (r == FP_DEFER)
+		r = raw6(SYS_readlinkat, dirfd, (long)path, (long)buf, (long)size, 0, 0);
+	return r;
+}
+
+EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
+{
+	return fp_ret(fp_readlinkat(AT_FDCWD, path, buf, size));
+}
+EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
+{
+	return fp_ret(fp_readlinkat(dirfd, path, buf, size));
+}
+
+/* syscall(): FEX and others make path calls through it. */
+EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+	va_end(ap);
+	long r;
+	switch (nr) {
+	case SYS_openat:
+		r = fp_openat((int)a, (const char *)b, (int)c, (unsigned)d);
+		break;
+	case SYS_newfstatat:
+		r = fp_fstatat(F_FSTATAT, (int)a, (const char *)b, (struct stat *)c, (int)d);
+		return r; /* fp_fstatat returned libc-style already */
+	case SYS_statx:
+		r = fp_statx((int)a, (const char *)b, (int)c, (unsigned)d, (struct statx *)e);
+		break;
+	case SYS_faccessat:
+		r = fp_faccessat((int)a, (const char *)b, (int)c);
+		break;
+	case SYS_readlinkat:
+		r = fp_readlinkat((int)a, (const char *)b, (char *)c, (size_t)d);
+		break;
+#if defined(__x86_64__)
+	case SYS_open:
+		r = fp_openat(AT_FDCWD, (const char *)a, (int)b, (unsigned)c);
+		break;
+	case SYS_stat:
+	case SYS_lstat:
+		return fp_fstatat(nr == SYS_stat ? F_STAT : F_LSTAT, AT_FDCWD, (const char *)a, (struct stat *)b,
+				  nr == SYS_stat ? 0 : AT_SYMLINK_NOFOLLOW);
+	case SYS_access:
+		r = fp_faccessat(AT_FDCWD, (const char *)a, (int)b);
+		break;
+	case SYS_readlink:
+		r = fp_readlinkat(AT_FDCWD, (const char *)a, (char *)b, (size_t)c);
+		break;
+#endif
+	default:
+		r = raw6(nr, a, b, c, d, e, f);
+	}
+	return fp_ret(r);
+}

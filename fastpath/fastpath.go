@@ -1,0 +1,238 @@
+// Package fastpath holds droidroot's fast path: a small C library (one per
+// architecture, built from csrc/ and embedded here) that ld.so preloads into
+// every dynamically linked glibc guest process, and the Go side of its
+// protocol with the tracer.
+//
+// The library answers the common path calls (stat, lstat, fstatat, statx,
+// access, open, readlink and their glibc aliases, and the same calls made
+// through syscall()) inside the guest process when it can prove the tracer
+// would answer them the same way, and otherwise makes the ordinary system
+// call, which droidroot's filter traps as before. See docs/fastpath.md.
+//
+// Protocol:
+//
+//  1. droidroot binds the library file at GuestPath and serves the guest's
+//     /etc/ld.so.preload with that path added (MergePreload) to the first
+//     reader of each exec'd program: ld.so.
+//  2. The library's constructor makes the droidroot_fastpath call
+//     (SyscallNr): droidroot_fastpath(buf, size, &enabled). The tracer writes
+//     the session's configuration (Config.Encode) into buf and returns its
+//     length, or fails the call with ENOSYS when the fast path is off for
+//     that process. It remembers &enabled and writes 0 there when the
+//     process installs a seccomp filter of its own.
+//  3. The library maps the trampoline page of its own file at
+//     Config.Trampoline (MAP_FIXED_NOREPLACE); the filter lets the calls
+//     TrampolineCalls names through from that page untraced.
+//
+// The binaries in bin/ are committed so that building droidroot needs no C
+// toolchain; after changing csrc/ run "make fastpath" at the repository root.
+package fastpath
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed" // for the prebuilt libraries
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+)
+
+//go:embed bin/libdroidroot-fastpath-amd64.so
+var libAMD64 []byte
+
+//go:embed bin/libdroidroot-fastpath-arm64.so
+var libARM64 []byte
+
+// SyscallNr is the number of the droidroot_fastpath call on every ABI: one
+// no kernel has, which only droidroot's tracer answers.
+const SyscallNr = 25714
+
+// SyscallName is the handler table's name of the droidroot_fastpath call.
+const SyscallName = "droidroot_fastpath"
+
+// GuestPath is where guests see the library: a bind of its host file.
+const GuestPath = "/.droidroot/libdroidroot-fastpath.so"
+
+// FileName is the library's file name beside PROOT_LOADER on Android.
+const FileName = "libdroidroot-fastpath.so"
+
+// TrampolineCalls are the syscalls the library makes through its
+// trampoline page, by native name: the filter lets exactly these through
+// from the page.
+var TrampolineCalls = []string{"openat", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close"}
+
+// Library returns the library for goarch.
+func Library(goarch string) ([]byte, error) {
+	switch goarch {
+	case "amd64":
+		return libAMD64, nil
+	case "arm64":
+		return libARM64, nil
+	}
+	return nil, fmt.Errorf("fastpath: no library for GOARCH %q (have amd64, arm64)", goarch)
+}
+
+// Extract writes the library for goarch into dir (os.TempDir() if empty)
+// under a name derived from its content, unless it is there already, and
+// returns its path.
+func Extract(dir, goarch string) (string, error) {
+	lib, err := Library(goarch)
+	if err != nil {
+		return "", err
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	sum := sha256.Sum256(lib)
+	path := filepath.Join(dir, "droidroot-fastpath-"+goarch+"-"+hex.EncodeToString(sum[:8])+".so")
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, lib) {
+			return path, nil
+		}
+	}
+	tmp, err := os.CreateTemp(dir, ".droidroot-fastpath-*")
+	if err != nil {
+		return "", fmt.Errorf("fastpath: extract: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	_, err = tmp.Write(lib)
+	if err == nil {
+		err = tmp.Chmod(0o755)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("fastpath: extract: %w", err)
+	}
+	return path, nil
+}
+
+// Trampoline address range: 64 KiB-aligned addresses in [4 GiB, 256 GiB),
+// inside the smallest user address space of both architectures (arm64 with
+// 39-bit addresses: 512 GiB), above where programs and the heap start and
+// below where mmap places libraries top-down.
+const (
+	trampolineLo    = 4 << 30
+	trampolineHi    = 256 << 30
+	trampolineAlign = 64 << 10
+)
+
+// ChooseTrampoline returns a random trampoline address for a session:
+// 64 KiB-aligned (it maps on 4, 16 and 64 KiB page kernels) and different
+// per session, so that a nested droidroot's library never shares the outer
+// one's page.
+func ChooseTrampoline() uint64 {
+	n := uint64(trampolineHi-trampolineLo) / trampolineAlign
+	return trampolineLo + rand.Uint64N(n)*trampolineAlign
+}
+
+// Flag bits of Config.Flags (fastpath.c's DR_FP_*).
+const (
+	FlagStats     = 1 << 0 // print per-call counters at exit
+	FlagL2S       = 1 << 1 // -l
+	FlagLstatSize = 1 << 2 // -L
+	FlagOwner     = 1 << 3 // -0/-i: stat owners real -> fake
+	FlagAshmem    = 1 << 4 // --ashmem-memfd
+	FlagIDs       = 1 << 5 // emulated credentials: access goes to the tracer
+)
+
+// Bind is one bind as the library sees it.
+type Bind struct{ Guest, Host string }
+
+// Config is what the library learns at its handshake.
+type Config struct {
+	// Trampoline is the trampoline page's address (ChooseTrampoline).
+	Trampoline uint64
+	// TTLNanos bounds how long a verified parent directory is trusted
+	// without verifying it again; 0 verifies on every call.
+	TTLNanos uint64
+	// Flags are the Flag* bits.
+	Flags uint32
+	// RealUID, RealGID, FakeUID, FakeGID: with FlagOwner, stat results
+	// owned by the real ids show the fake ones.
+	RealUID, RealGID, FakeUID, FakeGID uint32
+	// Root is the rootfs's host path; Binds the binds, in any order (the
+	// library picks the longest guest prefix, the last one on a tie).
+	Root  string
+	Binds []Bind
+}
+
+// Header constants (fastpath.c's struct dr_fp_hdr).
+const (
+	magic   = 0x50465244 // "DRFP"
+	version = 1
+	hdrSize = 56
+)
+
+// ErrTooLarge is returned by Encode when the configuration does not fit the
+// library's buffer (64 KiB).
+var ErrTooLarge = errors.New("fastpath: configuration larger than 64 KiB")
+
+// maxSize is the library's buffer size; maxBinds its bind table's.
+const (
+	maxSize  = 64 << 10
+	maxBinds = 256
+)
+
+// Encode returns the handshake's answer: a header, then NUL-terminated
+// strings: GuestPath, Root, and per bind its guest and host paths.
+func (c Config) Encode() ([]byte, error) {
+	if len(c.Binds) > maxBinds {
+		return nil, fmt.Errorf("fastpath: %d binds, the library takes at most %d", len(c.Binds), maxBinds)
+	}
+	var strs bytes.Buffer
+	for _, s := range append([]string{GuestPath, c.Root}, bindStrings(c.Binds)...) {
+		strs.WriteString(s)
+		strs.WriteByte(0)
+	}
+	size := hdrSize + strs.Len()
+	if size > maxSize {
+		return nil, ErrTooLarge
+	}
+	b := make([]byte, hdrSize, size)
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], magic)
+	le.PutUint32(b[4:], version)
+	le.PutUint32(b[8:], uint32(size))
+	le.PutUint32(b[12:], c.Flags)
+	le.PutUint64(b[16:], c.Trampoline)
+	le.PutUint64(b[24:], c.TTLNanos)
+	le.PutUint32(b[32:], c.RealUID)
+	le.PutUint32(b[36:], c.RealGID)
+	le.PutUint32(b[40:], c.FakeUID)
+	le.PutUint32(b[44:], c.FakeGID)
+	le.PutUint32(b[48:], uint32(len(c.Binds)))
+	return append(b, strs.Bytes()...), nil
+}
+
+func bindStrings(bs []Bind) []string {
+	var s []string
+	for _, b := range bs {
+		s = append(s, b.Guest, b.Host)
+	}
+	return s
+}
+
+// MergePreload returns the /etc/ld.so.preload that ld.so reads: the guest's
+// own (guest, possibly empty) with every line kept in order, then the
+// library's guest path, unless the guest already lists it.
+func MergePreload(guest []byte) []byte {
+	out := append([]byte(nil), guest...)
+	for _, f := range bytes.FieldsFunc(guest, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == ':' }) {
+		if string(f) == GuestPath {
+			return out
+		}
+	}
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	return append(append(out, GuestPath...), '\n')
+}
