@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/droidroot/droidroot/fastpath"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/pathmap"
@@ -138,6 +140,9 @@ func guestMounts(host []mountLine, root string, binds []pathmap.Binding) []mount
 		if b.Guest == "/" {
 			all[0].host = b.Host
 			continue
+		}
+		if b.Guest == fastpath.GuestPath {
+			continue // droidroot's own: not a mount the guest made or asked for
 		}
 		all = append(all, guestMount{b.Guest, b.Host})
 	}

@@ -42,6 +42,7 @@
 #define SYS_munmap_ 11
 #define SYS_mmap_ 9
 #define SYS_fcntl_ 72
+#define FP_VA_BITS 47 /* 4-level paging's user space; 5-level needs a hint to go higher */
 #define SYS_open 2
 #define SYS_stat 4
 #define SYS_lstat 6
@@ -55,6 +56,7 @@
 #define SYS_munmap_ 215
 #define SYS_mmap_ 222
 #define SYS_fcntl_ 25
+#define FP_VA_BITS 48 /* the largest arm64 user space without a hint (52-bit needs one) */
 #else
 #error "unsupported architecture"
 #endif
@@ -361,6 +363,7 @@ __attribute__((constructor)) static void fp_init(void)
 #define C_SLOTS 64
 #define C_WAYS 4
 #define C_KEY 512
+#define FP_FD_BASE 768 /* below the usual soft RLIMIT_NOFILE of 1024 */
 struct slot {
 	int lock; /* 0 free, 1 taken (trylock only: a signal handler never waits) */
 	int fd;   /* -1: empty */
@@ -463,9 +466,19 @@ static int get_parent(const char *dir, size_t len, struct parent *out)
 			unlock(victim);
 		return -1;
 	}
-	if (!victim || fd == 0) {
-		if (victim)
+	if (victim) {
+		/* Cached descriptors live high, out of the numbers programs
+		 * expect open() to return next. */
+		long hi = raw6(SYS_fcntl_, fd, F_DUPFD_CLOEXEC, FP_FD_BASE, 0, 0, 0);
+		if (hi >= FP_FD_BASE) {
+			tr(SYS_close, fd, 0, 0, 0, 0, 0);
+			fd = (int)hi;
+		} else {
 			unlock(victim);
+			victim = NULL;
+		}
+	}
+	if (!victim) {
 		out->fd = fd, out->slot = NULL;
 		return 0;
 	}
@@ -498,7 +511,12 @@ static enum fp_why map_path(const char *g, struct target *t)
 {
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
-	if (!g || g[0] != '/')
+	/* A pointer the kernel would answer EFAULT for must not fault here: the
+	 * first 64 KiB and non-canonical addresses go to the tracer (other
+	 * unmapped addresses would fault, as in most preloaded libraries). */
+	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS)
+		return W_FLAGS;
+	if (g[0] != '/')
 		return W_RELATIVE;
 	/* The path as given: no "//", ".", ".." or trailing slash (the tracer
 	 * decides those). */
