@@ -4,6 +4,7 @@
 #   make cross        bin/droidroot-linux-amd64, -linux-arm64 and -android-arm64
 #   make test         unit tests, then the end-to-end suite on x86_64 (needs root
 #                     and the test rootfses: make rootfs)
+#   make test-e2e-nofastpath  the end-to-end suite with the fast path library off
 #   make test-e2e-android  the end-to-end suite under Android 12's and 16's
 #                     app seccomp policy
 #   make test-arm64   the arm64 suite in a qemu-system-aarch64 VM
@@ -19,7 +20,7 @@ GOFLAGS_BUILD := -trimpath -tags urfave_cli_no_docs -ldflags "-s -w -X main.vers
 DROIDROOT_CACHE ?= /var/cache/droidroot
 export DROIDROOT_CACHE
 
-.PHONY: all build cross test test-unit test-e2e test-e2e-android test-arm64 rootfs vet clean
+.PHONY: all build cross test test-unit test-e2e test-e2e-nofastpath test-e2e-android test-arm64 rootfs vet clean
 all: build
 
 build:
@@ -39,13 +40,18 @@ rootfs:
 	test/mkrootfs.sh busybox
 	test/mkrootfs.sh debian
 
-test: vet build test-unit test-e2e
+test: vet build test-unit test-e2e test-e2e-nofastpath
 
 test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
 
 test-e2e: build
 	DROIDROOT_BIN=$(CURDIR)/bin/droidroot $(GO) test -count=1 -timeout 30m ./e2e/
+
+# The whole suite with the fast path library off (DROIDROOT_FASTPATH=0):
+# every path call goes to the tracer, as before the library.
+test-e2e-nofastpath: build
+	DROIDROOT_FASTPATH=0 DROIDROOT_BIN=$(CURDIR)/bin/droidroot $(GO) test -count=1 -timeout 30m ./e2e/
 
 # The whole suite with droidroot (and its guests) under Android 12's and
 # Android 16's app seccomp policy (--android-policy, see docs/android.md).

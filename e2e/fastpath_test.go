@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fastPathStats sums the "answered" counters of the fast path's per-process
+// reports (DROIDROOT_FASTPATH_STATS=1) in stderr, by function, and returns
+// stderr without them.
+func fastPathStats(stderr string) (map[string]int, string) {
+	re := regexp.MustCompile(`(?m)^droidroot-fastpath\[\d+\]: (\w+)(.*)\n`)
+	answered := map[string]int{}
+	for _, m := range re.FindAllStringSubmatch(stderr, -1) {
+		for _, f := range strings.Fields(m[2]) {
+			if v, ok := strings.CutPrefix(f, "answered="); ok {
+				n, _ := strconv.Atoi(v)
+				answered[m[1]] += n
+			}
+		}
+	}
+	return answered, re.ReplaceAllString(stderr, "")
+}
+
+// TestFastPath runs real glibc programs of the Debian guest with the fast
+// path on and off: the same output, and with it on, the path calls were
+// answered in-process (its counters), ld.so.preload stayed the guest's own.
+func TestFastPath(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	script := `
+import os, sys, json, subprocess
+out = []
+for p in ["/etc/hostname", "/usr/lib", "/usr/bin/python3", "/nonexistent", "/usr/lib/nope/x", "/proc/self", "/dev/null", "/tmp"]:
+    try:
+        st = os.stat(p)
+        out.append([p, st.st_mode, st.st_size if not os.path.isdir(p) else 0, st.st_uid])
+    except OSError as e:
+        out.append([p, e.errno])
+    out.append([p, os.access(p, os.R_OK), os.path.islink(p)])
+with open("/tmp/fp-file", "w") as f:
+    f.write("x" * 5)
+out.append(os.stat("/tmp/fp-file").st_size)
+with open("/etc/hostname") as f:
+    out.append(f.read())
+out.append(os.readlink("/usr/lib/os-release") if os.path.islink("/usr/lib/os-release") else None)
+import email.mime.text, http.client, xml.dom.minidom, json.decoder, decimal
+print(json.dumps(out))
+print(subprocess.run(["cat", "/etc/ld.so.preload"], capture_output=True).returncode)
+`
+	var outs []result
+	for _, mode := range []string{"on", "off"} {
+		argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script)
+		if mode == "off" {
+			argv = append(argv[:2], append([]string{"--no-fastpath"}, argv[2:]...)...)
+		}
+		res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+		answered, rest := fastPathStats(res.Stderr)
+		res.Stderr = rest
+		if res.Code != 0 {
+			t.Fatalf("fast path %s: %s", mode, res)
+		}
+		switch mode {
+		case "on":
+			if answered["stat"]+answered["statx"] < 10 || answered["open"] < 10 || answered["access"] < 3 {
+				t.Errorf("fast path on: answered in-process %v; want stat, open and access calls", answered)
+			}
+		case "off":
+			if len(answered) != 0 {
+				t.Errorf("--no-fastpath: the library answered %v", answered)
+			}
+		}
+		outs = append(outs, res)
+	}
+	if diff := cmp.Diff(outs[1], outs[0]); diff != "" {
+		t.Errorf("fast path on differs from off (-off +on):\n%s", diff)
+	}
+	if !strings.HasSuffix(outs[0].Stdout, "\n1\n") {
+		t.Errorf("the guest's cat /etc/ld.so.preload should fail (the rootfs has none): %s", outs[0].Stdout)
+	}
+}
+
+// TestFastPathOracle runs every oracle probe with pathprobe.dyn (glibc
+// wrappers, so the fast path answers what it can) with the fast path off:
+// TestOracle runs it on; both must match the kernel.
+func TestFastPathOracle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestOracle covers the fast path on; the host run compares it off too")
+	}
+	needRoot(t)
+	base := rootfs(t, "busybox")
+	droidrootBin(t)
+	off := func(t testing.TB, g guest, stdin string, cmd ...string) result {
+		t.Helper()
+		argv := droidrootArgs(droidrootBin(t), g, cmd...)
+		return run(t, stdin, append(argv[:2], append([]string{"--no-fastpath"}, argv[2:]...)...)...)
+	}
+	for name, ops := range opsFiles(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", name, ops)
+			got := probe(t, "droidroot-nofastpath", off, base, "pathprobe.dyn", name, ops)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("--no-fastpath differs from the chroot oracle on %s.ops (-chroot +droidroot):\n%s", name, diff)
+			}
+		})
+	}
+}

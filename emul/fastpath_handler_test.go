@@ -1,0 +1,85 @@
+package emul
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/fastpath"
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+// TestFastPathHandshake: the handshake writes the session's configuration
+// with the options' flags, or fails with ERANGE for a short buffer; ld.so's
+// first access and open of /etc/ld.so.preload after exec get the guest's own
+// file with the library added, later ones the guest's own file.
+func TestFastPathHandshake(t *testing.T) {
+	g := newGuestFS(t)
+	mustWrite(t, filepath.Join(g.root, "etc/ld.so.preload"), "/usr/lib/libshim.so\n")
+	fp := &FastPath{Lib: fastpath.Config{Trampoline: 0x4_0000_0000, TTLNanos: 7, Root: g.root}, Dir: t.TempDir()}
+	cfg := Config{FastPath: fp, Link2Symlink: true, Identity: &Identity{UID: 0, GID: 0}}
+	steps := []tt.Step{
+		tt.Call("droidroot_fastpath", tt.Out(65536), tt.Int(65536), tt.Out(4)),
+		tt.Call("droidroot_fastpath", tt.Out(16), tt.Int(16), tt.Out(4)),
+		tt.Call("faccessat", cwdFD, tt.Str("/etc/ld.so.preload"), tt.Int(unix.R_OK)),
+		openat(cwdFD, "/etc/ld.so.preload", unix.O_RDONLY),
+		tt.Call("read", tt.Ret(3), tt.Out(4096), tt.Int(4096)),
+		openat(cwdFD, "/etc/ld.so.preload", unix.O_RDONLY),
+		tt.Call("read", tt.Ret(5), tt.Out(4096), tt.Int(4096)),
+	}
+	r := g.run(t, cfg, "/", steps...)
+	n := r.Steps[0].Ret
+	blob := r.Steps[0].Mem[0][:max(n, 0)]
+	if n < 56 || string(blob[:4]) != "DRFP" {
+		t.Fatalf("handshake = %d, %q", n, blob)
+	}
+	flags := binary.LittleEndian.Uint32(blob[12:])
+	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagIDs)
+	if os.Getuid() != 0 || os.Getgid() != 0 {
+		wantFlags |= fastpath.FlagOwner
+	}
+	if flags != wantFlags || binary.LittleEndian.Uint64(blob[16:]) != 0x4_0000_0000 || binary.LittleEndian.Uint64(blob[24:]) != 7 {
+		t.Errorf("handshake header: flags %#x (want %#x), trampoline %#x, ttl %d", flags, wantFlags,
+			binary.LittleEndian.Uint64(blob[16:]), binary.LittleEndian.Uint64(blob[24:]))
+	}
+	if e := r.Steps[1].Errno(); e != unix.ERANGE {
+		t.Errorf("handshake with a 16-byte buffer: %v, want ERANGE", e)
+	}
+	if r.Steps[2].Ret != 0 {
+		t.Errorf("access of the preload file: %d", r.Steps[2].Ret)
+	}
+	merged := "/usr/lib/libshim.so\n" + fastpath.GuestPath + "\n"
+	if got := string(r.Steps[4].Mem[1][:max(r.Steps[4].Ret, 0)]); got != merged {
+		t.Errorf("ld.so's read of /etc/ld.so.preload = %q, want %q", got, merged)
+	}
+	if got := string(r.Steps[6].Mem[1][:max(r.Steps[6].Ret, 0)]); got != "/usr/lib/libshim.so\n" {
+		t.Errorf("a later read of /etc/ld.so.preload = %q, want the guest's own", got)
+	}
+}
+
+// TestFastPathMarksTrampolineCalls: the calls the library makes are let
+// through from its trampoline, no others.
+func TestFastPathMarksTrampolineCalls(t *testing.T) {
+	em := New(Config{FastPath: &FastPath{Lib: fastpath.Config{Root: "/"}, Dir: t.TempDir()}, Link2Symlink: true})
+	lib := map[string]bool{}
+	for _, name := range fastpath.TrampolineCalls {
+		lib[name] = true
+	}
+	for name, h := range em.Table {
+		if h.FromTrampoline && !lib[name] {
+			t.Errorf("%s is let through from the trampoline; the library does not make it", name)
+		}
+		if lib[name] && !h.FromTrampoline {
+			t.Errorf("%s is traced from the trampoline too", name)
+		}
+	}
+	if _, ok := em.Table[fastpath.SyscallName]; !ok {
+		t.Errorf("no handler for %s", fastpath.SyscallName)
+	}
+	if _, ok := New(Config{}).Table[fastpath.SyscallName]; ok {
+		t.Errorf("a handshake handler without the fast path")
+	}
+}

@@ -1,0 +1,160 @@
+package fastpath
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/droidroot/droidroot/seccomp"
+)
+
+func TestEncode(t *testing.T) {
+	c := Config{Trampoline: 0x12340000, TTLNanos: 5e8, Flags: FlagStats | FlagOwner,
+		RealUID: 1000, RealGID: 1001, FakeUID: 0, FakeGID: 2,
+		Root: "/data/rootfs", Binds: []Bind{{"/proc", "/proc"}, {"/sdcard", "/storage/emulated/0"}}}
+	b, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	hdr := map[string]uint64{
+		"magic": uint64(le.Uint32(b[0:])), "version": uint64(le.Uint32(b[4:])), "size": uint64(le.Uint32(b[8:])),
+		"flags": uint64(le.Uint32(b[12:])), "trampoline": le.Uint64(b[16:]), "ttl": le.Uint64(b[24:]),
+		"ruid": uint64(le.Uint32(b[32:])), "rgid": uint64(le.Uint32(b[36:])), "fuid": uint64(le.Uint32(b[40:])),
+		"fgid": uint64(le.Uint32(b[44:])), "nbinds": uint64(le.Uint32(b[48:])),
+	}
+	want := map[string]uint64{"magic": 0x50465244, "version": 1, "size": uint64(len(b)), "flags": FlagStats | FlagOwner,
+		"trampoline": 0x12340000, "ttl": 5e8, "ruid": 1000, "rgid": 1001, "fuid": 0, "fgid": 2, "nbinds": 2}
+	if diff := cmp.Diff(want, hdr); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	strs := strings.Split(strings.TrimSuffix(string(b[hdrSize:]), "\x00"), "\x00")
+	if diff := cmp.Diff([]string{GuestPath, "/data/rootfs", "/proc", "/proc", "/sdcard", "/storage/emulated/0"}, strs); diff != "" {
+		t.Errorf("strings (-want +got):\n%s", diff)
+	}
+	many := Config{Root: "/", Binds: make([]Bind, maxBinds+1)}
+	if _, err := many.Encode(); err == nil {
+		t.Errorf("Encode of %d binds: no error", maxBinds+1)
+	}
+	big := Config{Root: strings.Repeat("x", maxSize)}
+	if _, err := big.Encode(); err != ErrTooLarge {
+		t.Errorf("Encode of a 64 KiB root: %v, want ErrTooLarge", err)
+	}
+}
+
+func TestMergePreload(t *testing.T) {
+	line := GuestPath + "\n"
+	for _, c := range []struct{ guest, want string }{
+		{"", line},
+		{"/usr/lib/libshim.so\n", "/usr/lib/libshim.so\n" + line},
+		{"/a.so /b.so", "/a.so /b.so\n" + line},
+		{"# comment\n/a.so:/b.so\n", "# comment\n/a.so:/b.so\n" + line},
+		{"/a.so\n" + GuestPath + "\n", "/a.so\n" + GuestPath + "\n"}, // listed already: unchanged
+	} {
+		if got := string(MergePreload([]byte(c.guest))); got != c.want {
+			t.Errorf("MergePreload(%q) = %q, want %q", c.guest, got, c.want)
+		}
+	}
+}
+
+func TestChooseTrampoline(t *testing.T) {
+	seen := map[uint64]bool{}
+	for i := 0; i < 1000; i++ {
+		a := ChooseTrampoline()
+		if a%trampolineAlign != 0 || a < trampolineLo || a >= trampolineHi || a+seccomp.TrampolineSize > 1<<39 {
+			t.Fatalf("ChooseTrampoline() = %#x: not a 64 KiB-aligned address in [%#x, %#x)", a, trampolineLo, trampolineHi)
+		}
+		seen[a] = true
+	}
+	if len(seen) < 990 {
+		t.Errorf("1000 sessions got only %d different addresses", len(seen))
+	}
+}
+
+// TestSyscallNr: the handshake's number is the one seccomp gives its name.
+func TestSyscallNr(t *testing.T) {
+	for _, goarch := range []string{"amd64", "arm64"} {
+		if nr, ok := seccomp.NativeABI(goarch).Nr(SyscallName); !ok || nr != SyscallNr {
+			t.Errorf("%s: %s is %d, %v; want %d", goarch, SyscallName, nr, ok, SyscallNr)
+		}
+	}
+}
+
+// TestLibraries checks the committed libraries: their ELF machine, the
+// symbols programs bind to, the trampoline page at a 64 KiB-aligned file
+// offset equal to its address, and imports no newer than GLIBC_2.17 (the
+// Makefile's fastpath-check does the same with objdump).
+func TestLibraries(t *testing.T) {
+	for goarch, machine := range map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64} {
+		lib, err := Library(goarch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := elf.NewFile(bytes.NewReader(lib))
+		if err != nil {
+			t.Fatalf("%s: %v", goarch, err)
+		}
+		if f.Machine != machine || f.Type != elf.ET_DYN {
+			t.Errorf("%s: machine %v type %v", goarch, f.Machine, f.Type)
+		}
+		syms, err := f.DynamicSymbols()
+		if err != nil {
+			t.Fatalf("%s: %v", goarch, err)
+		}
+		exported := map[string]bool{}
+		for _, s := range syms {
+			if s.Section != elf.SHN_UNDEF {
+				exported[s.Name] = true
+				continue
+			}
+			if v := s.Version; v != "" && strings.HasPrefix(v, "GLIBC_") {
+				var major, minor int
+				if _, err := fmtSscanf(v, &major, &minor); err == nil && (major > 2 || major == 2 && minor > 17) {
+					t.Errorf("%s imports %s@%s", goarch, s.Name, v)
+				}
+			}
+		}
+		for _, name := range []string{"stat", "lstat", "fstatat", "stat64", "__xstat", "__lxstat64", "__fxstatat",
+			"statx", "access", "faccessat", "open", "open64", "openat", "__open_2", "__openat64_2", "creat",
+			"readlink", "readlinkat", "syscall"} {
+			if !exported[name] {
+				t.Errorf("%s does not export %s", goarch, name)
+			}
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Off%0x10000 != p.Vaddr%0x10000 {
+				t.Errorf("%s: executable segment at offset %#x, address %#x: not congruent modulo 64 KiB", goarch, p.Off, p.Vaddr)
+			}
+		}
+	}
+}
+
+func TestExtract(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Extract(dir, "arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(p)
+	if !bytes.Equal(got, libARM64) || filepath.Dir(p) != dir || !strings.HasSuffix(p, ".so") {
+		t.Errorf("Extract wrote %s (%d bytes)", p, len(got))
+	}
+	if q, err := Extract(dir, "arm64"); err != nil || q != p {
+		t.Errorf("second Extract = %s, %v; want %s", q, err, p)
+	}
+	if _, err := Extract(dir, "riscv64"); err == nil {
+		t.Error("Extract of riscv64: no error")
+	}
+}
+
+// fmtSscanf parses "GLIBC_MAJOR.MINOR[.PATCH]".
+func fmtSscanf(v string, major, minor *int) (int, error) {
+	return fmt.Sscanf(strings.TrimPrefix(v, "GLIBC_"), "%d.%d", major, minor)
+}
