@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/droidroot/droidroot/emul"
+	"github.com/droidroot/droidroot/fastpath"
 	"github.com/droidroot/droidroot/seccomp"
 	"github.com/droidroot/droidroot/tracer"
 )
@@ -73,7 +74,7 @@ func main() {
 					ArgsUsage: "[--arch A] [--trampoline ADDR] [-- RUN OPTIONS...]",
 					Flags: []cli.Flag{
 						&cli.StringFlag{Name: "arch", Value: runtime.GOARCH, Usage: "host architecture: amd64 or arm64"},
-						&cli.StringFlag{Name: "trampoline", Value: "0", Usage: "trampoline page address (0: none)"},
+						&cli.StringFlag{Name: "trampoline", Value: "", Usage: "trampoline page address (default: a session's random one when the fast path is on, else none; 0: none)"},
 					},
 					Action: debugFilter,
 				}},
@@ -91,9 +92,12 @@ func debugFilter(c *cli.Context) error {
 	if goarch != "amd64" && goarch != "arm64" {
 		return fmt.Errorf("--arch %q: want amd64 or arm64", goarch)
 	}
-	t, err := strconv.ParseUint(strings.TrimPrefix(c.String("trampoline"), "0x"), 16, 64)
-	if err != nil {
-		return fmt.Errorf("--trampoline %q: want a hex address", c.String("trampoline"))
+	var t uint64
+	if v := c.String("trampoline"); v != "" {
+		var err error
+		if t, err = strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 64); err != nil {
+			return fmt.Errorf("--trampoline %q: want a hex address", v)
+		}
 	}
 	// The run's own options (proot's grammar, no command needed).
 	o, err := ParseProot(c.Args().Slice())
@@ -105,7 +109,15 @@ func debugFilter(c *cli.Context) error {
 		return err
 	}
 	tmpDir := tmpDirOf()
-	em, code := emulation(o, tmpDir, android, nil)
+	// The fast path as a run would have it (its binds do not change the filter).
+	var fp *emul.FastPath
+	if fastPathOn(o, false) {
+		fp = &emul.FastPath{Lib: fastpath.Config{Root: o.Rootfs}, Dir: tmpDir}
+		if c.String("trampoline") == "" {
+			t = fastpath.ChooseTrampoline()
+		}
+	}
+	em, code := emulation(o, tmpDir, android, fp)
 	for _, f := range cleanups {
 		f()
 	}
