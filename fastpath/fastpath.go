@@ -163,13 +163,23 @@ type Config struct {
 	// library picks the longest guest prefix, the last one on a tie).
 	Root  string
 	Binds []Bind
+	// BindParents are the host directories (by device and inode) that are
+	// a proper guest ancestor of a bind point: a relative name under one
+	// of them may be a bind point or lead to one, so it goes to the tracer.
+	BindParents []DevIno
+	// ProcDev is the host procfs's device: relative names under a /proc
+	// directory go to the tracer.
+	ProcDev uint64
 }
+
+// DevIno identifies a host directory.
+type DevIno struct{ Dev, Ino uint64 }
 
 // Header constants (fastpath.c's struct dr_fp_hdr).
 const (
 	magic   = 0x50465244 // "DRFP"
 	version = 1
-	hdrSize = 56
+	hdrSize = 64
 )
 
 // ErrTooLarge is returned by Encode when the configuration does not fit the
@@ -178,22 +188,27 @@ var ErrTooLarge = errors.New("fastpath: configuration larger than 64 KiB")
 
 // maxSize is the library's buffer size; maxBinds its bind table's.
 const (
-	maxSize  = 64 << 10
-	maxBinds = 256
+	maxSize    = 64 << 10
+	maxBinds   = 256
+	maxParents = 1024
 )
 
-// Encode returns the handshake's answer: a header, then NUL-terminated
-// strings: GuestPath, Root, and per bind its guest and host paths.
+// Encode returns the handshake's answer: a header, the BindParents as
+// {dev, ino} pairs, then NUL-terminated strings: GuestPath, Root, and per
+// bind its guest and host paths.
 func (c Config) Encode() ([]byte, error) {
 	if len(c.Binds) > maxBinds {
 		return nil, fmt.Errorf("fastpath: %d binds, the library takes at most %d", len(c.Binds), maxBinds)
+	}
+	if len(c.BindParents) > maxParents {
+		return nil, fmt.Errorf("fastpath: %d bind parents, the library takes at most %d", len(c.BindParents), maxParents)
 	}
 	var strs bytes.Buffer
 	for _, s := range append([]string{GuestPath, c.Root}, bindStrings(c.Binds)...) {
 		strs.WriteString(s)
 		strs.WriteByte(0)
 	}
-	size := hdrSize + strs.Len()
+	size := hdrSize + 16*len(c.BindParents) + strs.Len()
 	if size > maxSize {
 		return nil, ErrTooLarge
 	}
@@ -210,6 +225,11 @@ func (c Config) Encode() ([]byte, error) {
 	le.PutUint32(b[40:], c.FakeUID)
 	le.PutUint32(b[44:], c.FakeGID)
 	le.PutUint32(b[48:], uint32(len(c.Binds)))
+	le.PutUint32(b[52:], uint32(len(c.BindParents)))
+	le.PutUint64(b[56:], c.ProcDev)
+	for _, p := range c.BindParents {
+		b = le.AppendUint64(le.AppendUint64(b, p.Dev), p.Ino)
+	}
 	return append(b, strs.Bytes()...), nil
 }
 

@@ -18,7 +18,8 @@ import (
 func TestEncode(t *testing.T) {
 	c := Config{Trampoline: 0x12340000, TTLNanos: 5e8, Flags: FlagStats | FlagOwner,
 		RealUID: 1000, RealGID: 1001, FakeUID: 0, FakeGID: 2,
-		Root: "/data/rootfs", Binds: []Bind{{"/proc", "/proc"}, {"/sdcard", "/storage/emulated/0"}}}
+		Root: "/data/rootfs", Binds: []Bind{{"/proc", "/proc"}, {"/sdcard", "/storage/emulated/0"}},
+		BindParents: []DevIno{{1, 2}, {3, 4}}, ProcDev: 22}
 	b, err := c.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -29,13 +30,16 @@ func TestEncode(t *testing.T) {
 		"flags": uint64(le.Uint32(b[12:])), "trampoline": le.Uint64(b[16:]), "ttl": le.Uint64(b[24:]),
 		"ruid": uint64(le.Uint32(b[32:])), "rgid": uint64(le.Uint32(b[36:])), "fuid": uint64(le.Uint32(b[40:])),
 		"fgid": uint64(le.Uint32(b[44:])), "nbinds": uint64(le.Uint32(b[48:])),
+		"nparents": uint64(le.Uint32(b[52:])), "procdev": le.Uint64(b[56:]),
+		"p0dev": le.Uint64(b[64:]), "p0ino": le.Uint64(b[72:]), "p1dev": le.Uint64(b[80:]), "p1ino": le.Uint64(b[88:]),
 	}
 	want := map[string]uint64{"magic": 0x50465244, "version": 1, "size": uint64(len(b)), "flags": FlagStats | FlagOwner,
-		"trampoline": 0x12340000, "ttl": 5e8, "ruid": 1000, "rgid": 1001, "fuid": 0, "fgid": 2, "nbinds": 2}
+		"trampoline": 0x12340000, "ttl": 5e8, "ruid": 1000, "rgid": 1001, "fuid": 0, "fgid": 2, "nbinds": 2,
+		"nparents": 2, "procdev": 22, "p0dev": 1, "p0ino": 2, "p1dev": 3, "p1ino": 4}
 	if diff := cmp.Diff(want, hdr); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
-	strs := strings.Split(strings.TrimSuffix(string(b[hdrSize:]), "\x00"), "\x00")
+	strs := strings.Split(strings.TrimSuffix(string(b[hdrSize+32:]), "\x00"), "\x00")
 	if diff := cmp.Diff([]string{GuestPath, "/data/rootfs", "/proc", "/proc", "/sdcard", "/storage/emulated/0"}, strs); diff != "" {
 		t.Errorf("strings (-want +got):\n%s", diff)
 	}

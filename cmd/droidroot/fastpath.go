@@ -10,6 +10,7 @@ import (
 	"github.com/droidroot/droidroot/emul"
 	"github.com/droidroot/droidroot/fastpath"
 	"github.com/droidroot/droidroot/pathmap"
+	"golang.org/x/sys/unix"
 )
 
 // defaultFastPathTTL is how long the library trusts a verified parent
@@ -75,5 +76,42 @@ func fastPathConfig(m *pathmap.Mapper, dir string) *emul.FastPath {
 	for _, b := range m.Bindings() {
 		lib.Binds = append(lib.Binds, fastpath.Bind{Guest: b.Guest, Host: b.Host})
 	}
+	lib.BindParents = bindParents(m)
+	var st unix.Stat_t
+	if unix.Stat("/proc/self", &st) == nil {
+		lib.ProcDev = st.Dev
+	}
 	return &emul.FastPath{Lib: lib, Dir: dir}
+}
+
+// bindParents are the host directories of every proper guest ancestor of
+// every bind point, as the tracer resolves them (virtual directories
+// included). The library's own bind adds /.droidroot only: the library
+// checks that name itself, so the root stays answerable where no other
+// bind makes it a parent.
+func bindParents(m *pathmap.Mapper) []fastpath.DevIno {
+	self := pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}
+	seen := map[fastpath.DevIno]bool{}
+	var out []fastpath.DevIno
+	for _, b := range m.Bindings() {
+		if b.Guest == "/" {
+			continue
+		}
+		for a := filepath.Dir(b.Guest); ; a = filepath.Dir(a) {
+			if !(b.Guest == fastpath.GuestPath && a == "/") {
+				if r, err := m.Lookup(self, "/", a, pathmap.Follow); err == nil {
+					var st unix.Stat_t
+					if unix.Stat(r.Host, &st) == nil && !seen[fastpath.DevIno{Dev: st.Dev, Ino: st.Ino}] {
+						di := fastpath.DevIno{Dev: st.Dev, Ino: st.Ino}
+						seen[di] = true
+						out = append(out, di)
+					}
+				}
+			}
+			if a == "/" || a == "." {
+				break
+			}
+		}
+	}
+	return out
 }

@@ -84,12 +84,17 @@ struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
 	uint64_t trampoline, ttl_ns;
 	uint32_t real_uid, real_gid, fake_uid, fake_gid;
-	uint32_t nbinds, reserved;
-	/* then NUL-terminated strings: the library's guest path, the rootfs's
-	 * host path, and per bind its guest path and host path. */
+	uint32_t nbinds, nparents;
+	uint64_t proc_dev;
+	/* then nparents {dev, ino} pairs (uint64_t each): the host directories
+	 * that are a bind point's guest ancestors (relative names in them go to
+	 * the tracer); then NUL-terminated strings: the library's guest path,
+	 * the rootfs's host path, and per bind its guest path and host path. */
 };
 
 #define FP_MAX_BINDS 256
+#define FP_MAX_PARENTS 1024
+#define FP_MAX_DIRFD 1024
 #define FP_PATH_MAX 4096
 #define FP_DEFER (-100000L) /* "go to the tracer" */
 
@@ -107,8 +112,18 @@ static struct {
 	size_t rootlen;
 	int nbinds;
 	struct fp_bind binds[FP_MAX_BINDS];
+	const uint64_t *parents; /* nparents {dev, ino} pairs */
+	uint32_t nparents;
+	uint64_t proc_dev;
 	long (*tramp)(long, long, long, long, long, long, long);
 } cfg;
+
+/* Directories the guest holds open (by descriptor number) that droidroot
+ * translated or the library opened: relative names are answered under them
+ * while the descriptor still names the same directory (dev/ino). */
+static struct {
+	uint64_t dev, ino;
+} dirfds[FP_MAX_DIRFD];
 
 /* Set to 1 once set up; the tracer writes 0 here when this process installs
  * its own seccomp filter (its traps could see the library's checks). */
@@ -293,9 +308,11 @@ __attribute__((constructor)) static void fp_init(void)
 	const struct dr_fp_hdr *h = (const void *)cfgbuf;
 	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
 		return;
-	if (h->nbinds > FP_MAX_BINDS || h->trampoline == 0 || h->trampoline % 65536)
+	if (h->nbinds > FP_MAX_BINDS || h->nparents > FP_MAX_PARENTS || h->trampoline == 0 || h->trampoline % 65536)
 		return;
-	const char *p = cfgbuf + sizeof *h, *end = cfgbuf + n;
+	if (sizeof *h + (size_t)h->nparents * 16 > (size_t)n)
+		return;
+	const char *p = cfgbuf + sizeof *h + (size_t)h->nparents * 16, *end = cfgbuf + n;
 	const char *lib = next_str(&p, end), *root = next_str(&p, end);
 	if (!lib || !root)
 		return;
@@ -339,6 +356,9 @@ __attribute__((constructor)) static void fp_init(void)
 	cfg.fake_uid = h->fake_uid;
 	cfg.fake_gid = h->fake_gid;
 	cfg.libguest = lib;
+	cfg.parents = (const uint64_t *)(cfgbuf + sizeof *h);
+	cfg.nparents = h->nparents;
+	cfg.proc_dev = h->proc_dev;
 	cfg.root = kernel_form(root, &cfg.rootlen);
 	if (!cfg.root)
 		return;
@@ -415,37 +435,81 @@ static int verify(const char *dir, size_t len, struct stat *st)
 struct parent {
 	int fd;
 	struct slot *slot;
+	int borrowed; /* the guest's own descriptor (or AT_FDCWD): not ours to close */
 };
 
 static void release(struct parent *p)
 {
 	if (p->slot)
 		unlock(p->slot);
-	else
+	else if (!p->borrowed)
 		tr(SYS_close, p->fd, 0, 0, 0, 0, 0);
 }
 
-/* get_parent returns a verified descriptor of host directory dir. */
-static int get_parent(const char *dir, size_t len, struct parent *out)
+static int bind_parent(uint64_t dev, uint64_t ino);
+
+/* verify_rel opens the directories of rel (len bytes, components without
+ * "." or "..") one by one under directory descriptor base, never following
+ * a symlink, and checks that none is in /proc or a bind point's ancestor; it
+ * returns the last one's descriptor and its dev/ino, or -1. */
+static int verify_rel(int base, const char *rel, size_t len, struct stat *st)
+{
+	char comp[256];
+	long fd = base;
+	int own = 0;
+	for (size_t i = 0; i < len;) {
+		size_t cl = 0;
+		while (i + cl < len && rel[i + cl] != '/')
+			cl++;
+		if (cl == 0 || cl >= sizeof comp)
+			goto fail;
+		fp_memcpy(comp, rel + i, cl);
+		comp[cl] = 0;
+		long nfd = tr(SYS_openat, fd, (long)comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+		if (own)
+			tr(SYS_close, fd, 0, 0, 0, 0, 0);
+		own = 0;
+		if (nfd < 0)
+			return -1;
+		fd = nfd, own = 1;
+		if (tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0) != 0 || st->st_dev == cfg.proc_dev ||
+		    bind_parent(st->st_dev, st->st_ino))
+			goto fail;
+		i += cl + 1;
+	}
+	if (own)
+		return (int)fd;
+fail:
+	if (own)
+		tr(SYS_close, fd, 0, 0, 0, 0, 0);
+	return -1;
+}
+
+/* get_parent returns a verified descriptor of a parent directory: host
+ * directory dir (len bytes) when base is -1, else directory path dir
+ * relative to the guest's directory descriptor base. key (keylen bytes)
+ * names it in the cache. */
+static int get_parent(const char *key, size_t keylen, int base, const char *dir, size_t len, struct parent *out)
 {
 	struct stat st;
-	uint32_t h = hash_of(dir, len);
+	uint32_t h = hash_of(key, keylen);
 	struct slot *victim = NULL;
 	uint64_t t = cfg.ttl_ns ? now_ns() : 0;
-	if (cfg.ttl_ns && len < C_KEY) {
+	if (cfg.ttl_ns && keylen < C_KEY) {
 		for (int i = 0; i < C_WAYS; i++) {
 			struct slot *s = &slots[(h + (uint32_t)i) % C_SLOTS];
 			if (!trylock(s))
 				continue;
-			if (s->fd > 0 && s->hash == h && s->len == len && fp_memeq(s->key, dir, len)) {
-				if (t - s->stamp < cfg.ttl_ns && tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 &&
-				    st.st_dev == s->dev && st.st_ino == s->ino) {
+			if (s->fd > 0 && s->hash == h && s->len == keylen && fp_memeq(s->key, key, keylen)) {
+				if (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != s->dev || st.st_ino != s->ino)
+					s->fd = -1; /* the guest closed or reused it: not ours to close */
+				else if (t - s->stamp < cfg.ttl_ns) {
 					if (victim)
 						unlock(victim);
-					out->fd = s->fd, out->slot = s;
+					out->fd = s->fd, out->slot = s, out->borrowed = 0;
 					return 0;
 				}
-				/* Expired or no longer ours: verify again into this slot. */
+				/* Expired, or no longer ours: verify again into this slot. */
 				if (victim)
 					unlock(victim);
 				victim = s;
@@ -460,7 +524,7 @@ static int get_parent(const char *dir, size_t len, struct parent *out)
 			}
 		}
 	}
-	int fd = verify(dir, len, &st);
+	int fd = base == -1 ? verify(dir, len, &st) : verify_rel(base, dir, len, &st);
 	if (fd < 0) {
 		if (victim)
 			unlock(victim);
@@ -479,7 +543,7 @@ static int get_parent(const char *dir, size_t len, struct parent *out)
 		}
 	}
 	if (!victim) {
-		out->fd = fd, out->slot = NULL;
+		out->fd = fd, out->slot = NULL, out->borrowed = 0;
 		return 0;
 	}
 	if (victim->fd > 0)
@@ -489,9 +553,9 @@ static int get_parent(const char *dir, size_t len, struct parent *out)
 	victim->ino = st.st_ino;
 	victim->stamp = t;
 	victim->hash = h;
-	victim->len = (uint32_t)len;
-	fp_memcpy(victim->key, dir, len);
-	out->fd = fd, out->slot = victim;
+	victim->len = (uint32_t)keylen;
+	fp_memcpy(victim->key, key, keylen);
+	out->fd = fd, out->slot = victim, out->borrowed = 0;
 	return 0;
 }
 
@@ -574,11 +638,112 @@ static enum fp_why map_path(const char *g, struct target *t)
 	t->parentlen = slash - 1;
 	t->host[slash - 1] = 0;
 	t->name = t->host + slash;
-	if (get_parent(t->host, t->parentlen, &t->parent) < 0) {
+	if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent) < 0) {
 		t->host[slash - 1] = '/';
 		return W_UNVERIFIED;
 	}
 	return W_ANSWERED;
+}
+
+/* bind_parent reports whether host directory dev/ino is a guest ancestor of
+ * a bind point (the tracer sends the list). */
+static int bind_parent(uint64_t dev, uint64_t ino)
+{
+	for (uint32_t i = 0; i < cfg.nparents; i++)
+		if (cfg.parents[2 * i] == dev && cfg.parents[2 * i + 1] == ino)
+			return 1;
+	return 0;
+}
+
+/* remember_dir records that descriptor fd is directory dev/ino of the guest's
+ * view, or forgets fd (ino 0). */
+static void remember_dir(long fd, uint64_t dev, uint64_t ino)
+{
+	if (fd >= 0 && fd < FP_MAX_DIRFD) {
+		__atomic_store_n(&dirfds[fd].ino, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&dirfds[fd].dev, dev, __ATOMIC_RELAXED);
+		__atomic_store_n(&dirfds[fd].ino, ino, __ATOMIC_RELEASE);
+	}
+}
+
+/* map_rel maps name relative to dirfd (AT_FDCWD: the kernel's cwd, which
+ * droidroot keeps at the guest cwd's host directory) when name is one
+ * component and the directory is one droidroot translated: the kernel's
+ * lookup of one component under it is the tracer's, unless a bind point
+ * lives there or it is in /proc. */
+static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
+{
+	/* Components: no "", ".", ".." or trailing slash; the last one is the
+	 * name, the others are walked (verify_rel). */
+	size_t n = 0, last = 0;
+	for (;; n++) {
+		if (path[n] == '/' || path[n] == 0) {
+			size_t cl = n - last;
+			const char *c = path + last;
+			if (cl == 0 || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.'))
+				return W_DOTS;
+			if (path[n] == 0)
+				break;
+			last = n + 1;
+		}
+	}
+	if (n >= 1024)
+		return W_LONG;
+	const char *name = path + last;
+	if (n - last >= 256)
+		return W_LONG;
+	struct stat st;
+	long r;
+	if (dirfd == AT_FDCWD) {
+		r = tr(SYS_newfstatat, AT_FDCWD, (long)".", (long)&st, 0, 0, 0);
+	} else {
+		if (dirfd < 0 || dirfd >= FP_MAX_DIRFD)
+			return W_RELATIVE;
+		uint64_t ino = __atomic_load_n(&dirfds[dirfd].ino, __ATOMIC_ACQUIRE);
+		uint64_t dev = __atomic_load_n(&dirfds[dirfd].dev, __ATOMIC_RELAXED);
+		if (!ino)
+			return W_RELATIVE;
+		r = tr(SYS_fstat, dirfd, (long)&st, 0, 0, 0, 0);
+		if (r == 0 && (st.st_dev != dev || st.st_ino != ino))
+			return W_UNVERIFIED;
+	}
+	if (r != 0 || !S_ISDIR(st.st_mode))
+		return W_UNVERIFIED;
+	if (st.st_dev == cfg.proc_dev)
+		return W_PROC;
+	if (bind_parent(st.st_dev, st.st_ino) || (fp_memeq(path, ".droidroot", 10) && (path[10] == 0 || path[10] == '/')))
+		return W_OPTION;
+	t->ancestor = 0;
+	t->name = name;
+	if (last == 0) {
+		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
+		return W_ANSWERED;
+	}
+	/* The directories on the way, cached under the base's identity. */
+	char key[C_KEY];
+	size_t dl = last - 1, kl = 17 + dl;
+	if (kl > sizeof key)
+		return W_LONG;
+	key[0] = 0;
+	fp_memcpy(key + 1, (const char *)&st.st_dev, 8);
+	fp_memcpy(key + 9, (const char *)&st.st_ino, 8);
+	fp_memcpy(key + 17, path, dl);
+	if (get_parent(key, kl, dirfd, path, dl, &t->parent) < 0)
+		return W_UNVERIFIED;
+	return W_ANSWERED;
+}
+
+/* map_at maps path relative to dirfd: an absolute path with map_path, a
+ * relative one with map_rel. */
+static enum fp_why map_at(int dirfd, const char *g, struct target *t)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+		return W_OFF;
+	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS)
+		return W_FLAGS;
+	if (g[0] != '/')
+		return map_rel(dirfd, g, t);
+	return map_path(g, t);
 }
 
 /* The owner fix of -0/-i, as the tracer applies it to stat results. */
@@ -598,10 +763,10 @@ static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || 
 
 /* do_stat: stat (follow) or lstat of absolute guest path g into st; FP_DEFER
  * or the kernel's result. */
-static long do_stat(enum fp_fn fn, const char *g, struct stat *st, int follow)
+static long do_stat(enum fp_fn fn, int dirfd, const char *g, struct stat *st, int follow)
 {
 	struct target t;
-	enum fp_why w = map_path(g, &t);
+	enum fp_why w = map_at(dirfd, g, &t);
 	if (w != W_ANSWERED) {
 		count(fn, w);
 		return FP_DEFER;
@@ -645,7 +810,7 @@ static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
 		count(fn, W_FLAGS);
 	else
-		r = do_stat(fn, path, st, !(flags & AT_SYMLINK_NOFOLLOW));
+		r = do_stat(fn, dirfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW));
 	if (r == FP_DEFER)
 		r = k_fstatat(dirfd, path, st, flags);
 	return fp_ret(r);
@@ -689,7 +854,7 @@ EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, i
 	__attribute__((alias("__fxstatat")));
 
 /* statx */
-static long fp_statx_k(const char *path, int flags, unsigned mask, struct statx *sx)
+static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
 {
 	long r = FP_DEFER;
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) {
@@ -697,7 +862,7 @@ static long fp_statx_k(const char *path, int flags, unsigned mask, struct statx 
 		return FP_DEFER;
 	}
 	struct target t;
-	enum fp_why w = map_path(path, &t);
+	enum fp_why w = map_at(dirfd, path, &t);
 	if (w != W_ANSWERED) {
 		count(F_STATX, w);
 		return FP_DEFER;
@@ -730,7 +895,7 @@ static long fp_statx_k(const char *path, int flags, unsigned mask, struct statx 
 
 static long fp_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
 {
-	long r = fp_statx_k(path, flags, mask, sx);
+	long r = fp_statx_k(dirfd, path, flags, mask, sx);
 	if (r == FP_DEFER)
 		r = raw6(SYS_statx, dirfd, (long)path, flags, mask, (long)sx, 0);
 	return r;
@@ -743,14 +908,14 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
 
 /* access and faccessat (flags 0 only: AT_EACCESS and AT_SYMLINK_NOFOLLOW
  * are faccessat2's, which the tracer answers). */
-static long fp_access_k(const char *path, int mode)
+static long fp_access_k(int dirfd, const char *path, int mode)
 {
 	if (cfg.flags & DR_FP_IDS) {
 		count(F_ACCESS, W_OPTION);
 		return FP_DEFER;
 	}
 	struct target t;
-	enum fp_why w = map_path(path, &t);
+	enum fp_why w = map_at(dirfd, path, &t);
 	if (w != W_ANSWERED) {
 		count(F_ACCESS, w);
 		return FP_DEFER;
@@ -775,7 +940,7 @@ static long fp_access_k(const char *path, int mode)
 
 static long fp_faccessat(int dirfd, const char *path, int mode)
 {
-	long r = fp_access_k(path, mode);
+	long r = fp_access_k(dirfd, path, mode);
 	if (r == FP_DEFER)
 		r = raw6(SYS_faccessat, dirfd, (long)path, mode, 0, 0, 0);
 	return r;
@@ -797,14 +962,14 @@ EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 /* open family: the last component is checked with lstat first (a symlink
  * goes to the tracer), then opened relative to the verified parent. O_PATH
  * and O_TMPFILE go to the tracer. */
-static long fp_open_k(const char *path, int flags, unsigned mode)
+static long fp_open_k(int dirfd, const char *path, int flags, unsigned mode)
 {
 	if (flags & (O_PATH | __O_TMPFILE)) {
 		count(F_OPEN, W_FLAGS);
 		return FP_DEFER;
 	}
 	struct target t;
-	enum fp_why w = map_path(path, &t);
+	enum fp_why w = map_at(dirfd, path, &t);
 	if (w != W_ANSWERED) {
 		count(F_OPEN, w);
 		return FP_DEFER;
@@ -835,21 +1000,34 @@ static long fp_open_k(const char *path, int flags, unsigned mode)
 		count(F_OPEN, W_ERRNO);
 		return FP_DEFER;
 	}
+	int isdir = r == 0 && S_ISDIR(st.st_mode);
 	r = tr(SYS_openat, t.parent.fd, (long)t.name, flags, mode, 0, 0);
 	release(&t.parent);
 	if (r == -ELOOP || r == -EXDEV) {
 		count(F_OPEN, W_ERRNO); /* a symlink appeared meanwhile */
 		return FP_DEFER;
 	}
+	if (r >= 0)
+		remember_dir(r, isdir ? st.st_dev : 0, isdir ? st.st_ino : 0);
 	count(F_OPEN, W_ANSWERED);
 	return r;
 }
 
 static long fp_openat(int dirfd, const char *path, int flags, unsigned mode)
 {
-	long r = fp_open_k(path, flags, mode);
-	if (r == FP_DEFER)
+	long r = fp_open_k(dirfd, path, flags, mode);
+	if (r == FP_DEFER) {
 		r = raw6(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
+		/* A directory droidroot translated: relative names under it can
+		 * be answered here (one fstat, next to the trap just paid). */
+		struct stat st;
+		if (r >= 0 && r < FP_MAX_DIRFD && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
+			if (tr(SYS_fstat, r, (long)&st, 0, 0, 0, 0) == 0 && S_ISDIR(st.st_mode))
+				remember_dir(r, st.st_dev, st.st_ino);
+			else
+				remember_dir(r, 0, 0);
+		}
+	}
 	return r;
 }
 
@@ -890,14 +1068,14 @@ EXPORT int creat64(const char *path, mode_t mode) __attribute__((alias("creat"))
 
 /* readlink: the link's text is what the tracer answers too, except under -l
  * (its links name data files) and in /proc. */
-static long fp_readlink_k(const char *path, char *buf, size_t size)
+static long fp_readlink_k(int dirfd, const char *path, char *buf, size_t size)
 {
 	if ((long)size <= 0) {
 		count(F_READLINK, W_FLAGS);
 		return FP_DEFER;
 	}
 	struct target t;
-	enum fp_why w = map_path(path, &t);
+	enum fp_why w = map_at(dirfd, path, &t);
 	if (w != W_ANSWERED) {
 		count(F_READLINK, w);
 		return FP_DEFER;
@@ -918,7 +1096,7 @@ static long fp_readlink_k(const char *path, char *buf, size_t size)
 
 static long fp_readlinkat(int dirfd, const char *path, char *buf, size_t size)
 {
-	long r = fp_readlink_k(path, buf, size);
+	long r = fp_readlink_k(dirfd, path, buf, size);
 	if (r == FP_DEFER)
 		r = raw6(SYS_readlinkat, dirfd, (long)path, (long)buf, (long)size, 0, 0);
 	return r;
