@@ -433,7 +433,11 @@ static int do_openat2(int dirfd, const char *p, const char *flags, const char *r
 	how.flags = (unsigned)f;
 	if (mode)
 		how.mode = (unsigned long long)strtol(mode, NULL, 8);
-	fd = (int)syscall(SYS_openat2, dirfd, p, &how, sizeof how);
+	/* EAGAIN: a ".." lookup under RESOLVE_IN_ROOT/BENEATH raced with a
+	 * rename or mount anywhere on the system (other tests run beside this
+	 * one); openat2(2) says to retry. */
+	for (int try = 0; (fd = (int)syscall(SYS_openat2, dirfd, p, &how, sizeof how)) < 0 && errno == EAGAIN && try < 1000; try++)
+		;
 	if (fd < 0)
 		return fail();
 	if (fstat(fd, &st) < 0) {
