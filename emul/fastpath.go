@@ -54,6 +54,9 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 	if cfg.Link2Symlink {
 		flags |= fastpath.FlagL2S
 	}
+	if cfg.Link2Symlink || cfg.FailLink {
+		flags |= fastpath.FlagNoLink
+	}
 	if cfg.LstatLinkSize {
 		flags |= fastpath.FlagLstatSize
 	}

@@ -63,7 +63,8 @@ const FileName = "libdroidroot-fastpath.so"
 // TrampolineCalls are the syscalls the library makes through its
 // trampoline page, by native name: the filter lets exactly these through
 // from the page.
-var TrampolineCalls = []string{"openat", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close"}
+var TrampolineCalls = []string{"openat", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close",
+	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat"}
 
 // Library returns the library for goarch.
 func Library(goarch string) ([]byte, error) {
@@ -142,6 +143,7 @@ const (
 	FlagOwner     = 1 << 3 // -0/-i: stat owners real -> fake
 	FlagAshmem    = 1 << 4 // --ashmem-memfd
 	FlagIDs       = 1 << 5 // emulated credentials: access goes to the tracer
+	FlagNoLink    = 1 << 6 // link goes to the tracer (-l, or links refused on purpose)
 )
 
 // Bind is one bind as the library sees it.

@@ -127,7 +127,9 @@ func TestLibraries(t *testing.T) {
 		}
 		for _, name := range []string{"stat", "lstat", "fstatat", "stat64", "__xstat", "__lxstat64", "__fxstatat",
 			"statx", "access", "faccessat", "open", "open64", "openat", "__open_2", "__openat64_2", "creat",
-			"readlink", "readlinkat", "syscall"} {
+			"readlink", "readlinkat", "syscall", "fopen", "fopen64", "opendir", "mkdir", "mkdirat", "unlink", "unlinkat",
+			"rmdir", "rename", "renameat", "renameat2", "symlink", "symlinkat", "link", "linkat", "chmod", "fchmodat",
+			"chown", "lchown", "fchownat", "utimensat"} {
 			if !exported[name] {
 				t.Errorf("%s does not export %s", goarch, name)
 			}

@@ -22,11 +22,17 @@
  * checked by dev/ino before each use and verified again after ttl_ns.
  *
  * Only public libc.so.6 symbols no newer than GLIBC_2.17 are imported
- * (__errno_location, clock_gettime); see Makefile's fastpath-check.
+ * (__errno_location, clock_gettime, fdopen, fdopendir, dl_iterate_phdr);
+ * see Makefile's fastpath-check. libc's own fopen, for the modes the library
+ * does not reproduce, is found in libc's symbol table (real_fopen), not with
+ * dlsym (GLIBC_2.34 in libc.so.6).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +85,7 @@ enum {
 	DR_FP_OWNER = 1 << 3,      /* -0/-i: stat owners real -> fake */
 	DR_FP_ASHMEM = 1 << 4,     /* --ashmem-memfd */
 	DR_FP_IDS = 1 << 5,        /* emulated credentials: access goes to the tracer */
+	DR_FP_NOLINK = 1 << 6,     /* link goes to the tracer (-l, or links refused on purpose) */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -124,6 +131,13 @@ static struct {
 static struct {
 	uint64_t dev, ino;
 } dirfds[FP_MAX_DIRFD];
+
+/* libc's own functions, for the calls the library leaves to libc whole
+ * (found at start-up: libc_lookup is not async-signal-safe). */
+static FILE *(*real_fopen)(const char *, const char *);
+static int (*real_faccessat)(int, const char *, int, int);
+static int (*real_fchmodat)(int, const char *, mode_t, int);
+static void *libc_lookup(const char *name);
 
 /* Set to 1 once set up; the tracer writes 0 here when this process installs
  * its own seccomp filter (its traps could see the library's checks). */
@@ -189,8 +203,12 @@ static int fmt_procfd(char *b, int fd)
 
 /* ---- statistics (DROIDROOT_FASTPATH_STATS=1) ---- */
 
-enum fp_fn { F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK, F_NFN };
-static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink"};
+enum fp_fn {
+	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
+	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_NFN
+};
+static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
+					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -304,6 +322,9 @@ extern char dr_tramp_page[];
 
 __attribute__((constructor)) static void fp_init(void)
 {
+	real_fopen = libc_lookup("fopen");
+	real_faccessat = libc_lookup("faccessat");
+	real_fchmodat = libc_lookup("fchmodat");
 	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, 0, 0, 0);
 	const struct dr_fp_hdr *h = (const void *)cfgbuf;
 	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
@@ -566,6 +587,9 @@ struct target {
 	size_t parentlen;
 	const char *name;       /* last component (in host[]) */
 	int ancestor;           /* the guest path is a strict ancestor of a bind point */
+	int bindpoint;          /* the guest path is a bind point */
+	long mount;             /* which mount the path is in: 0 the rootfs, 1+i bind i, 1<<20 + dirfd a relative
+	                         * path's (no bind point below a base the library accepts) */
 	struct parent parent;
 };
 
@@ -605,6 +629,8 @@ static enum fp_why map_path(const char *g, struct target *t)
 	/* The longest bind whose guest path is norm or one of its ancestors. */
 	const struct fp_bind *best = NULL;
 	t->ancestor = 0;
+	t->bindpoint = 0;
+	t->mount = 0;
 	for (int i = 0; i < cfg.nbinds; i++) {
 		const struct fp_bind *b = &cfg.binds[i];
 		if (b->glen <= n && fp_memeq(b->guest, norm, b->glen) && (norm[b->glen] == 0 || norm[b->glen] == '/')) {
@@ -620,6 +646,8 @@ static enum fp_why map_path(const char *g, struct target *t)
 		if (!best->host)
 			return W_PROC;
 		hp = best->host, hl = best->hlen, skip = best->glen;
+		t->bindpoint = best->glen == n;
+		t->mount = 1 + (best - cfg.binds);
 	}
 	if (hl + (n - skip) + 1 > sizeof t->host)
 		return W_LONG;
@@ -714,6 +742,8 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 	if (bind_parent(st.st_dev, st.st_ino) || (fp_memeq(path, ".droidroot", 10) && (path[10] == 0 || path[10] == '/')))
 		return W_OPTION;
 	t->ancestor = 0;
+	t->bindpoint = 0;
+	t->mount = (1L << 20) + dirfd;
 	t->name = name;
 	if (last == 0) {
 		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
@@ -950,11 +980,13 @@ EXPORT int access(const char *path, int mode) { return (int)fp_ret(fp_faccessat(
 EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
 	if (flags) {
-		/* glibc's faccessat tries faccessat2: leave those to the tracer
-		 * through the ordinary call. */
+		/* faccessat2, with glibc's fallbacks: libc's own. */
 		count(F_ACCESS, W_FLAGS);
-		long r = raw6(SYS_faccessat2_, dirfd, (long)path, mode, flags, 0, 0);
-		return (int)fp_ret(r);
+		if (!real_faccessat)
+			real_faccessat = libc_lookup("faccessat");
+		if (real_faccessat)
+			return real_faccessat(dirfd, path, mode, flags);
+		return (int)fp_ret(raw6(SYS_faccessat2_, dirfd, (long)path, mode, flags, 0, 0));
 	}
 	return (int)fp_ret(fp_faccessat(dirfd, path, mode));
 }
@@ -964,7 +996,7 @@ EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
  * and O_TMPFILE go to the tracer. */
 static long fp_open_k(int dirfd, const char *path, int flags, unsigned mode)
 {
-	if (flags & (O_PATH | __O_TMPFILE)) {
+	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
 		count(F_OPEN, W_FLAGS);
 		return FP_DEFER;
 	}
@@ -1033,7 +1065,7 @@ static long fp_openat(int dirfd, const char *path, int flags, unsigned mode)
 
 static unsigned mode_arg(int flags, va_list ap)
 {
-	if (flags & (O_CREAT | __O_TMPFILE))
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
 		return va_arg(ap, unsigned);
 	return 0;
 }
@@ -1155,4 +1187,388 @@ EXPORT long syscall(long nr, ...)
 		r = raw6(nr, a, b, c, d, e, f);
 	}
 	return fp_ret(r);
+}
+
+/* ---- fopen and opendir: opened here, wrapped by libc ---- */
+
+/* libc_lookup returns the address of libc.so.6's default definition of
+ * name, found in its dynamic symbol table (DT_GNU_HASH), or NULL. */
+struct lookup {
+	const char *name;
+	void *addr;
+};
+
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (unsigned char)*s;
+	return h;
+}
+
+static int lookup_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct lookup *l = data;
+	const char *n = info->dlpi_name;
+	size_t len = n ? fp_strlen(n) : 0;
+	if (len < 9 || !fp_memeq(n + len - 9, "libc.so.6", 9) || (len > 9 && n[len - 10] != '/'))
+		return 0;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 1;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const uint32_t *gh = NULL;
+	const ElfW(Half) *versym = NULL;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t v = dyn->d_un.d_ptr;
+		if (v < info->dlpi_addr)
+			v += info->dlpi_addr; /* not relocated in place */
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = (const void *)v; break;
+		case DT_STRTAB: strtab = (const void *)v; break;
+		case DT_GNU_HASH: gh = (const void *)v; break;
+		case DT_VERSYM: versym = (const void *)v; break;
+		}
+	}
+	if (!symtab || !strtab || !gh)
+		return 1;
+	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
+	const uint32_t *buckets = gh + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t h = gnu_hash(l->name);
+	uint32_t i = buckets[h % nbuckets];
+	if (i < symoffset)
+		return 1;
+	size_t nl = fp_strlen(l->name);
+	for (;; i++) {
+		uint32_t ch = chain[i - symoffset];
+		const ElfW(Sym) *sym = &symtab[i];
+		if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF && (!versym || !(versym[i] & 0x8000)) &&
+		    fp_memeq(strtab + sym->st_name, l->name, nl + 1)) {
+			l->addr = (void *)(info->dlpi_addr + sym->st_value);
+			return 1;
+		}
+		if (ch & 1)
+			return 1;
+	}
+}
+
+static void *libc_lookup(const char *name)
+{
+	struct lookup l = {name, NULL};
+	dl_iterate_phdr(lookup_cb, &l);
+	return l.addr;
+}
+
+/* fopen_flags turns fopen's mode into open flags; it fails (-1) for a mode
+ * the library leaves to libc (",ccs=" and anything it does not know). */
+static int fopen_flags(const char *mode)
+{
+	int fl;
+	switch (mode[0]) {
+	case 'r': fl = O_RDONLY; break;
+	case 'w': fl = O_WRONLY | O_CREAT | O_TRUNC; break;
+	case 'a': fl = O_WRONLY | O_CREAT | O_APPEND; break;
+	default: return -1;
+	}
+	for (const char *m = mode + 1; *m; m++) {
+		switch (*m) {
+		case '+': fl = (fl & ~O_ACCMODE) | O_RDWR; break;
+		case 'x': fl |= O_EXCL; break;
+		case 'e': fl |= O_CLOEXEC; break;
+		case 'b': case 't': case 'm': case 'c': break;
+		default: return -1;
+		}
+	}
+	return fl;
+}
+
+EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	int fl = (uintptr_t)mode < 65536 ? -1 : fopen_flags(mode);
+	if (fl < 0 || !__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
+		if (!real_fopen) /* before our constructor ran */
+			real_fopen = libc_lookup("fopen");
+		if (real_fopen)
+			return real_fopen(path, mode);
+		errno = EINVAL;
+		return NULL;
+	}
+	long fd = fp_ret(fp_openat(AT_FDCWD, path, fl, 0666));
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen((int)fd, mode);
+	if (!f) {
+		int e = errno;
+		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+		errno = e;
+	}
+	return f;
+}
+EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
+
+EXPORT DIR *opendir(const char *path)
+{
+	if ((uintptr_t)path >= 65536 && !path[0]) {
+		errno = ENOENT; /* as glibc's opendir */
+		return NULL;
+	}
+	long fd = fp_ret(fp_openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC, 0));
+	if (fd < 0)
+		return NULL;
+	DIR *d = fdopendir((int)fd);
+	if (!d) {
+		int e = errno;
+		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+		errno = e;
+	}
+	return d;
+}
+
+/* ---- the write family ---- */
+
+
+/* map_entry maps the name an entry call creates, removes or changes: the
+ * last component is never followed, a bind point and the directories that
+ * exist for bind points are the tracer's (EBUSY, EEXIST, its virtual
+ * directories), and under -l so are link data names. */
+static enum fp_why map_entry(int dirfd, const char *path, struct target *t)
+{
+	enum fp_why w = map_at(dirfd, path, t);
+	if (w != W_ANSWERED)
+		return w;
+	if (t->ancestor || t->bindpoint || ((cfg.flags & DR_FP_L2S) && is_l2s_name(t->name))) {
+		release(&t->parent);
+		return W_OPTION;
+	}
+	return W_ANSWERED;
+}
+
+/* not_symlink checks, for a call that follows the last component, that it
+ * is not a symlink (which the tracer resolves): W_ANSWERED if not (or if it
+ * is missing: the call itself then fails as the kernel's). */
+static enum fp_why not_symlink(struct target *t)
+{
+	struct stat st;
+	long r = tr(SYS_newfstatat, t->parent.fd, (long)t->name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	if (r == 0 && S_ISLNK(st.st_mode))
+		return W_SYMLINK;
+	if (r != 0 && r != -ENOENT)
+		return W_ERRNO;
+	return W_ANSWERED;
+}
+
+static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
+{
+	struct target t;
+	enum fp_why w = map_entry(dirfd, path, &t);
+	count(F_MKDIR, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_mkdirat, dirfd, (long)path, mode, 0, 0, 0);
+	long r = tr(SYS_mkdirat, t.parent.fd, (long)t.name, mode, 0, 0, 0);
+	release(&t.parent);
+	return r;
+}
+
+static long fp_unlinkat(int dirfd, const char *path, int flags)
+{
+	struct target t;
+	enum fp_why w = (flags & ~AT_REMOVEDIR) ? W_FLAGS : (cfg.flags & DR_FP_L2S) && !(flags & AT_REMOVEDIR) ? W_OPTION
+											     : map_entry(dirfd, path, &t);
+	count(F_UNLINK, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_unlinkat, dirfd, (long)path, flags, 0, 0, 0);
+	long r = tr(SYS_unlinkat, t.parent.fd, (long)t.name, flags, 0, 0, 0);
+	release(&t.parent);
+	return r;
+}
+
+#if defined(__x86_64__)
+#define SYS_renameat2_ 316
+#define SYS_symlinkat_ 266
+#define SYS_linkat_ 265
+#define SYS_fchmodat_ 268
+#define SYS_fchownat_ 260
+#define SYS_utimensat_ 280
+#else
+#define SYS_renameat2_ 276
+#define SYS_symlinkat_ 36
+#define SYS_linkat_ 37
+#define SYS_fchmodat_ 53
+#define SYS_fchownat_ 54
+#define SYS_utimensat_ 88
+#endif
+
+static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char *new, unsigned flags)
+{
+	struct target a, b;
+	enum fp_why w = (cfg.flags & DR_FP_L2S) ? W_OPTION : map_entry(olddirfd, old, &a);
+	if (w == W_ANSWERED) {
+		w = map_entry(newdirfd, new, &b);
+		if (w != W_ANSWERED)
+			release(&a.parent);
+		else if (a.mount != b.mount) {
+			/* Across binds: EXDEV from the tracer, whatever the host's mounts. */
+			release(&b.parent);
+			release(&a.parent);
+			w = W_OPTION;
+		}
+	}
+	count(F_RENAME, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_renameat2_, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
+	long r = tr(SYS_renameat2_, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+	release(&b.parent);
+	release(&a.parent);
+	return r;
+}
+
+static long fp_symlinkat(const char *target, int dirfd, const char *path)
+{
+	struct target t;
+	enum fp_why w = map_entry(dirfd, path, &t);
+	count(F_SYMLINK, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_symlinkat_, (long)target, dirfd, (long)path, 0, 0, 0);
+	long r = tr(SYS_symlinkat_, (long)target, t.parent.fd, (long)t.name, 0, 0, 0);
+	release(&t.parent);
+	return r;
+}
+
+static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *new, int flags)
+{
+	struct target a, b;
+	enum fp_why w = (cfg.flags & (DR_FP_L2S | DR_FP_NOLINK)) ? W_OPTION : (flags & ~AT_SYMLINK_FOLLOW) ? W_FLAGS
+												: map_entry(olddirfd, old, &a);
+	if (w == W_ANSWERED && (flags & AT_SYMLINK_FOLLOW) && (w = not_symlink(&a)) != W_ANSWERED)
+		release(&a.parent);
+	if (w == W_ANSWERED) {
+		w = map_entry(newdirfd, new, &b);
+		if (w != W_ANSWERED)
+			release(&a.parent);
+		else if (a.mount != b.mount) {
+			release(&b.parent);
+			release(&a.parent);
+			w = W_OPTION;
+		}
+	}
+	count(F_LINK, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_linkat_, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
+	long r = tr(SYS_linkat_, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+	release(&b.parent);
+	release(&a.parent);
+	return r;
+}
+
+/* chmod, chown and utimensat act on the file the path names (following a
+ * last symlink unless told not to): checked like stat. */
+static enum fp_why map_attr(int dirfd, const char *path, int nofollow, struct target *t)
+{
+	enum fp_why w = map_at(dirfd, path, t);
+	if (w != W_ANSWERED)
+		return w;
+	if (t->ancestor) {
+		release(&t->parent);
+		return W_OPTION;
+	}
+	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t->name)) {
+		release(&t->parent);
+		return W_OPTION;
+	}
+	if (!nofollow && (w = not_symlink(t)) != W_ANSWERED)
+		release(&t->parent);
+	return w;
+}
+
+static long fp_fchmodat(int dirfd, const char *path, unsigned mode)
+{
+	struct target t;
+	enum fp_why w = (cfg.flags & DR_FP_IDS) ? W_OPTION : map_attr(dirfd, path, 0, &t);
+	count(F_CHMOD, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_fchmodat_, dirfd, (long)path, mode, 0, 0, 0);
+	long r = tr(SYS_fchmodat_, t.parent.fd, (long)t.name, mode, 0, 0, 0);
+	release(&t.parent);
+	return r;
+}
+
+static long fp_fchownat(int dirfd, const char *path, unsigned uid, unsigned gid, int flags)
+{
+	struct target t;
+	enum fp_why w = (cfg.flags & DR_FP_IDS) ? W_OPTION : (flags & ~AT_SYMLINK_NOFOLLOW) ? W_FLAGS
+							  : map_attr(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &t);
+	count(F_CHOWN, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_fchownat_, dirfd, (long)path, uid, gid, flags, 0);
+	long r = tr(SYS_fchownat_, t.parent.fd, (long)t.name, uid, gid, flags, 0);
+	release(&t.parent);
+	return r;
+}
+
+static long fp_utimensat(int dirfd, const char *path, const struct timespec *ts, int flags)
+{
+	struct target t;
+	enum fp_why w = !path ? W_FLAGS : (flags & ~AT_SYMLINK_NOFOLLOW) ? W_FLAGS
+						: map_attr(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &t);
+	count(F_UTIME, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_utimensat_, dirfd, (long)path, (long)ts, flags, 0, 0);
+	long r = tr(SYS_utimensat_, t.parent.fd, (long)t.name, (long)ts, flags, 0, 0);
+	release(&t.parent);
+	return r;
+}
+
+EXPORT int mkdir(const char *path, mode_t mode) { return (int)fp_ret(fp_mkdirat(AT_FDCWD, path, mode)); }
+EXPORT int mkdirat(int dirfd, const char *path, mode_t mode) { return (int)fp_ret(fp_mkdirat(dirfd, path, mode)); }
+EXPORT int unlink(const char *path) { return (int)fp_ret(fp_unlinkat(AT_FDCWD, path, 0)); }
+EXPORT int unlinkat(int dirfd, const char *path, int flags) { return (int)fp_ret(fp_unlinkat(dirfd, path, flags)); }
+EXPORT int rmdir(const char *path) { return (int)fp_ret(fp_unlinkat(AT_FDCWD, path, AT_REMOVEDIR)); }
+EXPORT int rename(const char *old, const char *new) { return (int)fp_ret(fp_renameat2(AT_FDCWD, old, AT_FDCWD, new, 0)); }
+EXPORT int renameat(int od, const char *old, int nd, const char *new) { return (int)fp_ret(fp_renameat2(od, old, nd, new, 0)); }
+EXPORT int renameat2(int od, const char *old, int nd, const char *new, unsigned flags)
+{
+	return (int)fp_ret(fp_renameat2(od, old, nd, new, flags));
+}
+EXPORT int symlink(const char *target, const char *path) { return (int)fp_ret(fp_symlinkat(target, AT_FDCWD, path)); }
+EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+{
+	return (int)fp_ret(fp_symlinkat(target, dirfd, path));
+}
+EXPORT int link(const char *old, const char *new) { return (int)fp_ret(fp_linkat(AT_FDCWD, old, AT_FDCWD, new, 0)); }
+EXPORT int linkat(int od, const char *old, int nd, const char *new, int flags)
+{
+	return (int)fp_ret(fp_linkat(od, old, nd, new, flags));
+}
+EXPORT int chmod(const char *path, mode_t mode) { return (int)fp_ret(fp_fchmodat(AT_FDCWD, path, mode)); }
+EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+	if (flags) {
+		/* fchmodat2, or glibc's emulation through /proc: libc's own. */
+		count(F_CHMOD, W_FLAGS);
+		if (!real_fchmodat)
+			real_fchmodat = libc_lookup("fchmodat");
+		if (real_fchmodat)
+			return real_fchmodat(dirfd, path, mode, flags);
+		return (int)fp_ret(raw6(452, dirfd, (long)path, mode, flags, 0, 0));
+	}
+	return (int)fp_ret(fp_fchmodat(dirfd, path, mode));
+}
+EXPORT int chown(const char *path, uid_t uid, gid_t gid) { return (int)fp_ret(fp_fchownat(AT_FDCWD, path, uid, gid, 0)); }
+EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
+{
+	return (int)fp_ret(fp_fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW));
+}
+EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
+{
+	return (int)fp_ret(fp_fchownat(dirfd, path, uid, gid, flags));
+}
+EXPORT int utimensat(int dirfd, const char *path, const struct timespec ts[2], int flags)
+{
+	return (int)fp_ret(fp_utimensat(dirfd, path, ts, flags));
 }
