@@ -409,6 +409,7 @@ struct slot {
 	int lock; /* 0 free, 1 taken (trylock only: a signal handler never waits) */
 	int fd;   /* -1: empty */
 	uint64_t dev, ino, stamp;
+	int64_t ctime_sec, ctime_nsec; /* a rename of the directory itself changes it */
 	uint32_t hash, len;
 	char key[C_KEY];
 };
@@ -524,7 +525,8 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			if (s->fd > 0 && s->hash == h && s->len == keylen && fp_memeq(s->key, key, keylen)) {
 				if (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != s->dev || st.st_ino != s->ino)
 					s->fd = -1; /* the guest closed or reused it: not ours to close */
-				else if (t - s->stamp < cfg.ttl_ns) {
+				else if (t - s->stamp < cfg.ttl_ns && st.st_ctim.tv_sec == s->ctime_sec &&
+					 st.st_ctim.tv_nsec == s->ctime_nsec) {
 					if (victim)
 						unlock(victim);
 					out->fd = s->fd, out->slot = s, out->borrowed = 0;
@@ -572,6 +574,8 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	victim->fd = fd;
 	victim->dev = st.st_dev;
 	victim->ino = st.st_ino;
+	victim->ctime_sec = st.st_ctim.tv_sec;
+	victim->ctime_nsec = st.st_ctim.tv_nsec;
 	victim->stamp = t;
 	victim->hash = h;
 	victim->len = (uint32_t)keylen;

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// raceScript (SECONDS PAUSE LEVEL) swaps /tmp/race/d between a directory
+// and a symlink to another directory (renameat2 RENAME_EXCHANGE, the fast
+// path's own rename) every PAUSE seconds in one process while another stats
+// a file through it, d/f (LEVEL parent) or d/x/f (ancestor), both for
+// SECONDS seconds, and prints the swaps' times and each stat's [start, end]
+// and inode as JSON.
+const raceScript = `
+import ctypes, json, multiprocessing as mp, os, sys, time
+secs, pause, level = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+libc = ctypes.CDLL(None, use_errno=True)
+# level "parent": d is the file's directory; "ancestor": d is its
+# grandparent (the file is d/x/f), whose rename its directory does not see.
+sub = "/x" if level == "ancestor" else ""
+os.makedirs("/tmp/race/a" + sub, exist_ok=True)
+os.makedirs("/tmp/race/b" + sub, exist_ok=True)
+open("/tmp/race/a" + sub + "/f", "w").close()
+open("/tmp/race/b" + sub + "/f", "w").close()
+a = os.stat("/tmp/race/a" + sub + "/f").st_ino
+b = os.stat("/tmp/race/b" + sub + "/f").st_ino
+os.rename("/tmp/race/a", "/tmp/race/d")
+os.symlink("/tmp/race/b", "/tmp/race/s")
+target = "/tmp/race/d" + sub + "/f"
+
+def swapper(q):
+    out, end = [], time.monotonic() + secs
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        if libc.renameat2(-100, b"/tmp/race/d", -100, b"/tmp/race/s", 2) != 0:
+            raise OSError(ctypes.get_errno(), "renameat2")
+        out.append((t0, time.monotonic()))
+        time.sleep(pause)
+    q.put(out)
+
+def checker(q):
+    out, end = [], time.monotonic() + secs
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        try:
+            r = os.stat(target).st_ino
+        except OSError as e:
+            r = -e.errno
+        out.append((t0, time.monotonic(), r))
+    q.put(out)
+
+qs, qc = mp.Queue(), mp.Queue()
+ps, pc = mp.Process(target=swapper, args=(qs,)), mp.Process(target=checker, args=(qc,))
+ps.start(); pc.start()
+swaps, stats = qs.get(), qc.get()
+ps.join(); pc.join()
+print(json.dumps({"a": a, "b": b, "swaps": swaps, "stats": stats}))
+`
+
+// raceResult is raceScript's output.
+type raceResult struct {
+	A, B  int64
+	Swaps [][2]float64
+	Stats [][3]float64
+}
+
+// staleness returns, for the stats, how many answers no kernel could have
+// given during their call (stale) and how long before its call each one
+// stopped being true (the largest), and how many named neither file.
+func (r raceResult) staleness() (stale int, worst float64, wrong int) {
+	// The state after k swaps is a's inode for even k, b's for odd k;
+	// swap k happened within Swaps[k].
+	for _, s := range r.Stats {
+		t0, t1, ino := s[0], s[1], int64(s[2])
+		var want int
+		switch ino {
+		case r.A:
+			want = 0
+		case r.B:
+			want = 1
+		default:
+			wrong++
+			continue
+		}
+		// Swaps started before t1 (the state during the call may be any
+		// from the last one finished before t0 to the last started before t1).
+		lo, hi := 0, 0
+		for k, sw := range r.Swaps {
+			if sw[1] <= t0 {
+				lo = k + 1
+			}
+			if sw[0] <= t1 {
+				hi = k + 1
+			}
+		}
+		possible := false
+		for k := lo; k <= hi; k++ {
+			if k%2 == want {
+				possible = true
+			}
+		}
+		if possible {
+			continue
+		}
+		stale++
+		// The last time the answer was true: the end of the last state with
+		// that parity before lo, i.e. the start of the swap that left it.
+		for k := lo - 1; k >= 0; k-- {
+			if k%2 == want && k < len(r.Swaps) {
+				worst = max(worst, t0-r.Swaps[k][0])
+				break
+			}
+		}
+	}
+	return stale, worst, wrong
+}
+
+// TestFastPathRace swaps a directory with a symlink to another directory
+// while another process stats a file through it: with the library's parent
+// cache off (TTL 0), every answer is one the kernel could have given during
+// the call; with a TTL, answers are at most that late; never a file outside
+// the two (a host path, or ENOENT from following the guest symlink on the
+// host).
+func TestFastPathRace(t *testing.T) {
+	needRoot(t)
+	secs := "2"
+	if testing.Short() {
+		secs = "1"
+	}
+	for _, c := range []struct {
+		ttl   int    // DROIDROOT_FASTPATH_TTL_MS
+		pause string // seconds between swaps
+		level string
+		late  bool // answers up to the TTL late are expected
+	}{
+		{0, "0.003", "parent", false},
+		{0, "0.003", "ancestor", false},
+		{100, "0.003", "parent", false}, // a rename of the cached directory itself changes its ctime
+		{100, "0.25", "ancestor", true},
+	} {
+		t.Run(fmt.Sprintf("ttl=%dms/%s", c.ttl, c.level), func(t *testing.T) {
+			g := debianGuest(t)
+			argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", raceScript, secs, c.pause, c.level)
+			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=1", fmt.Sprintf("DROIDROOT_FASTPATH_TTL_MS=%d", c.ttl)}, argv...)...)
+			if res.Code != 0 {
+				t.Fatalf("%s", res)
+			}
+			var r raceResult
+			if err := json.NewDecoder(strings.NewReader(res.Stdout)).Decode(&r); err != nil {
+				t.Fatalf("output: %v\n%s", err, res)
+			}
+			if len(r.Swaps) < 3 || len(r.Stats) < 100 {
+				t.Fatalf("too few swaps (%d) or stats (%d) to judge", len(r.Swaps), len(r.Stats))
+			}
+			stale, worst, wrong := r.staleness()
+			t.Logf("%d swaps, %d stats: %d stale (worst %.1f ms late), %d wrong", len(r.Swaps), len(r.Stats), stale, worst*1000, wrong)
+			if wrong != 0 {
+				t.Errorf("%d answers named neither directory's file", wrong)
+			}
+			// The bound: the TTL, plus scheduling slack for the check.
+			if limit := float64(c.ttl)/1000 + 0.05; worst > limit {
+				t.Errorf("answers up to %.1f ms late; the bound is %d ms (+50 ms slack)", worst*1000, c.ttl)
+			}
+			if !c.late && stale != 0 {
+				t.Errorf("%d answers no kernel could have given", stale)
+			}
+		})
+	}
+}
