@@ -218,7 +218,7 @@ $(DRBENCH_CHECK_DIR)/drbench-%: $(DRBENCH_SRCS)
 #                          imports a symbol newer than GLIBC_2.17
 # ---------------------------------------------------------------------------
 
-FASTPATH_SRCS := fastpath/csrc/fastpath.c fastpath/csrc/tramp-x86_64.S fastpath/csrc/tramp-aarch64.S $(CSRC_SRCS)
+FASTPATH_SRCS := fastpath/csrc/fastpath.c fastpath/csrc/waitv.c fastpath/csrc/tramp-x86_64.S fastpath/csrc/tramp-aarch64.S $(CSRC_SRCS)
 FASTPATH_CFLAGS := -O2 -std=gnu11 -Wall -Wextra -fPIC -shared -fno-stack-protector \
 	-fno-tree-loop-distribute-patterns -fvisibility=hidden -fno-plt \
 	-fno-asynchronous-unwind-tables -ffile-prefix-map=$(CURDIR)=.

@@ -144,6 +144,7 @@ const (
 	FlagAshmem    = 1 << 4 // --ashmem-memfd
 	FlagIDs       = 1 << 5 // emulated credentials: access goes to the tracer
 	FlagNoLink    = 1 << 6 // link goes to the tracer (-l, or links refused on purpose)
+	FlagWaitv     = 1 << 7 // futex_waitv answered in the library (Registry)
 )
 
 // Bind is one bind as the library sees it.
@@ -172,6 +173,29 @@ type Config struct {
 	// ProcDev is the host procfs's device: relative names under a /proc
 	// directory go to the tracer.
 	ProcDev uint64
+	// Registry is the host path of the session's futex_waitv registry
+	// (FlagWaitv; NewRegistry), "" for none.
+	Registry string
+}
+
+// RegistrySize is the size of the futex_waitv registry file (waitv.c's
+// struct fw_registry: a 16-byte header and 256 slots of 16 + 128 * 24
+// bytes).
+const RegistrySize = 16 + 256*(16+128*24)
+
+// NewRegistry creates the session's futex_waitv registry: an empty file of
+// RegistrySize bytes in dir that every guest process maps shared.
+func NewRegistry(dir string) (string, error) {
+	f, err := os.CreateTemp(dir, "futex-waitv-")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := f.Truncate(RegistrySize); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // DevIno identifies a host directory.
@@ -196,8 +220,8 @@ const (
 )
 
 // Encode returns the handshake's answer: a header, the BindParents as
-// {dev, ino} pairs, then NUL-terminated strings: GuestPath, Root, and per
-// bind its guest and host paths.
+// {dev, ino} pairs, then NUL-terminated strings: GuestPath, Root, Registry,
+// and per bind its guest and host paths.
 func (c Config) Encode() ([]byte, error) {
 	if len(c.Binds) > maxBinds {
 		return nil, fmt.Errorf("fastpath: %d binds, the library takes at most %d", len(c.Binds), maxBinds)
@@ -206,7 +230,7 @@ func (c Config) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("fastpath: %d bind parents, the library takes at most %d", len(c.BindParents), maxParents)
 	}
 	var strs bytes.Buffer
-	for _, s := range append([]string{GuestPath, c.Root}, bindStrings(c.Binds)...) {
+	for _, s := range append([]string{GuestPath, c.Root, c.Registry}, bindStrings(c.Binds)...) {
 		strs.WriteString(s)
 		strs.WriteByte(0)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/droidroot/droidroot/emul"
 	"github.com/droidroot/droidroot/fastpath"
 	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,9 +63,31 @@ func fastPathTTL() time.Duration {
 	return defaultFastPathTTL
 }
 
+// futexWaitvEmulated tells whether the library answers futex_waitv:
+// DROIDROOT_FUTEX_WAITV=emulate, or by default when an Android policy (the
+// device's or a reproduced one) blocks the kernel's; "native" and "off"
+// leave it to the kernel or to the tracer (ENOSYS under Android's policy).
+func futexWaitvEmulated(android *seccomp.AndroidPolicy) bool {
+	switch v := os.Getenv("DROIDROOT_FUTEX_WAITV"); v {
+	case "emulate":
+		return true
+	case "native", "off":
+		return false
+	case "":
+	default:
+		warnf("DROIDROOT_FUTEX_WAITV=%s: want native, emulate or off (using the default)", v)
+	}
+	if android == nil {
+		return false
+	}
+	nr, _ := seccomp.NativeABI(runtime.GOARCH).Nr("futex_waitv")
+	return android.Device() || android.Blocks(seccomp.NativeABI(runtime.GOARCH), nr)
+}
+
 // fastPathConfig is the library's configuration for a run with mapper m,
-// whose merged /etc/ld.so.preload files go into dir.
-func fastPathConfig(m *pathmap.Mapper, dir string) *emul.FastPath {
+// whose merged /etc/ld.so.preload files and futex_waitv registry (when
+// waitv) go into dir.
+func fastPathConfig(m *pathmap.Mapper, dir string, waitv bool) *emul.FastPath {
 	lib := fastpath.Config{
 		Trampoline: fastpath.ChooseTrampoline(),
 		TTLNanos:   uint64(fastPathTTL()),
@@ -77,6 +100,14 @@ func fastPathConfig(m *pathmap.Mapper, dir string) *emul.FastPath {
 		lib.Binds = append(lib.Binds, fastpath.Bind{Guest: b.Guest, Host: b.Host})
 	}
 	lib.BindParents = bindParents(m)
+	if waitv {
+		if reg, err := fastpath.NewRegistry(dir); err == nil {
+			lib.Registry = reg
+			lib.Flags |= fastpath.FlagWaitv
+		} else {
+			warnf("cannot make the futex_waitv registry in %s: %v (futex_waitv stays unanswered)", dir, err)
+		}
+	}
 	var st unix.Stat_t
 	if unix.Stat("/proc/self", &st) == nil {
 		lib.ProcDev = st.Dev

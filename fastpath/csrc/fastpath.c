@@ -86,6 +86,7 @@ enum {
 	DR_FP_ASHMEM = 1 << 4,     /* --ashmem-memfd */
 	DR_FP_IDS = 1 << 5,        /* emulated credentials: access goes to the tracer */
 	DR_FP_NOLINK = 1 << 6,     /* link goes to the tracer (-l, or links refused on purpose) */
+	DR_FP_WAITV = 1 << 7,      /* futex_waitv answered here (waitv.c) */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -318,6 +319,8 @@ static const char *next_str(const char **p, const char *end)
 	return s;
 }
 
+#include "waitv.c"
+
 extern char dr_tramp_page[];
 
 __attribute__((constructor)) static void fp_init(void)
@@ -334,8 +337,8 @@ __attribute__((constructor)) static void fp_init(void)
 	if (sizeof *h + (size_t)h->nparents * 16 > (size_t)n)
 		return;
 	const char *p = cfgbuf + sizeof *h + (size_t)h->nparents * 16, *end = cfgbuf + n;
-	const char *lib = next_str(&p, end), *root = next_str(&p, end);
-	if (!lib || !root)
+	const char *lib = next_str(&p, end), *root = next_str(&p, end), *reg = next_str(&p, end);
+	if (!lib || !root || !reg)
 		return;
 
 	/* The trampoline: this library's page of its own file (opened through
@@ -396,6 +399,8 @@ __attribute__((constructor)) static void fp_init(void)
 		 * or that does not open here: every path under it goes to the tracer. */
 		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : kernel_form(hh, &b->hlen);
 	}
+	if ((cfg.flags & DR_FP_WAITV) && reg[0])
+		fw_setup(reg);
 	__atomic_store_n(&fp_enabled, 1, __ATOMIC_RELEASE);
 }
 
@@ -1187,10 +1192,47 @@ EXPORT long syscall(long nr, ...)
 		r = fp_readlinkat(AT_FDCWD, (const char *)a, (char *)b, (size_t)c);
 		break;
 #endif
+	case SYS_futex_waitv_:
+		if ((cfg.flags & DR_FP_WAITV) && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
+			r = fw_waitv((const struct fw_waitv *)a, (unsigned)b, (unsigned)c, (const struct timespec *)d, (int)e);
+			break;
+		}
+		r = raw6(nr, a, b, c, d, e, f);
+		break;
+	case SYS_futex_:
+		if (fw_reg && ((int)b & FUTEX_CMD_MASK_) == FUTEX_WAKE_) {
+			r = fw_wake((uint32_t *)a, (int)b, (int)c);
+			break;
+		}
+		r = raw6(nr, a, b, c, d, e, f);
+		break;
 	default:
 		r = raw6(nr, a, b, c, d, e, f);
 	}
 	return fp_ret(r);
+}
+
+/* mmap and munmap: shared file mappings are tracked while the futex_waitv
+ * emulation is on (a word's key is its file's). */
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	long r = raw6(SYS_mmap_, (long)addr, (long)len, prot, flags, fd, off);
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return MAP_FAILED;
+	}
+	if (fw_reg)
+		fw_note_mmap((uint64_t)r, len, flags, fd, (uint64_t)off);
+	return (void *)r;
+}
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) __attribute__((alias("mmap")));
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	long r = raw6(SYS_munmap_, (long)addr, (long)len, 0, 0, 0, 0);
+	if (r == 0 && fw_reg)
+		fw_note_munmap((uint64_t)addr, len);
+	return (int)fp_ret(r);
 }
 
 /* ---- fopen and opendir: opened here, wrapped by libc ---- */
