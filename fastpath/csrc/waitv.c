@@ -56,7 +56,14 @@
 #endif
 #define SYS_futex_waitv_ 449
 
+/* A slot's state word: a generation (bits 8-31, advanced by each claim) and
+ * a state (bits 0-7). A waker reads a WAITING slot's keys between two reads
+ * of the same word and CASes that exact word, so keys that belong to a
+ * newer waiter (the slot freed and claimed again meanwhile) are never
+ * acted on. */
 enum { FW_FREE = 0, FW_CLAIMED = 1, FW_WAITING = 2, FW_WOKEN = 3 /* + index */ };
+#define FW_ST(v) ((v) & 0xff)
+#define FW_GEN(v) ((v) & ~0xffu)
 
 struct fw_key {
 	uint64_t a, b, c; /* (dev, ino, offset) or (FW_PRIVATE_KIND | pid, address, 0) */
@@ -209,8 +216,9 @@ static struct fw_slot *fw_claim(void)
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < FW_SLOTS; i++) {
 			struct fw_slot *s = &fw_reg->slots[i];
-			uint32_t free = FW_FREE;
-			if (__atomic_compare_exchange_n(&s->state, &free, FW_CLAIMED, 0, __ATOMIC_ACQUIRE,
+			uint32_t v = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+			if (FW_ST(v) == FW_FREE &&
+			    __atomic_compare_exchange_n(&s->state, &v, (FW_GEN(v) + 0x100) | FW_CLAIMED, 0, __ATOMIC_ACQUIRE,
 							__ATOMIC_RELAXED)) {
 				uint32_t hw = __atomic_load_n(&fw_reg->hiwater, __ATOMIC_RELAXED);
 				while (hw < i + 1 && !__atomic_compare_exchange_n(&fw_reg->hiwater, &hw, i + 1, 1,
@@ -221,23 +229,24 @@ static struct fw_slot *fw_claim(void)
 		}
 		for (uint32_t i = 0; i < FW_SLOTS; i++) {
 			struct fw_slot *s = &fw_reg->slots[i];
-			uint32_t w = FW_WAITING;
-			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FW_WAITING && !fw_alive(s))
-				__atomic_compare_exchange_n(&s->state, &w, FW_FREE, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+			uint32_t v = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+			if (FW_ST(v) == FW_WAITING && !fw_alive(s))
+				__atomic_compare_exchange_n(&s->state, &v, FW_GEN(v) | FW_FREE, 0, __ATOMIC_RELEASE,
+							    __ATOMIC_RELAXED);
 		}
 	}
 	return NULL;
 }
 
 /* fw_leave ends a wait whose sleep ended without a wake seen: FREE if
- * still WAITING (returns err), else the index a waker set. */
-static long fw_leave(struct fw_slot *s, long err)
+ * still WAITING (returns err), else the index a waiter set. */
+static long fw_leave(struct fw_slot *s, uint32_t waiting, long err)
 {
-	uint32_t w = FW_WAITING;
-	if (__atomic_compare_exchange_n(&s->state, &w, FW_FREE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	uint32_t v = waiting;
+	if (__atomic_compare_exchange_n(&s->state, &v, FW_GEN(waiting) | FW_FREE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return err;
-	__atomic_store_n(&s->state, FW_FREE, __ATOMIC_RELEASE);
-	return (long)(w - FW_WOKEN);
+	__atomic_store_n(&s->state, FW_GEN(waiting) | FW_FREE, __ATOMIC_RELEASE);
+	return (long)(FW_ST(v) - FW_WOKEN);
 }
 
 /* fw_waitv answers futex_waitv(waiters, n, flags, timeout, clockid), with
@@ -297,20 +306,21 @@ static long fw_waitv(const struct fw_waitv *waiters, unsigned n, unsigned flags,
 	s->n = n;
 	for (unsigned i = 0; i < n; i++)
 		s->keys[i] = fw_key_of(w[i].uaddr, w[i].flags & FUTEX2_PRIVATE_, pid);
-	__atomic_store_n(&s->state, FW_WAITING, __ATOMIC_RELEASE);
+	uint32_t waiting = FW_GEN(__atomic_load_n(&s->state, __ATOMIC_RELAXED)) | FW_WAITING;
+	__atomic_store_n(&s->state, waiting, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (unsigned i = 0; i < n; i++)
 		if (__atomic_load_n((uint32_t *)w[i].uaddr, __ATOMIC_SEQ_CST) != (uint32_t)w[i].val)
-			return fw_leave(s, -EAGAIN);
+			return fw_leave(s, waiting, -EAGAIN);
 	for (;;) {
-		long r = fw_sleep(&s->state, FW_WAITING, 0, to, realtime);
-		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-		if (st >= FW_WOKEN) {
-			__atomic_store_n(&s->state, FW_FREE, __ATOMIC_RELEASE);
-			return (long)(st - FW_WOKEN);
+		long r = fw_sleep(&s->state, waiting, 0, to, realtime);
+		uint32_t v = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		if (FW_ST(v) >= FW_WOKEN) {
+			__atomic_store_n(&s->state, FW_GEN(v) | FW_FREE, __ATOMIC_RELEASE);
+			return (long)(FW_ST(v) - FW_WOKEN);
 		}
 		if (r == -ETIMEDOUT || r == -EINTR)
-			return fw_leave(s, r);
+			return fw_leave(s, waiting, r);
 		/* 0 (spurious) or EAGAIN (woken before we slept): look again. */
 	}
 }
@@ -327,23 +337,24 @@ static long fw_wake(uint32_t *addr, int op, int n)
 	uint32_t hw = __atomic_load_n(&fw_reg->hiwater, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < hw && k < n; i++) {
 		struct fw_slot *s = &fw_reg->slots[i];
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FW_WAITING)
+		uint32_t v = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		if (FW_ST(v) != FW_WAITING)
 			continue;
-		uint32_t cnt = s->n < FW_MAXW ? s->n : FW_MAXW;
-		for (uint32_t j = 0; j < cnt; j++) {
-			if (!fw_key_eq(&s->keys[j], &key))
-				continue;
-			uint32_t w = FW_WAITING;
-			if (!fw_alive(s)) {
-				__atomic_compare_exchange_n(&s->state, &w, FW_FREE, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-				break;
-			}
-			if (__atomic_compare_exchange_n(&s->state, &w, FW_WOKEN + j, 0, __ATOMIC_ACQ_REL,
-							__ATOMIC_RELAXED)) {
-				raw6(SYS_futex_, (long)&s->state, FUTEX_WAKE_, 1, 0, 0, 0);
-				k++;
-			}
-			break;
+		uint32_t cnt = s->n < FW_MAXW ? s->n : FW_MAXW, j;
+		for (j = 0; j < cnt && !fw_key_eq(&s->keys[j], &key); j++)
+			;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (j == cnt || __atomic_load_n(&s->state, __ATOMIC_RELAXED) != v)
+			continue; /* no match, or the keys were another waiter's */
+		uint32_t w = v;
+		if (!fw_alive(s)) {
+			__atomic_compare_exchange_n(&s->state, &w, FW_GEN(v) | FW_FREE, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&s->state, &w, FW_GEN(v) | (FW_WOKEN + j), 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			raw6(SYS_futex_, (long)&s->state, FUTEX_WAKE_, 1, 0, 0, 0);
+			k++;
 		}
 	}
 	return k;
