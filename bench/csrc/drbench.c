@@ -20,6 +20,11 @@
  *
  * Errors print "drbench: ..." on stderr and exit 1. Timing uses clock_gettime
  * (CLOCK_MONOTONIC) as a raw syscall: its cost is spread over a batch of calls.
+ *
+ * Built with -DDR_LIBC (bench/bin/drbench-libc-*), the same program is a dynamically
+ * linked glibc program whose calls go through libc's syscall(), as FEX's and Wine's do:
+ * there droidroot's fast path library can answer them in-process ("calls" only; the
+ * waitv call, a futex_waitv ping-pong with a second process, is meant for it).
  */
 #if defined(__x86_64__)
 #include "arch-x86_64.h"
@@ -64,21 +69,45 @@ typedef unsigned char u8;
 	 0x10000 /* THREAD */ | 0x40000 /* SYSVSEM */ | 0x100000 /* PARENT_SETTID */ | \
 	 0x200000 /* CHILD_CLEARTID */)
 
-#define sys0(n) dr_syscall6((n), 0, 0, 0, 0, 0, 0)
-#define sys1(n, a) dr_syscall6((n), (long)(a), 0, 0, 0, 0, 0)
-#define sys2(n, a, b) dr_syscall6((n), (long)(a), (long)(b), 0, 0, 0, 0)
-#define sys3(n, a, b, c) dr_syscall6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
-#define sys4(n, a, b, c, d) dr_syscall6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
-#define sys5(n, a, b, c, d, e) \
-	dr_syscall6((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+#ifdef DR_LIBC
+/* Through libc's syscall(), with the kernel's -errno convention kept. */
+long syscall(long, ...);
+int *__errno_location(void);
+void *mmap(void *, unsigned long, int, int, int, long);
+static long dr_sys(long n, long a, long b, long c, long d, long e, long f)
+{
+	long r = syscall(n, a, b, c, d, e, f);
+	return r == -1 ? -(long)*__errno_location() : r;
+}
+#else
+#define dr_sys dr_syscall6
+#endif
+#define sys0(n) dr_sys((n), 0, 0, 0, 0, 0, 0)
+#define sys1(n, a) dr_sys((n), (long)(a), 0, 0, 0, 0, 0)
+#define sys2(n, a, b) dr_sys((n), (long)(a), (long)(b), 0, 0, 0, 0)
+#define sys3(n, a, b, c) dr_sys((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define sys4(n, a, b, c, d) dr_sys((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define sys5(n, a, b, c, d, e) dr_sys((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
 
+#ifdef DR_LIBC
+/* The libc build makes "calls" only: no raw threads, no mechanism rows. */
+static long dr_thread(long flags, void *stack_top, int *ptid, int *ctid, long (*fn)(void *), void *arg)
+{
+	(void)flags, (void)stack_top, (void)ptid, (void)ctid, (void)fn, (void)arg;
+	return -ENOSYS;
+}
+#undef DR_NEED_RESTORER
+#define DR_NEED_RESTORER 0
+#else
 long dr_thread(long flags, void *stack_top, int *ptid, int *ctid, long (*fn)(void *), void *arg);
 #if DR_NEED_RESTORER
 void dr_restorer(void);
 #endif
+#endif
 
 /* ---- small helpers ---- */
 
+#ifndef DR_LIBC
 /* gcc may emit calls to these for struct copies and zeroing, even freestanding. */
 void *memset(void *p, int c, unsigned long n);
 void *memcpy(void *d, const void *s, unsigned long n);
@@ -97,6 +126,7 @@ void *memcpy(void *d, const void *s, unsigned long n)
 		*o++ = *i++;
 	return d;
 }
+#endif
 
 static u64 dr_strlen(const char *s)
 {
@@ -374,6 +404,101 @@ static long op_forkexec(void)
 
 static long op_getppid(void) { return sys0(SYS_getppid); }
 
+/* waitv: one round trip with a partner process through two-word futex_waitv
+ * waits on a shared file mapping (Proton fsync's pattern): w[1] is the ping,
+ * w[2] the pong, w[3] a second word nobody sets, w[0] tells the partner to stop. */
+#define SYS_futex_waitv 449
+#if defined(__x86_64__)
+#define SYS_ftruncate_ 77
+#else
+#define SYS_ftruncate_ 46
+#endif
+struct dr_waitv {
+	u64 val, uaddr;
+	u32 flags, reserved;
+};
+static volatile u32 *ww;
+static long waitv_partner;
+
+static long waitv_until(volatile u32 *word, u32 want)
+{
+	for (;;) {
+		u32 v = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+		if (v == want || __atomic_load_n(&ww[0], __ATOMIC_SEQ_CST))
+			return 0;
+		struct dr_waitv w[2] = {{v, (u64)word, 2 /* FUTEX_32 */, 0}, {0, (u64)&ww[3], 2, 0}};
+		long r = sys5(SYS_futex_waitv, w, 2, 0, 0, 0);
+		if (r < 0 && r != -11 /* EAGAIN */ && r != -EINTR)
+			return r;
+	}
+}
+
+static long waitv_setup(void)
+{
+	char path[400];
+	dr_cat(dr_cat(path, dir_path), "/scratch/waitv");
+	long fd = sys4(SYS_openat, AT_FDCWD, path, 02 | 0100 | O_CLOEXEC /* O_RDWR|O_CREAT */, 0600);
+	if (fd < 0)
+		return fd;
+	long r = sys2(SYS_ftruncate_, fd, 4096);
+	if (r < 0)
+		return r;
+#ifdef DR_LIBC
+	long p = (long)mmap(0, 4096, PROT_RW, 1 /* MAP_SHARED */, (int)fd, 0);
+	if (p == -1)
+		return -(long)*__errno_location();
+#else
+	long p = dr_syscall6(SYS_mmap, 0, 4096, PROT_RW, 1 /* MAP_SHARED */, fd, 0);
+	if (p < 0 && p > -4096)
+		return p;
+#endif
+	sys1(SYS_close, fd);
+	sys3(SYS_unlinkat, AT_FDCWD, path, 0);
+	ww = (volatile u32 *)p;
+	/* Probe first: ENOSYS fails the row here rather than in the partner. */
+	struct dr_waitv probe[2] = {{1, (u64)&ww[3], 2, 0}, {1, (u64)&ww[3], 2, 0}};
+	r = sys5(SYS_futex_waitv, probe, 2, 0, 0, 0);
+	if (r != -11)
+		return r < 0 ? r : -1000;
+	long pid = sys2(SYS_clone, SIGCHLD, 0);
+	if (pid < 0)
+		return pid;
+	if (pid == 0) {
+		for (u32 i = 1;; i++) {
+			if (waitv_until(&ww[1], i) < 0 || __atomic_load_n(&ww[0], __ATOMIC_SEQ_CST))
+				sys1(SYS_exit_group, 0);
+			__atomic_store_n(&ww[2], i, __ATOMIC_SEQ_CST);
+			sys3(SYS_futex, &ww[2], 1 /* FUTEX_WAKE */, 1);
+		}
+	}
+	waitv_partner = pid;
+	return 0;
+}
+
+static long op_waitv(void)
+{
+	if (!ww) {
+		long r = waitv_setup();
+		if (r < 0)
+			return r;
+	}
+	u32 i = __atomic_load_n(&ww[1], __ATOMIC_SEQ_CST) + 1;
+	__atomic_store_n(&ww[1], i, __ATOMIC_SEQ_CST);
+	sys3(SYS_futex, &ww[1], 1 /* FUTEX_WAKE */, 1);
+	return waitv_until(&ww[2], i);
+}
+
+static void waitv_stop(void)
+{
+	if (!waitv_partner)
+		return;
+	__atomic_store_n(&ww[0], 1, __ATOMIC_SEQ_CST);
+	sys3(SYS_futex, &ww[1], 1, 1);
+	int status;
+	sys4(SYS_wait4, waitv_partner, &status, 0, 0);
+	waitv_partner = 0;
+}
+
 struct call {
 	const char *name;
 	long (*op)(void);
@@ -385,7 +510,7 @@ static const struct call calls[] = {
 	{"readlink", op_readlink},   {"getcwd", op_getcwd},	{"uname", op_uname},
 	{"chdir", op_chdir},	     {"mkdir", op_mkdir},	{"rename", op_rename},
 	{"symlink", op_symlink},     {"thread", op_thread},	{"forkexec", op_forkexec},
-	{"getppid", op_getppid},
+	{"getppid", op_getppid},  {"waitv", op_waitv},
 };
 
 /*
@@ -482,6 +607,8 @@ static int cmd_calls(char **argv)
 			sys3(SYS_unlinkat, AT_FDCWD, scratch_a, 0);
 			sys3(SYS_unlinkat, AT_FDCWD, scratch_b, 0);
 		}
+		if (c->op == op_waitv)
+			waitv_stop();
 	}
 	return failed;
 }
@@ -691,11 +818,9 @@ static int cmd_mech(char **argv)
 	return 0;
 }
 
-int dr_main(long *sp)
+static int drbench_main(long argc, char **argv, char **envp)
 {
-	long argc = sp[0];
-	char **argv = (char **)(sp + 1);
-	envp_g = argv + argc + 1;
+	envp_g = envp;
 	self_path = argc > 0 ? argv[0] : "";
 	if (argc >= 2 && dr_streq(argv[1], "exit"))
 		dr_exit(0);
@@ -708,3 +833,14 @@ int dr_main(long *sp)
 	dr_puts(2, "usage: drbench calls DIR US NAMES | par DIR US N | mech KIND CPU US | exit\n");
 	dr_exit(2);
 }
+
+#ifdef DR_LIBC
+int main(int argc, char **argv, char **envp) { return drbench_main(argc, argv, envp); }
+#else
+int dr_main(long *sp)
+{
+	long argc = sp[0];
+	char **argv = (char **)(sp + 1);
+	return drbench_main(argc, argv, argv + argc + 1);
+}
+#endif
