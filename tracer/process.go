@@ -94,10 +94,12 @@ type Thread struct {
 	// pretranslated is a restart whose arguments are translated already
 	// (Call.SetNr at a SIGSYS stop).
 	pretranslated *pretranslated
-	// skipEntryStop: the next syscall stop is the entry of a call
-	// restarted from a SIGSYS stop with an Exit pending (seccomp mode, where
-	// syscall stops are otherwise only exits).
+	// skipEntryStop: syscall stops until the entry of the call restarted
+	// from a SIGSYS stop with an Exit pending (number restartNr) are not its
+	// exit (seccomp mode, where syscall stops are otherwise only exits): a
+	// signal handler may run first, and its calls stop too.
 	skipEntryStop bool
+	restartNr     int
 }
 
 // birth is a new task's start-up, which the tracer learns of from two

@@ -153,6 +153,7 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 			// first makes a syscall-entry stop, which is not that exit.
 			th.pendingExit = h
 			th.skipEntryStop = !t.cfg.NoSeccomp
+			th.restartNr = c.restartNr
 		}
 	}
 	if t.sigsysOp(th, c, s.callAddr) {

@@ -101,11 +101,21 @@ func (t *Tracer) syscallStop(th *Thread) {
 	}
 	th.inSyscall = false
 	if th.skipEntryStop {
-		th.skipEntryStop = false
-		if syscallInfoOp(th.Tid) == syscallInfoEntry {
+		// Until the restarted call's entry, stops are a signal handler's
+		// calls (the Go runtime's SIGURG in a harness child, a guest's
+		// handler): let them run. The call after the entry is ours.
+		switch syscallInfoOp(th.Tid) {
+		case syscallInfoEntry:
+			if err := getRegs(th.Tid, &c.Regs); err == nil && c.Regs.Nr() == th.restartNr {
+				th.skipEntryStop = false
+			}
+			t.cont(th, 0)
+			return
+		case syscallInfoExit:
 			t.cont(th, 0)
 			return
 		}
+		th.skipEntryStop = false // no syscall info: the old guess, this is the exit
 	}
 	h := th.pendingExit
 	if h == nil {
