@@ -177,8 +177,25 @@ DRBENCH_CFLAGS_arm64 := -mno-outline-atomics
 DRBENCH_LDFLAGS := -nostdlib -static -no-pie -Wl,--gc-sections -Wl,--build-id=none \
 	-Wl,-z,noexecstack -Wl,-z,norelro
 
+# drbench-libc is the same program built as a dynamic glibc program (-DDR_LIBC) whose
+# calls go through libc's syscall(): the bench's fast path section runs it.
+DRBENCH_LIBC_CFLAGS := -O2 -std=gnu11 -Wall -Wextra -DDR_LIBC -fno-stack-protector \
+	-fno-tree-loop-distribute-patterns -fno-asynchronous-unwind-tables -ffile-prefix-map=$(CURDIR)=.
+DRBENCH_LIBC_LDFLAGS := -Wl,--build-id=none -Wl,-z,noexecstack -Wl,--hash-style=both
+
 .PHONY: drbench drbench-check
-drbench: bench/bin/drbench-amd64 bench/bin/drbench-arm64
+drbench: bench/bin/drbench-amd64 bench/bin/drbench-arm64 bench/bin/drbench-libc-amd64 bench/bin/drbench-libc-arm64
+
+# $(call drbench_libc_link,arch,output)
+define drbench_libc_link
+	@mkdir -p $(dir $(2))
+	$(LOADER_CC_$(1)) $(DRBENCH_LIBC_CFLAGS) $(FASTPATH_CFLAGS_$(1)) $(CSRC_CFLAGS) $(DRBENCH_LIBC_LDFLAGS) \
+		-o $(2) bench/csrc/drbench.c
+	$(LOADER_STRIP_$(1)) --strip-all -R .comment $(2)
+endef
+
+bench/bin/drbench-libc-%: $(DRBENCH_SRCS)
+	$(call drbench_libc_link,$*,$@)
 
 # $(call drbench_link,arch,output)
 define drbench_link
@@ -196,7 +213,12 @@ drbench-check:
 	for a in amd64 arm64; do \
 		$(MAKE) -s --no-print-directory DRBENCH_CHECK_DIR="$$d" "$$d/drbench-$$a" >/dev/null || exit 1; \
 		cmp bench/bin/drbench-$$a "$$d/drbench-$$a" || { echo "bench/bin/drbench-$$a is stale: run make drbench"; exit 1; }; \
+		$(MAKE) -s --no-print-directory DRBENCH_CHECK_DIR="$$d" "$$d/drbench-libc-$$a" >/dev/null || exit 1; \
+		cmp bench/bin/drbench-libc-$$a "$$d/drbench-libc-$$a" || { echo "bench/bin/drbench-libc-$$a is stale: run make drbench"; exit 1; }; \
 	done; echo "drbench binaries up to date"
+
+$(DRBENCH_CHECK_DIR)/drbench-libc-%: $(DRBENCH_SRCS)
+	$(call drbench_libc_link,$*,$@)
 
 $(DRBENCH_CHECK_DIR)/drbench-%: $(DRBENCH_SRCS)
 	$(call drbench_link,$*,$@)

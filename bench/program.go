@@ -29,6 +29,25 @@ var drbenchAmd64 []byte
 //go:embed bin/drbench-arm64
 var drbenchArm64 []byte
 
+//go:embed bin/drbench-libc-amd64
+var drbenchLibcAmd64 []byte
+
+//go:embed bin/drbench-libc-arm64
+var drbenchLibcArm64 []byte
+
+// LibcProgram returns drbench built as a dynamic glibc program for goarch
+// (its calls go through libc's syscall(), which droidroot's fast path
+// library serves; it needs glibc 2.34 or newer where it runs).
+func LibcProgram(goarch string) ([]byte, error) {
+	switch goarch {
+	case "amd64":
+		return drbenchLibcAmd64, nil
+	case "arm64":
+		return drbenchLibcArm64, nil
+	}
+	return nil, fmt.Errorf("bench: no drbench-libc program for %s", goarch)
+}
+
 // Program returns the drbench executable for goarch (amd64 or arm64).
 func Program(goarch string) ([]byte, error) {
 	switch goarch {

@@ -119,6 +119,25 @@ var callRows = []struct{ id, title string }{
 	{"forkexec", "fork+exec+wait"},
 }
 
+// libcRows are the fast path section's rows: drbench-libc's calls, through
+// libc's syscall(), which the fast path library answers in-process.
+var libcRows = []struct{ id, title string }{
+	{"stat", "stat of a deep path"},
+	{"lstat", "lstat of a symlink"},
+	{"open", "open+close"},
+	{"access", "access"},
+	{"fstatat", "fstatat with a dirfd"},
+	{"missing", "stat of a missing file"},
+	{"waitv", "futex_waitv ping-pong between two processes (2 words)"},
+}
+
+// LibcSection is the fast path section's name; NoFastPathMode its extra
+// column, droidroot run --no-fastpath.
+const (
+	LibcSection    = "fast path"
+	NoFastPathMode = "droidroot --no-fastpath"
+)
+
 // mechRow is one mechanism measurement.
 type mechRow struct {
 	id, title string
@@ -255,6 +274,8 @@ type session struct {
 	// prog is drbench in the work tree, run under droidroot and --compare;
 	// nativeProg is the drbench run outside any tracer (Options.Program if set).
 	prog, nativeProg string
+	// libcProg is drbench-libc in the work tree (the fast path section).
+	libcProg string
 	progress         io.Writer
 	budget           budget
 	cpus             []int
@@ -314,6 +335,14 @@ func (s *session) prepare() error {
 		return err
 	}
 	s.prog, s.nativeProg = prog, prog
+	libc, err := LibcProgram(runtime.GOARCH)
+	if err != nil {
+		return err
+	}
+	s.libcProg = filepath.Join(s.work, "drbench-libc")
+	if err := os.WriteFile(s.libcProg, libc, 0o755); err != nil {
+		return err
+	}
 	if s.o.Program != "" {
 		if s.nativeProg, err = filepath.Abs(s.o.Program); err != nil {
 			return err
@@ -391,12 +420,17 @@ func Run(o Options) (*Report, error) {
 	counts := ThreadCounts(len(s.cpus))
 	par := s.newGrid(len(counts))
 	whole := s.newWholePrograms()
+	libc := s.newGrid(len(libcRows))
+	for i := range libc {
+		libc[i] = append(libc[i], Result{Mode: NoFastPathMode, State: StateOK})
+	}
 
 	s.start = time.Now()
 	for round := 0; round < s.budget.rounds; round++ {
 		order := s.modeOrder(round)
 		s.measureMechanisms(round, mechs)
 		s.measureCalls(round, order, calls)
+		s.measureLibc(round, order, libc)
 		s.measureThroughput(round, order, counts, par)
 		s.measureWholePrograms(round, order, whole)
 	}
@@ -411,6 +445,8 @@ func Run(o Options) (*Report, error) {
 		}
 	}
 	rep.Sections = append(rep.Sections, throughputSection(counts, par))
+	lids, ltitles := libcIDs()
+	rep.Sections = append(rep.Sections, gridSection(LibcSection, "us", lids, ltitles, libc))
 	rep.Sections = append(rep.Sections, whole.section())
 	return rep, nil
 }
@@ -551,6 +587,50 @@ func callIDs() (ids, titles []string) {
 		ids, titles = append(ids, c.id), append(titles, c.title)
 	}
 	return ids, titles
+}
+
+func libcIDs() (ids, titles []string) {
+	for _, c := range libcRows {
+		ids, titles = append(ids, c.id), append(titles, c.title)
+	}
+	return ids, titles
+}
+
+// measureLibc runs drbench-libc's calls once in each mode, in order, and with
+// droidroot --no-fastpath (the last column), adding one sample to each row.
+// The native run needs the host's glibc (none on Android: that column fails).
+func (s *session) measureLibc(round int, order []int, libc [][]Result) {
+	names, _ := libcIDs()
+	argv := []string{s.libcProg, "calls", s.work, strconv.Itoa(s.budget.callUS), strings.Join(names, ",")}
+	cols := append(append([]int(nil), order...), len(s.runners))
+	for _, j := range cols {
+		var line []string
+		if j == len(s.runners) {
+			s.roundProgress(round, "libc calls, "+NoFastPathMode)
+			line = append(append([]string{s.drArgs[0], s.drArgs[1], "--no-fastpath"}, s.drArgs[2:]...), argv...)
+		} else {
+			s.roundProgress(round, "libc calls, "+s.runners[j].name)
+			line = s.runners[j].command(argv)
+		}
+		out, runErr := runCapture(command(line, ""))
+		m, failed, err := parseSamplesFailed(out)
+		for i, c := range libcRows {
+			smp, ok := m[c.id]
+			res := &libc[i][j]
+			switch {
+			case err != nil:
+				fail(res, err)
+			case failed[c.id] != nil:
+				fail(res, failed[c.id])
+			case !ok && runErr != nil:
+				fail(res, runErr)
+			case !ok:
+				fail(res, fmt.Errorf("no %s line (drbench-libc stopped early)", c.id))
+			default:
+				res.Samples = append(res.Samples, smp.usPerOp())
+			}
+		}
+	}
 }
 
 // measureCalls runs drbench's calls once in each mode, in order, adding one

@@ -70,6 +70,7 @@ func wantRows(ncpu int) map[string][]string {
 		"call":             calls,
 		bench.FloorSection: calls,
 		"throughput":       threads,
+		bench.LibcSection:  {"stat", "lstat", "open", "access", "fstatat", "missing", "waitv"},
 		"whole program":    {"startup", "python3", "tar", "find"},
 	}
 }
@@ -112,6 +113,8 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 				sectionModes = []string{bench.MechanismMode}
 			case bench.FloorSection:
 				sectionModes = modes[1:] // no native column
+			case bench.LibcSection:
+				sectionModes = append(append([]string(nil), modes...), bench.NoFastPathMode)
 			}
 			if len(r.Results) != len(sectionModes) {
 				t.Errorf("%s/%s: %d results, want %d", name, r.ID, len(r.Results), len(sectionModes))
@@ -185,7 +188,7 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 // (kernel 6.6) and the fast path, every call and thread count in modes, and the
 // start-up row.
 func mustWork(ncpu int, modes ...string) map[string]map[string][]string {
-	m := map[string]map[string][]string{"mechanism": {}, "call": {}, "throughput": {}, "whole program": {}}
+	m := map[string]map[string][]string{"mechanism": {}, "call": {}, "throughput": {}, "whole program": {}, bench.LibcSection: {}}
 	for _, id := range []string{"native", "seccomp-allow", "seccomp-nocache", "ptrace-same", "ptrace-unpinned",
 		"ptrace-regs-same", "ptrace-regs-unpinned", "droidroot-floor", "sigsys", "notify-same", "notify-unpinned"} {
 		m["mechanism"][id] = []string{bench.MechanismMode}
@@ -197,6 +200,11 @@ func mustWork(ncpu int, modes ...string) map[string]map[string][]string {
 		m["throughput"][id] = modes
 	}
 	m["whole program"]["startup"] = modes
+	// The fast path's calls: natively (the host's glibc), under droidroot
+	// with the library and without it.
+	for _, id := range []string{"stat", "open", "access", "fstatat", "missing"} {
+		m[bench.LibcSection][id] = []string{"native", "droidroot", bench.NoFastPathMode}
+	}
 	return m
 }
 
