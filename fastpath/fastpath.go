@@ -179,9 +179,9 @@ type Config struct {
 }
 
 // RegistrySize is the size of the futex_waitv registry file (waitv.c's
-// struct fw_registry: a 16-byte header and 256 slots of 16 + 128 * 24
-// bytes).
-const RegistrySize = 16 + 256*(16+128*24)
+// struct fw_registry: a 16-byte header, 1024 states of 4 bytes and key
+// summaries of 8, and 1024 slots of 16 + 128 * 24 bytes).
+const RegistrySize = 16 + 1024*4 + 1024*8 + 1024*(16+128*24)
 
 // NewRegistry creates the session's futex_waitv registry: an empty file of
 // RegistrySize bytes in dir that every guest process maps shared.

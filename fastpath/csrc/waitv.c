@@ -26,7 +26,7 @@
  * reclaimed instead of absorbing a wake.
  */
 
-#define FW_SLOTS 256
+#define FW_SLOTS 1024
 #define FW_MAXW 128 /* FUTEX_WAITV_MAX */
 #define FW_MAGIC 0x57565244u /* "DRVW" */
 #define FW_PRIVATE_KIND (1ull << 63)
@@ -70,15 +70,21 @@ struct fw_key {
 };
 
 struct fw_slot {
-	uint32_t state;
-	uint32_t pid, tid, n;
+	uint32_t pid, tid, n, pad;
 	struct fw_key keys[FW_MAXW];
 };
 
+/* The states and a 64-bit summary of each slot's keys (one bit per key
+ * hash) sit in arrays of their own, so that a wake scans a few contiguous
+ * cache lines and reads the keys of candidate slots only. */
 struct fw_registry {
 	uint32_t magic, nslots, hiwater, pad;
+	uint32_t states[FW_SLOTS];
+	uint64_t blooms[FW_SLOTS];
 	struct fw_slot slots[FW_SLOTS];
 };
+
+static uint32_t *fw_state(const struct fw_slot *s);
 
 /* struct futex_waitv (include/uapi/linux/futex.h) */
 struct fw_waitv {
@@ -183,12 +189,20 @@ static struct fw_key fw_key_of(uint64_t addr, int private, uint32_t pid)
 	return k;
 }
 
+static uint64_t fw_bloom(const struct fw_key *k)
+{
+	uint64_t h = (k->a * 0x9e3779b97f4a7c15ull) ^ (k->b * 0xc2b2ae3d27d4eb4full) ^ (k->c * 0x165667b19e3779f9ull);
+	return 1ull << (h >> 58);
+}
+
 static int fw_key_eq(const struct fw_key *x, const struct fw_key *y)
 {
 	return x->a == y->a && x->b == y->b && x->c == y->c;
 }
 
 /* ---- waits ---- */
+
+static uint32_t *fw_state(const struct fw_slot *s) { return &fw_reg->states[s - fw_reg->slots]; }
 
 static uint32_t fw_pid(void) { return (uint32_t)raw6(SYS_getpid_, 0, 0, 0, 0, 0, 0); }
 
@@ -216,9 +230,9 @@ static struct fw_slot *fw_claim(void)
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < FW_SLOTS; i++) {
 			struct fw_slot *s = &fw_reg->slots[i];
-			uint32_t v = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+			uint32_t v = __atomic_load_n(fw_state(s), __ATOMIC_RELAXED);
 			if (FW_ST(v) == FW_FREE &&
-			    __atomic_compare_exchange_n(&s->state, &v, (FW_GEN(v) + 0x100) | FW_CLAIMED, 0, __ATOMIC_ACQUIRE,
+			    __atomic_compare_exchange_n(fw_state(s), &v, (FW_GEN(v) + 0x100) | FW_CLAIMED, 0, __ATOMIC_ACQUIRE,
 							__ATOMIC_RELAXED)) {
 				uint32_t hw = __atomic_load_n(&fw_reg->hiwater, __ATOMIC_RELAXED);
 				while (hw < i + 1 && !__atomic_compare_exchange_n(&fw_reg->hiwater, &hw, i + 1, 1,
@@ -229,9 +243,9 @@ static struct fw_slot *fw_claim(void)
 		}
 		for (uint32_t i = 0; i < FW_SLOTS; i++) {
 			struct fw_slot *s = &fw_reg->slots[i];
-			uint32_t v = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+			uint32_t v = __atomic_load_n(fw_state(s), __ATOMIC_ACQUIRE);
 			if (FW_ST(v) == FW_WAITING && !fw_alive(s))
-				__atomic_compare_exchange_n(&s->state, &v, FW_GEN(v) | FW_FREE, 0, __ATOMIC_RELEASE,
+				__atomic_compare_exchange_n(fw_state(s), &v, FW_GEN(v) | FW_FREE, 0, __ATOMIC_RELEASE,
 							    __ATOMIC_RELAXED);
 		}
 	}
@@ -243,9 +257,9 @@ static struct fw_slot *fw_claim(void)
 static long fw_leave(struct fw_slot *s, uint32_t waiting, long err)
 {
 	uint32_t v = waiting;
-	if (__atomic_compare_exchange_n(&s->state, &v, FW_GEN(waiting) | FW_FREE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	if (__atomic_compare_exchange_n(fw_state(s), &v, FW_GEN(waiting) | FW_FREE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return err;
-	__atomic_store_n(&s->state, FW_GEN(waiting) | FW_FREE, __ATOMIC_RELEASE);
+	__atomic_store_n(fw_state(s), FW_GEN(waiting) | FW_FREE, __ATOMIC_RELEASE);
 	return (long)(FW_ST(v) - FW_WOKEN);
 }
 
@@ -304,19 +318,23 @@ static long fw_waitv(const struct fw_waitv *waiters, unsigned n, unsigned flags,
 	s->pid = pid;
 	s->tid = (uint32_t)raw6(SYS_gettid_, 0, 0, 0, 0, 0, 0);
 	s->n = n;
-	for (unsigned i = 0; i < n; i++)
+	uint64_t bloom = 0;
+	for (unsigned i = 0; i < n; i++) {
 		s->keys[i] = fw_key_of(w[i].uaddr, w[i].flags & FUTEX2_PRIVATE_, pid);
-	uint32_t waiting = FW_GEN(__atomic_load_n(&s->state, __ATOMIC_RELAXED)) | FW_WAITING;
-	__atomic_store_n(&s->state, waiting, __ATOMIC_RELEASE);
+		bloom |= fw_bloom(&s->keys[i]);
+	}
+	__atomic_store_n(&fw_reg->blooms[s - fw_reg->slots], bloom, __ATOMIC_RELAXED);
+	uint32_t waiting = FW_GEN(__atomic_load_n(fw_state(s), __ATOMIC_RELAXED)) | FW_WAITING;
+	__atomic_store_n(fw_state(s), waiting, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (unsigned i = 0; i < n; i++)
 		if (__atomic_load_n((uint32_t *)w[i].uaddr, __ATOMIC_SEQ_CST) != (uint32_t)w[i].val)
 			return fw_leave(s, waiting, -EAGAIN);
 	for (;;) {
-		long r = fw_sleep(&s->state, waiting, 0, to, realtime);
-		uint32_t v = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		long r = fw_sleep(fw_state(s), waiting, 0, to, realtime);
+		uint32_t v = __atomic_load_n(fw_state(s), __ATOMIC_ACQUIRE);
 		if (FW_ST(v) >= FW_WOKEN) {
-			__atomic_store_n(&s->state, FW_GEN(v) | FW_FREE, __ATOMIC_RELEASE);
+			__atomic_store_n(fw_state(s), FW_GEN(v) | FW_FREE, __ATOMIC_RELEASE);
 			return (long)(FW_ST(v) - FW_WOKEN);
 		}
 		if (r == -ETIMEDOUT || r == -EINTR)
@@ -333,27 +351,28 @@ static long fw_wake(uint32_t *addr, int op, int n)
 	if (k < 0 || k >= n || !fw_reg)
 		return k;
 	struct fw_key key = fw_key_of((uint64_t)addr, op & FUTEX_PRIVATE_FLAG_, fw_pid());
+	uint64_t bit = fw_bloom(&key);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	uint32_t hw = __atomic_load_n(&fw_reg->hiwater, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < hw && k < n; i++) {
 		struct fw_slot *s = &fw_reg->slots[i];
-		uint32_t v = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-		if (FW_ST(v) != FW_WAITING)
+		uint32_t v = __atomic_load_n(fw_state(s), __ATOMIC_ACQUIRE);
+		if (FW_ST(v) != FW_WAITING || !(__atomic_load_n(&fw_reg->blooms[i], __ATOMIC_RELAXED) & bit))
 			continue;
 		uint32_t cnt = s->n < FW_MAXW ? s->n : FW_MAXW, j;
 		for (j = 0; j < cnt && !fw_key_eq(&s->keys[j], &key); j++)
 			;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (j == cnt || __atomic_load_n(&s->state, __ATOMIC_RELAXED) != v)
+		if (j == cnt || __atomic_load_n(fw_state(s), __ATOMIC_RELAXED) != v)
 			continue; /* no match, or the keys were another waiter's */
 		uint32_t w = v;
 		if (!fw_alive(s)) {
-			__atomic_compare_exchange_n(&s->state, &w, FW_GEN(v) | FW_FREE, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+			__atomic_compare_exchange_n(fw_state(s), &w, FW_GEN(v) | FW_FREE, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 			continue;
 		}
-		if (__atomic_compare_exchange_n(&s->state, &w, FW_GEN(v) | (FW_WOKEN + j), 0, __ATOMIC_ACQ_REL,
+		if (__atomic_compare_exchange_n(fw_state(s), &w, FW_GEN(v) | (FW_WOKEN + j), 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
-			raw6(SYS_futex_, (long)&s->state, FUTEX_WAKE_, 1, 0, 0, 0);
+			raw6(SYS_futex_, (long)fw_state(s), FUTEX_WAKE_, 1, 0, 0, 0);
 			k++;
 		}
 	}
