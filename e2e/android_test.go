@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,27 +28,10 @@ func viaDroidrootPolicy(t testing.TB, g guest, policy, stdin string, cmd ...stri
 }
 
 // androidProbes returns a directory with test/progs/androidprobe.c built static
-// (androidprobe) and dynamic (androidprobe.dyn), as test/rootfs/busybox.sh builds the probes:
-// the rootfs's own copies when it has them, else built here with the host's gcc (the busybox
-// rootfs carries the host's glibc).
+// (androidprobe) and dynamic (androidprobe.dyn): see progsDir.
 func androidProbes(t *testing.T) string {
 	t.Helper()
-	root := rootfs(t, "busybox")
-	if _, err := os.Stat(filepath.Join(root, "progs/androidprobe.dyn")); err == nil {
-		return filepath.Join(root, "progs")
-	}
-	dir := t.TempDir()
-	src := repoPath(t, "test/progs/androidprobe.c")
-	for _, m := range []struct{ out, flag string }{{"androidprobe", "-static"}, {"androidprobe.dyn", ""}} {
-		args := []string{"-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", filepath.Join(dir, m.out), src}
-		if m.flag != "" {
-			args = append([]string{m.flag}, args...)
-		}
-		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-			missing(t, "cannot build androidprobe (gcc %v): %v\n%s", args, err, out)
-		}
-	}
-	return dir
+	return progsDir(t, "androidprobe")
 }
 
 // TestAndroidProbe runs the probe of every call droidroot answers for Android (static and

@@ -128,3 +128,103 @@ func TestConfinement(t *testing.T) {
 		})
 	}
 }
+
+// magicProbe walks through procfs magic links the ways a guest can name them. $1 is the host
+// path of a file outside the rootfs. "same" means the path names the guest's "/" (same
+// listing and inode), "host" that a host file outside the rootfs was reached.
+const magicProbe = `
+exec 3</ 4</tmp
+root=$(ls -a /); ino=$(stat -c %i /)
+same() { if [ "$(ls -a "$2" 2>&1)" = "$root" ] && [ "$(stat -c %i "$2/")" = "$ino" ]; then echo "$1 same"; else echo "$1 differs"; fi; }
+host() { if cat "$2" >/dev/null 2>&1; then echo "$1 host"; else echo "$1 no"; fi; }
+same fd-dotdot /proc/self/fd/3/..
+same fd-dotdot-2 /proc/self/fd/4/../..
+same dev-fd-dotdot /dev/fd/3/..
+same thread-self /proc/thread-self/fd/3/..
+same ppid-root /proc/$PPID/root
+same ppid-root-dotdot /proc/$PPID/root/..
+same ppid-cwd /proc/$PPID/cwd
+host ppid-root-file /proc/$PPID/root$1
+host ppid-root-dotdot-file /proc/$PPID/root/../..$1
+host self-root-file /proc/self/root$1
+echo "readlink ppid root $(readlink /proc/$PPID/root)"
+ln -s ../proc/self/root/.. /tmp/up; ln -s /proc/self/fd/3/.. /tmp/fdup
+cd /tmp
+same rel-symlink up
+same rel-symlink-fd fdup
+same rel-symlink-fd-dotdot fdup/..
+cd -P /proc/self/fd/3/..; same chdir-fd .
+cd -P /proc/$PPID/root; same chdir-ppid-root .
+echo "stdin $(echo piped | cat /dev/stdin) $(cat /proc/self/fd/0 </etc/hostname >/dev/null && echo ok)"
+cat /dev/stdin/.. 2>/dev/null || echo "stdin dotdot refused"
+`
+
+// TestMagicLinks: a procfs magic link (/proc/<pid>/{root,cwd,fd/N}, /proc/thread-self/fd/N,
+// /dev/fd/N, /dev/stdin) anywhere in a path, reached directly, through a symlink or by a
+// relative path, leads where it would in a chroot: ".." after the guest's "/" stays there; and
+// /proc/<pid>/root of droidroot itself (the first guest process's parent, outside the guest
+// tree) is the guest's "/", as under proot, never the host's. Busybox (static, every
+// architecture) and Debian (glibc, with the fast path library).
+func TestMagicLinks(t *testing.T) {
+	needRoot(t)
+	canary := filepath.Join(t.TempDir(), "canary") // outside every rootfs
+	if err := os.WriteFile(canary, []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"fd-dotdot same", "fd-dotdot-2 same", "dev-fd-dotdot same", "thread-self same",
+		"ppid-root same", "ppid-root-dotdot same", "ppid-cwd same",
+		"ppid-root-file no", "ppid-root-dotdot-file no", "self-root-file no",
+		"readlink ppid root /",
+		"rel-symlink same", "rel-symlink-fd same", "rel-symlink-fd-dotdot same",
+		"chdir-fd same", "chdir-ppid-root same",
+		"stdin piped ok", "stdin dotdot refused",
+	}, "\n") + "\n"
+	for _, gc := range []struct {
+		name  string
+		guest func(testing.TB) guest
+	}{{"busybox", busyboxGuest}, {"debian", debianGuest}} {
+		t.Run(gc.name, func(t *testing.T) {
+			g := gc.guest(t)
+			// proot launchers' binds: /dev/fd and /dev/stdin are magic links whatever the
+			// host's /dev holds (the arm64 test VM's devtmpfs has neither); "!" keeps them
+			// at /dev/fd and /dev/stdin where the host's are symlinks.
+			g.Binds = append(g.Binds, "/proc/self/fd:/dev/fd!", "/proc/self/fd/0:/dev/stdin!")
+			res := run(t, "", droidrootArgs(droidrootBin(t), g, "sh", "-c", magicProbe, "sh", canary)...)
+			if res.Code != 0 || res.Stdout != want {
+				t.Errorf("got %s\nwant exit 0, stdout:\n%s", res, want)
+			}
+		})
+	}
+}
+
+// TestCloneUntraced: clone(CLONE_UNTRACED), through glibc's clone() and as a raw syscall,
+// gives a child droidroot traces (test/progs/untraced.c): its path calls are translated (it
+// reads the guest's /etc/hostname), its TracerPid is set, and its guest parent cannot seize
+// it. Before, the child ran untraced: ENOSYS for every traced call under the filter (and the
+// host's files without one, PROOT_NO_SECCOMP=1), seizable by the guest, which could then let
+// its calls through. In both modes, static and dynamic.
+func TestCloneUntraced(t *testing.T) {
+	needRoot(t)
+	progs := progsDir(t, "untraced")
+	var want strings.Builder
+	for _, way := range []string{"glibc-clone", "raw-clone"} {
+		fmt.Fprintf(&want, "%[1]s hostname droidroot-busybox\n%[1]s traced yes\n%[1]s seize EPERM\n%[1]s exit 0\n", way)
+	}
+	for _, prog := range []string{"untraced", "untraced.dyn"} {
+		for _, mode := range []struct{ name, env string }{{"seccomp", ""}, {"ptrace-only", "PROOT_NO_SECCOMP=1"}} {
+			t.Run(prog+"/"+mode.name, func(t *testing.T) {
+				g := busyboxGuest(t)
+				g.Binds = append(g.Binds, progs+":/mnt/b2")
+				argv := droidrootArgs(droidrootBin(t), g, "/mnt/b2/"+prog)
+				if mode.env != "" {
+					argv = append([]string{"env", mode.env}, argv...)
+				}
+				res := run(t, "", argv...)
+				if res.Code != 0 || res.Stdout != want.String() {
+					t.Errorf("got %s\nwant exit 0, stdout:\n%s", res, want.String())
+				}
+			})
+		}
+	}
+}

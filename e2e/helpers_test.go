@@ -332,3 +332,27 @@ func threadRounds(n int) int {
 	}
 	return n
 }
+
+// progsDir returns a directory with test/progs/NAME.c built static (NAME) and dynamic
+// (NAME.dyn), as test/rootfs/busybox.sh builds the probes: the busybox rootfs's own /progs
+// when it has them, else built here with the host's gcc (the busybox rootfs carries the host's
+// glibc), for a rootfs cached before NAME.c existed. Bind it into a busybox guest.
+func progsDir(t *testing.T, name string) string {
+	t.Helper()
+	root := rootfs(t, "busybox")
+	if _, err := os.Stat(filepath.Join(root, "progs", name+".dyn")); err == nil {
+		return filepath.Join(root, "progs")
+	}
+	dir := t.TempDir()
+	src := repoPath(t, "test/progs/"+name+".c")
+	for _, m := range []struct{ out, flag string }{{name, "-static"}, {name + ".dyn", ""}} {
+		args := []string{"-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", filepath.Join(dir, m.out), src}
+		if m.flag != "" {
+			args = append([]string{m.flag}, args...)
+		}
+		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+			missing(t, "cannot build %s (gcc %v): %v\n%s", name, args, err, out)
+		}
+	}
+	return dir
+}

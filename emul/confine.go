@@ -44,7 +44,8 @@ var refusals = map[string]answer{
 	"setxattrat": {unix.ENOSYS, "not translated yet"}, "getxattrat": {unix.ENOSYS, ""},
 	"listxattrat": {unix.ENOSYS, ""}, "removexattrat": {unix.ENOSYS, ""},
 	// clone3's flags are in guest memory, where the filter cannot check
-	// CLONE_UNTRACED; glibc falls back to clone on ENOSYS.
+	// CLONE_UNTRACED (cloneHandler does it for clone); glibc falls back
+	// to clone on ENOSYS.
 	"clone3": {unix.ENOSYS, "glibc falls back to clone"},
 	// Other calls that reach files without a translated path.
 	"open_by_handle_at": {unix.EPERM, "a file handle reaches any host file; needs CAP_DAC_READ_SEARCH"},
@@ -110,6 +111,25 @@ var harmless = namesOf(`
 	getpmsg inotify_init ioperm iopl modify_ldt pause pipe poll putpmsg query_module security
 	select set_thread_area signalfd sysfs time tuxcall uretprobe ustat vfork vserver
 `)
+
+// cloneHandler takes CLONE_UNTRACED out of a clone's flags, so that the
+// child is traced like every guest process: an untraced one would run its
+// path calls untranslated, outlive droidroot and --kill-on-exit, and could
+// be ptraced by the guest, which would then let its calls through. The
+// filter stops only the clones that ask for it (TraceIf; clone stays
+// harmless otherwise, so forks and threads cost no stop). The call then
+// succeeds as it would have: the kernel lets any process pass the flag,
+// a child cannot tell it is traced (its parent's ptrace of it fails, as
+// for every guest process), and refusing it (EINVAL, EPERM) would make
+// the program fail where the kernel and proot let it run.
+var cloneHandler = tracer.Handler{
+	Enter: func(c *tracer.Call) {
+		if f := c.Arg(0); f&unix.CLONE_UNTRACED != 0 {
+			c.SetArg(0, f&^unix.CLONE_UNTRACED)
+		}
+	},
+	TraceIf: &tracer.ArgMask{Arg: 0, Mask: unix.CLONE_UNTRACED},
+}
 
 func namesOf(groups ...string) map[string]bool {
 	out := map[string]bool{}

@@ -29,7 +29,9 @@ func TestClassification(t *testing.T) {
 		counts := map[string]int{}
 		for name, nr := range abi.Names {
 			known[name] = true
-			_, translated := tbl[name]
+			// A call traced only by argument (clone) keeps its class.
+			h, inTable := tbl[name]
+			translated := inTable && h.TraceIf == nil
 			_, refused := refusals[name]
 			classes := 0
 			for _, in := range []bool{translated, refused, harmless[name]} {
@@ -83,6 +85,15 @@ func TestClassification(t *testing.T) {
 			if got := action(nr); got != want && !(want == seccomp.TraceEntry && got == seccomp.TraceExit) {
 				t.Errorf("%s: %s: %v, want %v", goarch, name, got, want)
 			}
+		}
+		// clone: allowed (forks and threads cost no stop), traced only with
+		// CLONE_UNTRACED, which its handler takes out.
+		cloneNr, _ := abi.Nr("clone")
+		if got, want := p.ArgRules[abi][cloneNr], (seccomp.ArgRule{Arg: 0, Mask: unix.CLONE_UNTRACED, Action: seccomp.TraceEntry}); got != want {
+			t.Errorf("%s: clone's argument rule %+v, want %+v", goarch, got, want)
+		}
+		if len(p.ArgRules[abi]) != 1 {
+			t.Errorf("%s: argument rules %v, want clone's only", goarch, p.ArgRules[abi])
 		}
 		// file_getattr and file_setattr (Linux 6.17), not in the tables.
 		for _, nr := range []int{468, 469, 1000} {

@@ -189,6 +189,9 @@ func declarations() map[string]decl {
 		"ioctl": {flagsArg: -1},
 		// a guest's own seccomp filters
 		"seccomp": {flagsArg: -1, base: baseHandler(seccompHandler)},
+		// processes that would leave the tracer (only clone(CLONE_UNTRACED)
+		// stops: Handler.TraceIf)
+		"clone": {flagsArg: -1, base: baseHandler(cloneHandler)},
 	}
 }
 

@@ -55,8 +55,13 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 	}
 	pid, rest, isProc := procPid(host)
 	if isProc {
-		if strings.HasPrefix(rest, "task/") {
-			_, rest, _ = strings.Cut(rest[len("task/"):], "/")
+		tid := pid
+		if r, ok := strings.CutPrefix(rest, "task/"); ok {
+			t, after, _ := strings.Cut(r, "/")
+			if n, err := strconv.Atoi(t); err == nil {
+				tid = n
+			}
+			rest = after
 		}
 		switch rest {
 		case "exe":
@@ -64,20 +69,22 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 				return pr.Exe, 0
 			}
 		case "cwd":
-			if fs := c.Tracer().ThreadFS(pid); fs != nil {
-				cwd := settleCwd(c, pid, fs)
+			if fs := c.Tracer().ThreadFS(tid); fs != nil {
+				cwd := settleCwd(c, tid, fs)
 				if len(cwd) >= tracer.PathMax {
 					return "", unix.ENAMETOOLONG // d_path's limit
 				}
 				return cwd, 0
 			}
 		case "root":
-			if c.Tracer().Process(pid) != nil {
-				if _, err := readlinkHost(host); err != nil {
-					return "", err.(unix.Errno)
-				}
-				return "/", 0
+			// The guest's root, for every process: droidroot never
+			// chroots a tracee, and a process outside the guest tree
+			// (droidroot itself, the guest's first parent) shows the
+			// guest's "/" too, as under proot, not the host's.
+			if _, err := readlinkHost(host); err != nil {
+				return "", err.(unix.Errno)
 			}
+			return "/", 0
 		}
 	}
 	target, err := readlinkHost(host)

@@ -115,7 +115,7 @@ func l2sName(c *tracer.Call, nameHost string) (string, bool) {
 	var data string
 	if !strings.Contains(target, "/") {
 		data = filepath.Join(filepath.Dir(nameHost), target)
-	} else if h, err := c.Mapper().Resolve(c.PathProc(), "/", target, false); err == nil {
+	} else if h, err := c.Mapper().Resolve(pathProc(c), "/", target, false); err == nil {
 		data = h
 	}
 	var st unix.Stat_t

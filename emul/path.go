@@ -212,7 +212,7 @@ func lookupAt(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags) (
 // lookupIn is lookupAt with its lookups (the dirfd's guest name, the path)
 // in batch b.
 func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b *pathmap.Batch) (pathmap.Result, unix.Errno) {
-	pr := c.PathProc()
+	pr := pathProc(c)
 	pr.Batch = b
 	var cwd, dirHost string
 	dirExact := false
@@ -249,11 +249,6 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		}
 		return r, unix.EINVAL
 	}
-	if r.Magic {
-		if g, ok := procDirLink(c, r.Host); ok {
-			return lookupIn(c, -1, g, flags, b)
-		}
-	}
 	host := r.Host
 	if flags&pathmap.Follow != 0 {
 		r.Host = procExe(c, r.Host)
@@ -263,38 +258,6 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		r.Literal, r.Rel = false, ""
 	}
 	return r, 0
-}
-
-// procDirLink turns a walk that stopped at the magic link
-// /proc/<pid>/cwd or /proc/<pid>/root of a traced process, with more path
-// after it, into the guest path the kernel would have reached: the
-// kernel's own jump would land on the host's view.
-func procDirLink(c *tracer.Call, host string) (string, bool) {
-	pid, rest, ok := procPid(host)
-	if !ok {
-		return "", false
-	}
-	if strings.HasPrefix(rest, "task/") {
-		_, rest, _ = strings.Cut(rest[len("task/"):], "/")
-	}
-	link, after, _ := strings.Cut(rest, "/")
-	var base string
-	switch link {
-	case "root":
-		if c.Tracer().Process(pid) == nil {
-			return "", false
-		}
-		base = "/"
-	case "cwd":
-		fs := c.Tracer().ThreadFS(pid)
-		if fs == nil {
-			return "", false
-		}
-		base = settleCwd(c, pid, fs)
-	default:
-		return "", false
-	}
-	return strings.TrimSuffix(base, "/") + "/" + after, true
 }
 
 // fdGuestPath returns the guest path of the directory open as fd in the

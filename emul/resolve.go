@@ -307,20 +307,27 @@ func (w *scopeWalk) link(host string, pending []string, last bool) (done bool, r
 	return false, res, 0
 }
 
-// magic handles a procfs magic link the walk must follow.
+// magic handles a procfs magic link the walk must follow: as the path
+// walk does (magicLinks), a last component the kernel may jump through is
+// left to it, any other link is followed by its guest path.
 func (w *scopeWalk) magic(host string, pending []string, last bool) (bool, scopedResult, unix.Errno) {
 	if w.resolve&resolveNoMagiclinks != 0 {
 		return true, scopedResult{}, unix.ELOOP
 	}
-	target, terrno := readlinkGuest(w.c, host)
+	t, terrno := w.magicTarget(host)
 	if w.resolve&resolveNoXdev != 0 {
 		a, errno := w.keyCur()
 		if errno != 0 {
 			return true, scopedResult{}, errno
 		}
 		b := mountKey{bind: "?", mnt: hostMount(procExe(w.c, host), true)}
-		if terrno == 0 && strings.HasPrefix(target, "/") {
-			b.bind = mountOf(w.c.Mapper(), target)
+		switch {
+		case terrno == 0 && t.Guest != "" && !t.Jump:
+			if b, errno = w.key(path.Clean(t.Guest), true); errno != 0 {
+				return true, scopedResult{}, errno
+			}
+		case terrno == 0 && t.Guest != "":
+			b.bind = mountOf(w.c.Mapper(), t.Guest)
 		}
 		if a != b {
 			return true, scopedResult{}, unix.EXDEV
@@ -329,16 +336,18 @@ func (w *scopeWalk) magic(host string, pending []string, last bool) (bool, scope
 	if w.resolve&(resolveBeneath|resolveInRoot) != 0 {
 		return true, scopedResult{}, unix.EXDEV
 	}
-	if last {
+	if last && (terrno != 0 || t.Jump) {
 		return true, scopedResult{host: procExe(w.c, host), kernelFollows: true}, 0
 	}
-	if terrno != 0 {
+	switch {
+	case terrno != 0:
 		return true, scopedResult{}, terrno
-	}
-	if !strings.HasPrefix(target, "/") {
+	case t.Guest == "" && last:
+		return true, scopedResult{}, unix.ENOENT
+	case t.Guest == "":
 		return true, scopedResult{}, unix.ENOTDIR // a pipe, socket, anon inode...
 	}
-	w.setCur(path.Clean(target), false, mountKey{}, false)
+	w.setCur(path.Clean(t.Guest), false, mountKey{}, false)
 	var st unix.Stat_t
 	h, errno := w.host(w.cur)
 	if errno != 0 {
@@ -350,4 +359,26 @@ func (w *scopeWalk) magic(host string, pending []string, last bool) (bool, scope
 	w.isDir = st.Mode&unix.S_IFMT == unix.S_IFDIR
 	w.pendingAfterLink = pending
 	return false, scopedResult{}, 0
+}
+
+// magicTarget is what magic link host stands for (magicLinks), or the
+// errno of reading it. A link pathmap does not parse is the kernel's to
+// jump through, as before magicLinks.
+func (w *scopeWalk) magicTarget(host string) (pathmap.MagicTarget, unix.Errno) {
+	l, ok := pathmap.ParseMagicLink(host)
+	if !ok {
+		target, errno := readlinkGuest(w.c, host)
+		if !strings.HasPrefix(target, "/") {
+			target = ""
+		}
+		return pathmap.MagicTarget{Guest: target, Jump: true}, errno
+	}
+	t, err := magicLinks{w.c}.Follow(l)
+	if err != nil {
+		if e, ok := err.(unix.Errno); ok {
+			return t, e
+		}
+		return t, unix.EINVAL
+	}
+	return t, 0
 }

@@ -72,13 +72,26 @@
 //     They count as symlinks. An unfollowed final "self" stays "/proc/self"
 //     (so readlink results must be fixed by the caller).
 //   - A symlink below "/proc/<digits>/" is one of the kernel's magic links
-//     (exe, cwd, root, fd/N, map_files/*, ns/*, also under task/<tid>/).
-//     When it must be followed (as an intermediate, or as a followed final)
-//     the translation stops and the host path "/proc/<pid>/..." is returned
-//     with the rest of the guest path appended unchanged, so that the kernel
-//     performs its own jump; Result.Magic reports it and IsProcMagic tells
-//     such host paths apart. Anything walked after a magic link is
-//     interpreted by the host kernel, in host terms.
+//     (exe, cwd, root, fd/N, map_files/*, ns/*, also under task/<tid>/),
+//     however the walk got there (/proc/self, /proc/thread-self, /dev/fd,
+//     a symbolic binding, a symlink to it, a relative path from a cwd
+//     under /proc). The kernel follows one by jumping to the object it
+//     stands for, which lives in the host's view: "/proc/self/fd/3/.." with
+//     fd 3 open on the guest's "/" is the rootfs's host parent. So when one
+//     must be followed, Resolve asks Proc.Links (MagicLinks, which the
+//     tracer implements) what it stands for in the guest's view and goes
+//     on walking that guest path, as through a symlink to it (it counts
+//     towards MaxSymlinks): ".." and the names after the link are the
+//     guest's, as in a chroot. Only a last component whose MagicTarget
+//     says Jump (the caller's own file descriptors, which the kernel's
+//     jump reaches exactly, deleted files and pipes included) is left to
+//     the kernel: Result.Magic, with the host path "/proc/<pid>/...".
+//     A link to something without a path (a pipe, a socket) gives
+//     ENOTDIR when more components follow. Without Proc.Links the walk
+//     stops at any magic link it must follow and returns its host path
+//     with the rest of the guest path appended unchanged (Result.Magic),
+//     which the kernel then walks in host terms; IsProcMagic tells such
+//     host paths apart.
 //   - A binding whose Host starts with /proc/self or /proc/thread-self (proot's
 //     `-b /proc/self/fd:/dev/fd`) is kept symbolic and resolved per call
 //     against Proc.

@@ -32,6 +32,11 @@ type Proc struct {
 	// between which the caller changes nothing on the host: the lookup
 	// cache applies the changes reported so far once for all of them.
 	Batch *Batch
+	// Links, if set, says what the magic links of /proc/<pid>/ stand for
+	// in the guest's view, so that a walk through one continues there
+	// (see "procfs" in the package documentation). Without it the walk
+	// stops at a magic link and hands it to the kernel (Result.Magic).
+	Links MagicLinks
 }
 
 // Batch is shared by the lookups of one system call (see Proc.Batch).
@@ -75,8 +80,10 @@ type Result struct {
 	// would have. This is what a tracer stores as the new cwd after a
 	// successful chdir.
 	Guest string
-	// Magic is set when the walk stopped at a procfs magic link; Host is
-	// then "/proc/<pid>/..." followed by the rest of the path unchanged.
+	// Magic is set when the walk stopped at a procfs magic link, for the
+	// kernel to follow: Host is then "/proc/<pid>/..." followed by the
+	// rest of the path unchanged. With Proc.Links that is only a last
+	// component whose MagicTarget.Jump is set, so nothing follows.
 	Magic bool
 	// MountPoint is set when the last component is a binding's mount point
 	// (Host is the binding's source).
@@ -628,7 +635,10 @@ func (w *walker) walk() (Result, error) {
 					return Result{}, err
 				}
 				if md == syscall.S_IFLNK && follow && procLinkDir(w.host) {
-					return w.magic(end), nil
+					if r, done, err := w.followMagic(end, last, trailing); done {
+						return r, err
+					}
+					continue
 				}
 				mode = md
 			}
@@ -735,7 +745,10 @@ func (w *walker) walk() (Result, error) {
 
 		if mode == syscall.S_IFLNK && follow {
 			if procLinkDir(w.host) {
-				return w.magic(end), nil
+				if r, done, err := w.followMagic(end, last, trailing); done {
+					return r, err
+				}
+				continue
 			}
 			w.host = w.host[:oldLen]
 			if err := w.followLink(body, last, trailing); err != nil {
@@ -798,6 +811,37 @@ func procLinkDir(host []byte) bool {
 		return true
 	}
 	return bytes.HasPrefix(host, []byte("/proc/self/")) || bytes.HasPrefix(host, []byte("/proc/thread-self/"))
+}
+
+// followMagic follows the magic link at w.host, the component of the path
+// that ends at end. With Proc.Links, the walk goes on at the guest path the
+// link stands for, as through a symlink to it (done is false), so that ".."
+// and the components after it stay in the guest's view; only a last
+// component whose target says Jump is left to the kernel. Without Links, or
+// for a link it does not know, the walk stops there (w.magic).
+func (w *walker) followMagic(end int, last, trailing bool) (r Result, done bool, err error) {
+	if w.pr.Links == nil {
+		return w.magic(end), true, nil
+	}
+	l, ok := ParseMagicLink(string(w.host))
+	if !ok {
+		return w.magic(end), true, nil
+	}
+	t, err := w.pr.Links.Follow(l)
+	switch {
+	case err != nil:
+		return Result{}, true, toErrno(err)
+	case last && t.Jump:
+		return w.magic(end), true, nil
+	case !strings.HasPrefix(t.Guest, "/") && last:
+		return Result{}, true, syscall.ENOENT // nothing the guest may reach
+	case !strings.HasPrefix(t.Guest, "/"):
+		return Result{}, true, syscall.ENOTDIR // a pipe, socket... is no directory
+	}
+	if err := w.followLink([]byte(t.Guest), last, trailing); err != nil {
+		return Result{}, true, err
+	}
+	return Result{}, false, nil
 }
 
 // magic stops the walk at a magic link: the host path so far plus the rest

@@ -71,6 +71,18 @@ type builder struct {
 	// errnos are the targets of the Errno actions, by action.
 	errnos map[Action]*label
 	used   map[*label]bool
+	// args are the argument checks of Policy.ArgRules, emitted after the
+	// search trees; argCheck|i is the internal action of args[i].
+	args []argBlock
+}
+
+// argBlock is the code of one number's ArgRule: "ld args[arg] (low word);
+// jset mask -> set's target, else -> clear's", both shared targets.
+type argBlock struct {
+	l          *label
+	arg        int
+	mask       uint32
+	set, clear Action
 }
 
 // Build returns the seccomp filter program for a host of the given GOARCH
@@ -118,7 +130,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 			if !ok {
 				from = -1
 			}
-			t = b.plan(intervals(trampolineRules(p, abi, rules), abi.NrBit, from, p.Default))
+			t = b.plan(intervals(b.argRules(p, abi, trampolineRules(p, abi, rules)), abi.NrBit, from, p.Default))
 		} else {
 			t = &tree{target: foreign}
 			b.used[foreign] = true
@@ -168,7 +180,14 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 		}
 	}
 
-	// Shared targets.
+	// Argument checks, then the shared targets they and the trees jump to.
+	for _, blk := range b.args {
+		if b.used[blk.l] {
+			a.bind(blk.l)
+			a.load(offArgs + 8*uint32(blk.arg))
+			a.jump(bpf.JumpBitsSet, blk.mask, b.actionTarget(blk.set), b.actionTarget(blk.clear))
+		}
+	}
 	if b.used[b.allow] {
 		a.bind(b.allow)
 		a.ret(retAllow)
@@ -268,7 +287,48 @@ func trampolineRules(p Policy, abi *ABI, rules map[int]Action) map[int]Action {
 	return out
 }
 
+// argCheck marks the internal action of b.args[act&^argCheck] (a number
+// with an ArgRule), never in a Policy.
+const argCheck Action = 1 << 24
+
+// argRules returns abi's rules (after trampolineRules) with each number of
+// p.ArgRules[abi] given an action of its own, argCheck|i, whose target is
+// b.args[i]: the rule's action when the argument has a bit of the mask,
+// the number's own (rules, else p.Default) otherwise; each with the
+// trampoline check where trampolineRules gives the number one.
+func (b *builder) argRules(p Policy, abi *ABI, rules map[int]Action) map[int]Action {
+	ars := p.ArgRules[abi]
+	if len(ars) == 0 {
+		return rules
+	}
+	nrs := make([]int, 0, len(ars))
+	for nr := range ars {
+		nrs = append(nrs, nr)
+	}
+	sort.Ints(nrs) // the same program for the same policy
+	out := make(map[int]Action, len(rules)+len(ars))
+	for nr, act := range rules {
+		out[nr] = act
+	}
+	for _, nr := range nrs {
+		r := ars[nr]
+		clear, ok := rules[nr]
+		if !ok {
+			clear = p.Default
+		}
+		set := trampolineRules(p, abi, map[int]Action{nr: r.Action})[nr]
+		out[nr] = argCheck | Action(len(b.args))
+		b.args = append(b.args, argBlock{l: b.asm.newLabel(), arg: r.Arg, mask: r.Mask, set: set, clear: clear})
+	}
+	return out
+}
+
 func (b *builder) actionTarget(act Action) *label {
+	if act&argCheck != 0 {
+		l := b.args[act&^argCheck].l
+		b.used[l] = true
+		return l
+	}
 	l := b.allow
 	switch act {
 	case TraceEntry:

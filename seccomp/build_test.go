@@ -66,8 +66,8 @@ func TestVM(t *testing.T) {
 					if err != nil {
 						t.Fatalf("NewVM: %v", err)
 					}
-					probe := func(arch, nr uint32, ip uint64) verdict {
-						ret, err := vm.Run(seccompData(nr, arch, ip, junkArgs))
+					probe := func(arch, nr uint32, ip uint64, args [6]uint64) verdict {
+						ret, err := vm.Run(seccompData(nr, arch, ip, args))
 						if err != nil {
 							t.Fatalf("Run(arch %#x nr %#x ip %#x): %v", arch, nr, ip, err)
 						}
@@ -77,6 +77,7 @@ func TestVM(t *testing.T) {
 						ABI  string
 						Nr   uint32
 						IP   uint64
+						Args [6]uint64
 						Want verdict
 						Got  verdict
 					}
@@ -91,9 +92,11 @@ func TestVM(t *testing.T) {
 								ips = ips[int(nr)%len(ips):][:1]
 							}
 							for _, ip := range ips {
-								want := expectABI(abi, p, nr, ip)
-								if got := probe(abi.AuditArch, nr, ip); got != want {
-									bad = append(bad, result{abi.Name, nr, ip, want, got})
+								for _, args := range argsFor(abi, p, nr) {
+									want := expectABI(abi, p, nr, ip, args)
+									if got := probe(abi.AuditArch, nr, ip, args); got != want {
+										bad = append(bad, result{abi.Name, nr, ip, args, want, got})
+									}
 								}
 							}
 						}
@@ -114,8 +117,8 @@ func TestVM(t *testing.T) {
 					for _, arch := range archesToProbe() {
 						for _, nr := range append(odd, 0, 1, 2, 59, 221) {
 							for _, ip := range tc.ips {
-								want := expect(goarch, p, arch, nr, ip)
-								if got := probe(arch, nr, ip); got != want {
+								want := expect(goarch, p, arch, nr, ip, junkArgs)
+								if got := probe(arch, nr, ip, junkArgs); got != want {
 									t.Errorf("arch %#x nr %#x ip %#x: got %v, want %v", arch, nr, ip, got, want)
 								}
 							}
@@ -187,6 +190,11 @@ func TestBuildErrors(t *testing.T) {
 		{"errno too big", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {1: Errno(4096)}}}, "invalid action"},
 		{"default", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, Default: 9}, "invalid default action"},
 		{"alignment", "arm64", Policy{Trampoline: 0x1234}, "not 4 KiB-aligned"},
+		{"arg rule ABI", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{I386: {1: {Mask: 1, Action: TraceEntry}}}}, "ArgRules for ABI"},
+		{"arg rule nr", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{X86_64: {-1: {Mask: 1, Action: TraceEntry}}}}, "out of range"},
+		{"arg rule arg", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{X86_64: {1: {Arg: 6, Mask: 1, Action: TraceEntry}}}}, "argument 6"},
+		{"arg rule mask", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{X86_64: {1: {Action: TraceEntry}}}}, "empty mask"},
+		{"arg rule action", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{X86_64: {1: {Mask: 1, Action: 7}}}}, "invalid action"},
 		{"too long", "arm64", Policy{Rules: map[*ABI]map[int]Action{AArch64: denseRules(6000)}}, "BPF_MAXINSNS"},
 	}
 	for _, tt := range tests {
@@ -255,6 +263,57 @@ func TestDisassembleDescribe(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s\n%s", desc, dis)
+}
+
+// TestArgRule: droidroot's one argument rule, clone traced when its flags
+// have CLONE_UNTRACED, in the VM and in Disassemble and Describe; ordinary
+// clones (and a bit in the high word, which the kernel ignores) are allowed.
+func TestArgRule(t *testing.T) {
+	for _, goarch := range goarches {
+		abi := NativeABI(goarch)
+		clone, _ := abi.Nr("clone")
+		p := Policy{Rules: map[*ABI]map[int]Action{abi: {clone: Allow}}, Default: Errno(unix.ENOSYS),
+			ArgRules: cloneUntracedRule(goarch), AllowSkipped: true}
+		prog := mustBuild(t, goarch, p)
+		vm, err := bpf.NewVM(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			flags uint64
+			want  verdict
+		}{
+			{uint64(unix.SIGCHLD), verdict{"ALLOW", 0}},
+			{unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD |
+				unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID, verdict{"ALLOW", 0}},
+			{unix.CLONE_UNTRACED | uint64(unix.SIGCHLD), verdict{"TRACE", DataEntry}},
+			{unix.CLONE_UNTRACED | unix.CLONE_VM | unix.CLONE_VFORK, verdict{"TRACE", DataEntry}},
+			{unix.CLONE_UNTRACED << 32, verdict{"ALLOW", 0}},
+		} {
+			args := junkArgs
+			args[0] = tc.flags
+			ret, err := vm.Run(seccompData(uint32(clone), abi.AuditArch, 0, args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := toVerdict(uint32(ret)); got != tc.want {
+				t.Errorf("%s: clone(%#x): %v, want %v", goarch, tc.flags, got, tc.want)
+			}
+		}
+		dis := Disassemble(prog)
+		for _, want := range []string{"args[0] (low)", "jset #0x800000"} {
+			if !strings.Contains(dis, want) {
+				t.Errorf("%s: Disassemble lacks %q:\n%s", goarch, want, dis)
+			}
+		}
+		desc := Describe(goarch, p)
+		if want := fmt.Sprintf("  %-24s %6d  allow; entry if args[0] & 0x800000", "clone", clone); !strings.Contains(desc, want) {
+			t.Errorf("%s: Describe lacks %q:\n%s", goarch, want, desc)
+		}
+		if !strings.Contains(desc, "0 traced, 0 refused, 1 by argument, 3 intervals") || strings.Contains(desc, "allowed (1)") {
+			t.Errorf("%s: Describe lists clone as allowed:\n%s", goarch, desc)
+		}
+	}
 }
 
 // TestErrnoAction checks Errno's actions: names, the kernel return value,

@@ -38,8 +38,15 @@ func TestKernelCache(t *testing.T) {
 						ret, _, ok := run(raw, constWord(nr, arch), true)
 						constAllow := ok && ret == retAllow
 						// ip 0 is outside every trampoline used here.
-						want := expect(goarch, p, arch, nr, 0)
+						want := expect(goarch, p, arch, nr, 0, junkArgs)
 						wantAllow := want.Action == "ALLOW"
+						if argChecked(goarch, p, arch, nr) {
+							// The filter reads the argument: never constant.
+							if ok {
+								t.Errorf("arch %#x nr %#x: constant %#x, but it has an argument rule", arch, nr, ret)
+							}
+							return
+						}
 						if constAllow != wantAllow {
 							t.Errorf("arch %#x nr %#x: constant ALLOW = %v, want %v", arch, nr, constAllow, wantAllow)
 						}
@@ -66,11 +73,27 @@ func TestKernelCache(t *testing.T) {
 	}
 }
 
+// argChecked reports whether (arch, nr) is a number with an ArgRule under
+// p, which the filter reaches (not an unsupported ABI, not the skipped -1).
+func argChecked(goarch string, p Policy, arch, nr uint32) bool {
+	if p.AllowSkipped && nr == 0xffffffff && arch == HostABIs(goarch)[0].AuditArch {
+		return false
+	}
+	for _, a := range HostABIs(goarch) {
+		if a.AuditArch != arch || (hasX32(goarch, arch) && nr&x32SyscallBit != a.NrBit) {
+			continue
+		}
+		_, ok := p.ArgRules[a][int(nr&^a.NrBit)]
+		return ok
+	}
+	return false
+}
+
 // TestDepth bounds the instructions executed for any syscall. With m the
 // number of runs of equal action in an ABI (m <= 2N+1 for N traced
 // numbers; 1 for an unsupported ABI):
 //
-//	steps <= 2*ceil(log2 m) + 13
+//	steps <= 2*ceil(log2 m) + 13 (+ 3 with argument rules)
 //
 // 4 for the arch dispatch (ld, two jeq, one ja), 2 for "ld nr" and the x32
 // jset, at most ceil(log2 m) jge each possibly through one ja, and 6 for
@@ -85,12 +108,12 @@ func TestDepth(t *testing.T) {
 				p.Trampoline = T
 				raw := mustAssemble(t, mustBuild(t, goarch, p))
 				for _, abi := range HostABIs(goarch) {
-					m := 1
-					if rules, ok := p.Rules[abi]; ok {
-						m = len(intervals(rules, abi.NrBit, -1, p.Default))
-					}
+					m := runsOf(p, abi)
 					depth := bits.Len(uint(m - 1)) // ceil(log2 m)
 					bound := 2*depth + 13
+					if len(p.ArgRules[abi]) > 0 {
+						bound += 3
+					}
 					lo, hi := nrRange(abi)
 					maxSteps, maxTests := 0, 0
 					for nr := lo; nr <= hi; nr++ {

@@ -9,7 +9,8 @@ import (
 // Describe returns a human-readable summary of what Build(goarch, p) does:
 // per host ABI, each traced syscall with its name, number and whether the
 // tracer gets only the entry or also the exit, each refused one with its
-// errno; with a Default other than Allow, the allowed syscalls by name and
+// errno, each whose action depends on an argument (Policy.ArgRules) with
+// both actions; with a Default other than Allow, the allowed syscalls by name and
 // the default; unsupported ABIs; and the trampoline page. It is what `droidroot debug filter` prints.
 func Describe(goarch string, p Policy) string {
 	var sb strings.Builder
@@ -27,9 +28,15 @@ func Describe(goarch string, p Policy) string {
 		}
 		var nrs, allowed []int
 		traced, refused := 0, 0
+		for nr := range p.ArgRules[abi] {
+			if _, ok := rules[nr]; !ok {
+				nrs = append(nrs, nr)
+			}
+		}
 		for nr, act := range rules {
-			switch act {
-			case Allow:
+			_, checked := p.ArgRules[abi][nr]
+			switch {
+			case act == Allow && !checked:
 				allowed = append(allowed, nr)
 			default:
 				nrs = append(nrs, nr)
@@ -47,10 +54,21 @@ func Describe(goarch string, p Policy) string {
 		if abi.NrBit != 0 {
 			fmt.Fprintf(&sb, ", nr | %#x", abi.NrBit)
 		}
-		fmt.Fprintf(&sb, "): %d traced, %d refused, %d intervals\n", traced, refused,
-			len(intervals(rules, abi.NrBit, -1, p.Default)))
+		fmt.Fprintf(&sb, "): %d traced, %d refused, ", traced, refused)
+		if n := len(p.ArgRules[abi]); n > 0 {
+			fmt.Fprintf(&sb, "%d by argument, ", n)
+		}
+		fmt.Fprintf(&sb, "%d intervals\n", runsOf(p, abi))
 		for _, nr := range nrs {
-			fmt.Fprintf(&sb, "  %-24s %6d  %s\n", abi.nameOr(nr, "?"), nr, rules[nr])
+			act, ok := rules[nr]
+			if !ok {
+				act = p.Default
+			}
+			fmt.Fprintf(&sb, "  %-24s %6d  %s", abi.nameOr(nr, "?"), nr, act)
+			if r, ok := p.ArgRules[abi][nr]; ok {
+				fmt.Fprintf(&sb, "; %s if args[%d] & %#x", r.Action, r.Arg, r.Mask)
+			}
+			sb.WriteString("\n")
 		}
 		if p.Default != Allow {
 			head := fmt.Sprintf("  allowed (%d):", len(allowed))
@@ -92,4 +110,28 @@ func Describe(goarch string, p Policy) string {
 		sb.WriteString("trampoline: none\n")
 	}
 	return sb.String()
+}
+
+// runsOf is the number of runs of equal action in the search tree Build
+// makes for abi under p (rules, Default; a number with an ArgRule is a
+// run of its own); 1 for an ABI without rules.
+func runsOf(p Policy, abi *ABI) int {
+	rules, ok := p.Rules[abi]
+	if !ok {
+		return 1
+	}
+	ars := p.ArgRules[abi]
+	if len(ars) == 0 {
+		return len(intervals(rules, abi.NrBit, -1, p.Default))
+	}
+	r := make(map[int]Action, len(rules)+len(ars))
+	for nr, act := range rules {
+		r[nr] = act
+	}
+	i := 0
+	for nr := range ars {
+		r[nr] = argCheck | Action(i)
+		i++
+	}
+	return len(intervals(r, abi.NrBit, -1, p.Default))
 }

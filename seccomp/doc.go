@@ -23,6 +23,7 @@
 //	   x32 tree
 //	B: ld [0]
 //	   i386 tree
+//	argument checks: ld args[i] (low word); jset mask -> a target, else another
 //	shared targets: ret ALLOW; ret TRAP|DataUnsupportedABI;
 //	   ret ERRNO|e for each errno used; entry block; exit block
 //
@@ -30,9 +31,12 @@
 // numbers that share an action (untraced gaps included): every inner node
 // is one "jge #first-number-of-the-right-half", so the number of tests
 // before any decision is ceil(log2(runs)), about log2(2N) for N traced
-// calls. Leaves are jumps to the shared targets; an ABI the policy has no
-// rules for is a single jump to "ret TRAP|DataUnsupportedABI", so nothing
-// of an unknown ABI is ever allowed silently.
+// calls. Leaves are jumps to the shared targets, or, for a number with an
+// ArgRule (Policy.ArgRules: clone with CLONE_UNTRACED), to its argument
+// check, which jumps to the target of the rule's action or of the number's
+// own; an ABI the policy has no rules for is a single jump to
+// "ret TRAP|DataUnsupportedABI", so nothing of an unknown ABI is ever
+// allowed silently.
 //
 // Conditional jumps reach at most 255 instructions ahead. The assembler
 // (see resolve) redirects a jump that is too far to an equivalent
@@ -57,7 +61,10 @@
 // of a traced call: every Allow call of every ABI is a constant ALLOW
 // (only "ld nr/arch", "jeq/jge/jset #k", "ja" and "ret #k" on its path);
 // an Errno call is a constant decision the same way (the kernel caches
-// only ALLOW, but the filter still reads nothing else for it).
+// only ALLOW, but the filter still reads nothing else for it). A number
+// with an ArgRule reads its argument on its own branch only: that number
+// is not cached (the filter runs at each of its calls, a few
+// instructions), every other one is.
 // x32 numbers are above the kernel's cache range and always run the
 // filter; that costs a few instructions, not a tracer stop.
 //

@@ -32,8 +32,33 @@ func seccompData(nr, arch uint32, ip uint64, args [6]uint64) []byte {
 	return b
 }
 
-// junkArgs are argument values no decision may depend on.
+// junkArgs are argument values no decision may depend on, except that of
+// a number with an ArgRule (argSets probes those).
 var junkArgs = [6]uint64{0xdeadbeef_cafebabe, 0, 1, 0xffffffff_ffffffff, 0x40000000, trampolineT}
+
+// argSets are the arguments tests probe a number with an ArgRule with:
+// no bit set, every bit set, each bit alone in every argument's low word
+// (and in the high words, which the rule ignores), and junkArgs.
+var argSets = func() [][6]uint64 {
+	sets := [][6]uint64{{}, {^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}, junkArgs}
+	for bit := 0; bit < 64; bit++ {
+		var a [6]uint64
+		for i := range a {
+			a[i] = 1 << bit
+		}
+		sets = append(sets, a)
+	}
+	return sets
+}()
+
+// argsFor returns the argument sets to probe number nr (NrBit included)
+// of abi with under p: argSets when it has an ArgRule, else junkArgs.
+func argsFor(abi *ABI, p Policy, nr uint32) [][6]uint64 {
+	if _, ok := p.ArgRules[abi][int(nr&^abi.NrBit)]; ok {
+		return argSets
+	}
+	return [][6]uint64{junkArgs}
+}
 
 // verdict is a filter result split for readable diffs.
 type verdict struct {
@@ -59,7 +84,7 @@ func toVerdict(ret uint32) verdict {
 
 // expect is the specification of the filter, written independently of
 // Build: the verdict for one syscall on a host of goarch under p.
-func expect(goarch string, p Policy, arch, nr uint32, ip uint64) verdict {
+func expect(goarch string, p Policy, arch, nr uint32, ip uint64, args [6]uint64) verdict {
 	var abi *ABI
 	for _, a := range HostABIs(goarch) {
 		switch {
@@ -76,11 +101,13 @@ func expect(goarch string, p Policy, arch, nr uint32, ip uint64) verdict {
 	if p.AllowSkipped && nr == 0xffffffff && arch == HostABIs(goarch)[0].AuditArch {
 		return verdict{"ALLOW", 0}
 	}
-	return expectABI(abi, p, nr, ip)
+	return expectABI(abi, p, nr, ip, args)
 }
 
-// expectABI is expect for a syscall known to be of abi.
-func expectABI(abi *ABI, p Policy, nr uint32, ip uint64) verdict {
+// expectABI is expect for a syscall known to be of abi: the action of its
+// number (Rules, else Default), or of its ArgRule when the argument's low
+// word has a bit of the mask; the trampoline check for a traced call.
+func expectABI(abi *ABI, p Policy, nr uint32, ip uint64, args [6]uint64) verdict {
 	rules, ok := p.Rules[abi]
 	if !ok {
 		return verdict{"TRAP", DataUnsupportedABI}
@@ -88,6 +115,9 @@ func expectABI(abi *ABI, p Policy, nr uint32, ip uint64) verdict {
 	act, listed := rules[int(nr&^abi.NrBit)]
 	if !listed {
 		act = p.Default
+	}
+	if r, ok := p.ArgRules[abi][int(nr&^abi.NrBit)]; ok && uint32(args[r.Arg])&r.Mask != 0 {
+		act = r.Action
 	}
 	if e, ok := act.Errno(); ok {
 		return verdict{"ERRNO", uint32(e)}
@@ -197,6 +227,33 @@ func maxRegularNr(a *ABI) int {
 	return m
 }
 
+// cloneUntracedRule is droidroot's ArgRule: the native clone traced when
+// its flags (argument 0) have CLONE_UNTRACED.
+func cloneUntracedRule(goarch string) map[*ABI]map[int]ArgRule {
+	abi := NativeABI(goarch)
+	nr, _ := abi.Nr("clone")
+	return map[*ABI]map[int]ArgRule{abi: {nr: {Arg: 0, Mask: unix.CLONE_UNTRACED, Action: TraceEntry}}}
+}
+
+// someArgRules puts an ArgRule on every 5th number of a's table and on the
+// first and last numbers: argument nr%6, one or a few bits, each action in
+// turn, over numbers whose own action is each of them too.
+func someArgRules(a *ABI) map[int]ArgRule {
+	acts := []Action{TraceEntry, Errno(unix.EPERM), Allow, TraceExit, Errno(unix.ENOSYS)}
+	nrs := a.sortedNumbers()
+	m := map[int]ArgRule{}
+	for i, nr := range nrs {
+		if i%5 == 0 || i == len(nrs)-1 {
+			mask := uint32(1) << (nr % 32)
+			if i%3 == 0 {
+				mask |= 0x00800000
+			}
+			m[nr] = ArgRule{Arg: nr % 6, Mask: mask, Action: acts[(i/5)%len(acts)]}
+		}
+	}
+	return m
+}
+
 type namedPolicy struct {
 	name   string
 	policy func(goarch string) Policy
@@ -226,7 +283,15 @@ var policies = []namedPolicy{
 		return Policy{Rules: rulesFor(g, realisticRules, I386, X32, ARM), AllowSkipped: true}
 	}},
 	{"droidroot-allowlist", func(g string) Policy { // with a classification: unknown numbers ENOSYS
-		return Policy{Rules: rulesFor(g, classifiedRules, I386, X32, ARM), AllowSkipped: true, Default: Errno(unix.ENOSYS)}
+		return Policy{Rules: rulesFor(g, classifiedRules, I386, X32, ARM), AllowSkipped: true, Default: Errno(unix.ENOSYS),
+			ArgRules: cloneUntracedRule(g)}
+	}},
+	{"arg-rules", func(g string) Policy { // ArgRules on every ABI, every argument, every action
+		p := Policy{Rules: rulesFor(g, classifiedRules), Default: Errno(unix.ENOSYS), ArgRules: map[*ABI]map[int]ArgRule{}}
+		for abi := range p.Rules {
+			p.ArgRules[abi] = someArgRules(abi)
+		}
+		return p
 	}},
 	{"errno-default-everywhere", func(g string) Policy {
 		return Policy{Rules: rulesFor(g, classifiedRules), Default: Errno(unix.EPERM)}

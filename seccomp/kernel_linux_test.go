@@ -52,7 +52,9 @@ func rawFunc(code *byte) func(nr uintptr) uintptr {
 }
 
 // kernelChild installs a filter tracing getppid (entry) and getpgid (exit)
-// with a trampoline page, then makes the calls TestKernelFilter expects.
+// with a trampoline page, and getpriority (entry) when bit 30 of its second
+// argument's low word is set (an ArgRule), then makes the calls
+// TestKernelFilter expects.
 func kernelChild() error {
 	ppid := uintptr(os.Getppid())
 	pgid, err := unix.Getpgid(0)
@@ -74,8 +76,10 @@ func kernelChild() error {
 	native := NativeABI(runtime.GOARCH)
 	getppid, _ := native.Nr("getppid")
 	getpgid, _ := native.Nr("getpgid")
+	getpriority, _ := native.Nr("getpriority")
 	prog, err := Build(runtime.GOARCH, Policy{
 		Rules:      map[*ABI]map[int]Action{native: {getppid: TraceEntry, getpgid: TraceExit}},
+		ArgRules:   map[*ABI]map[int]ArgRule{native: {getpriority: {Arg: 1, Mask: 1 << 30, Action: TraceEntry}}},
 		Trampoline: uint64(uintptr(unsafe.Pointer(&mem[0]))),
 	})
 	if err != nil {
@@ -117,6 +121,12 @@ func kernelChild() error {
 	// Traced, from the page after it: a stop with DataExit.
 	if err := check("getpgid from the next page", nextPage(unix.SYS_GETPGID), uintptr(pgid)); err != nil {
 		return err
+	}
+	// getpriority: traced only with bit 30 of who's low word (a missing
+	// process: ESRCH); the high word is not looked at (the kernel takes
+	// who as an int: 0, this process).
+	for _, who := range []uintptr{0, 1 << 30, 1<<62 | 1<<30, 1 << 62} {
+		unix.RawSyscall(unix.SYS_GETPRIORITY, unix.PRIO_PROCESS, who, 0)
 	}
 	// amd64: x32 has no rules, so even from the trampoline page it traps
 	// (SIGSYS) with DataUnsupportedABI. The result depends on the kernel's x32
@@ -220,6 +230,8 @@ func TestKernelFilter(t *testing.T) {
 		{"TRACE", unix.SYS_GETPPID, DataEntry},
 		{"TRACE", unix.SYS_GETPGID, DataExit},
 		{"TRACE", unix.SYS_GETPGID, DataExit}, // from the page after the trampoline
+		{"TRACE", unix.SYS_GETPRIORITY, DataEntry},
+		{"TRACE", unix.SYS_GETPRIORITY, DataEntry},
 	}
 	if runtime.GOARCH == "amd64" {
 		want = append(want, stop{"TRAP", x32SyscallBit | 39, DataUnsupportedABI})

@@ -168,6 +168,13 @@ type Policy struct {
 	// with data 0 instead of DataUnsupportedABI / DataUnknownArch:
 	// Android's filter does that to every ABI it does not list.
 	TrapForeign bool
+	// ArgRules maps an ABI with rules to syscall numbers whose action
+	// depends on an argument (see ArgRule). The filter tests the argument
+	// only on the branch of that number, after the number dispatch, so
+	// every other number stays a constant decision for the kernel's
+	// action cache; the number itself no longer is (the filter runs, a
+	// few instructions, at each of its calls: no tracer stop).
+	ArgRules map[*ABI]map[int]ArgRule
 	// AllowSkipped allows number -1 (0xffffffff) of the native arch
 	// before anything else: the number a tracer gives a call it skips at
 	// a syscall-entry stop, after which seccomp runs (the kernel then
@@ -175,6 +182,17 @@ type Policy struct {
 	// syscall(-1), which gets the kernel's ENOSYS. Without it -1 would
 	// go down x86_64's x32 branch and trap.
 	AllowSkipped bool
+}
+
+// ArgRule gives a syscall Action instead of the action its number has
+// (Rules, else Default) when any bit of Mask is set in the low 32 bits of
+// argument Arg (0-5): clone with CLONE_UNTRACED in its flags, for example.
+// The low word is enough for flags the kernel reads as an int (clone's),
+// and a 32-bit test is all classic BPF has.
+type ArgRule struct {
+	Arg    int
+	Mask   uint32
+	Action Action
 }
 
 // Errors of Build.
@@ -216,6 +234,27 @@ func (p Policy) validate(goarch string, abis []*ABI) error {
 	}
 	if !p.Default.valid() {
 		return fmt.Errorf("seccomp: invalid default action %v", p.Default)
+	}
+	for abi, rules := range p.ArgRules {
+		if _, ok := p.Rules[abi]; !ok {
+			return fmt.Errorf("seccomp: policy has ArgRules for ABI %v, which has no rules", abi)
+		}
+		for nr, r := range rules {
+			limit := int64(1) << 32
+			if abi.NrBit != 0 {
+				limit = int64(abi.NrBit)
+			}
+			switch {
+			case nr < 0 || int64(nr) >= limit:
+				return fmt.Errorf("seccomp: %s argument rule: syscall number %d out of range [0, %#x)", abi.Name, nr, limit)
+			case r.Arg < 0 || r.Arg > 5:
+				return fmt.Errorf("seccomp: %s syscall %d: argument rule on argument %d (want 0-5)", abi.Name, nr, r.Arg)
+			case r.Mask == 0:
+				return fmt.Errorf("seccomp: %s syscall %d: argument rule with an empty mask", abi.Name, nr)
+			case !r.Action.valid():
+				return fmt.Errorf("seccomp: %s syscall %d: argument rule: invalid action %v", abi.Name, nr, r.Action)
+			}
+		}
 	}
 	for abi, n := range p.TrapFrom {
 		if _, ok := p.Rules[abi]; !ok {

@@ -30,6 +30,20 @@ type Handler struct {
 	// the fast path library's trampoline page (Config.Trampoline): the
 	// library makes it with host paths it has verified.
 	FromTrampoline bool
+	// TraceIf, when set, stops the call only when its argument has a bit
+	// of the mask: the filter checks it after the number dispatch
+	// (seccomp.ArgRule), and otherwise gives the call the action of its
+	// class (Classes; allowed without one), so its ordinary calls cost no
+	// stop. In ptrace-only mode Enter sees every call of that number and
+	// checks the argument itself.
+	TraceIf *ArgMask
+}
+
+// ArgMask names bits of the low 32 bits of one syscall argument (Arg,
+// 0-5): see Handler.TraceIf.
+type ArgMask struct {
+	Arg  int
+	Mask uint32
 }
 
 // Table maps syscall names of the host's native ABI to their handlers.

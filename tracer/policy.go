@@ -22,7 +22,8 @@ type Classes struct {
 }
 
 // Policy is the seccomp policy derived from the handler table: the
-// filter traces exactly the syscalls that have handlers, and lets those
+// filter traces exactly the syscalls that have handlers (those with
+// Handler.TraceIf only when their argument says so), and lets those
 // marked FromTrampoline through from the trampoline page (which the caller
 // sets: Policy.Trampoline). With classes, it
 // allows the harmless calls, answers the refused ones with their errno and
@@ -57,11 +58,19 @@ func Policy(goarch string, table Table, classes *Classes) seccomp.Policy {
 			}
 			p.TrampolineCalls[abi][nr] = true
 		}
+		act := seccomp.TraceEntry
 		if h.Exit != nil {
-			rules[nr] = seccomp.TraceExit
-		} else {
-			rules[nr] = seccomp.TraceEntry
+			act = seccomp.TraceExit
 		}
+		if h.TraceIf != nil {
+			// Traced by argument; otherwise its class's action.
+			if p.ArgRules == nil {
+				p.ArgRules = map[*seccomp.ABI]map[int]seccomp.ArgRule{abi: {}}
+			}
+			p.ArgRules[abi][nr] = seccomp.ArgRule{Arg: h.TraceIf.Arg, Mask: h.TraceIf.Mask, Action: act}
+			continue
+		}
+		rules[nr] = act
 	}
 	return p
 }
