@@ -276,9 +276,9 @@ type session struct {
 	prog, nativeProg string
 	// libcProg is drbench-libc in the work tree (the fast path section).
 	libcProg string
-	progress         io.Writer
-	budget           budget
-	cpus             []int
+	progress io.Writer
+	budget   budget
+	cpus     []int
 	// drArgs is the droidroot command line up to and including "--".
 	drArgs []string
 	// runners are the modes: native, droidroot, then each --compare.
