@@ -104,18 +104,43 @@ static struct fw_map fw_maps[FW_MAPS];
 static uint32_t fw_maps_seq;  /* odd while being written */
 static int fw_maps_lock;
 
-static void fw_maps_write_begin(void)
+#if defined(__x86_64__)
+#define SYS_rt_sigprocmask_ 14
+#else
+#define SYS_rt_sigprocmask_ 135
+#endif
+
+/* Writers (mmap and munmap of tracked files: rare) hold the lock with every
+ * signal blocked, so a handler that maps a file cannot wait for its own
+ * thread; readers (waits and wakes) never take it. */
+static void fw_maps_write_begin(uint64_t *old)
 {
+	uint64_t all = ~0ull;
+	raw6(SYS_rt_sigprocmask_, 0 /* SIG_BLOCK */, (long)&all, (long)old, 8, 0, 0);
 	while (__atomic_exchange_n(&fw_maps_lock, 1, __ATOMIC_ACQUIRE))
 		;
 	__atomic_fetch_add(&fw_maps_seq, 1, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-static void fw_maps_write_end(void)
+static void fw_maps_write_end(uint64_t *old)
 {
 	__atomic_fetch_add(&fw_maps_seq, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&fw_maps_lock, 0, __ATOMIC_RELEASE);
+	raw6(SYS_rt_sigprocmask_, 2 /* SIG_SETMASK */, (long)old, 0, 8, 0, 0);
+}
+
+/* fw_overlaps reports whether a recorded mapping may overlap the range
+ * (read without the lock: a miss only skips a forget that has nothing to do). */
+static int fw_overlaps(uint64_t start, uint64_t len)
+{
+	for (int i = 0; i < FW_MAPS; i++) {
+		struct fw_map *m = &fw_maps[i];
+		uint64_t l = __atomic_load_n(&m->len, __ATOMIC_ACQUIRE);
+		if (l && m->start < start + len && start < m->start + l)
+			return 1;
+	}
+	return 0;
 }
 
 /* fw_forget drops the recorded mappings overlapping [start, start+len). */
@@ -133,7 +158,10 @@ static void fw_note_mmap(uint64_t start, uint64_t len, int flags, int fd, uint64
 	struct stat st;
 	if (!fw_reg || fd < 0 || !(flags & MAP_SHARED) || tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0)
 		return;
-	fw_maps_write_begin();
+	if (!S_ISREG(st.st_mode) && !fw_overlaps(start, len))
+		return; /* a device or dma-buf: nothing to record or forget */
+	uint64_t mask;
+	fw_maps_write_begin(&mask);
 	fw_forget_locked(start, len);
 	if (S_ISREG(st.st_mode)) {
 		for (int i = 0; i < FW_MAPS; i++) {
@@ -145,16 +173,17 @@ static void fw_note_mmap(uint64_t start, uint64_t len, int flags, int fd, uint64
 			}
 		}
 	}
-	fw_maps_write_end();
+	fw_maps_write_end(&mask);
 }
 
 static void fw_note_munmap(uint64_t start, uint64_t len)
 {
-	if (!fw_reg)
+	if (!fw_reg || !fw_overlaps(start, len))
 		return;
-	fw_maps_write_begin();
+	uint64_t mask;
+	fw_maps_write_begin(&mask);
 	fw_forget_locked(start, len);
-	fw_maps_write_end();
+	fw_maps_write_end(&mask);
 }
 
 /* fw_key_of is the key of the word at addr: its file's (dev, ino, offset)
