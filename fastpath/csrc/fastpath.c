@@ -47,6 +47,7 @@
 #define SYS_statx 332
 #define SYS_munmap_ 11
 #define SYS_mmap_ 9
+#define SYS_mremap_ 25
 #define SYS_fcntl_ 72
 #define FP_VA_BITS 47 /* 4-level paging's user space; 5-level needs a hint to go higher */
 #define SYS_open 2
@@ -61,6 +62,7 @@
 #define SYS_statx 291
 #define SYS_munmap_ 215
 #define SYS_mmap_ 222
+#define SYS_mremap_ 216
 #define SYS_fcntl_ 25
 #define FP_VA_BITS 48 /* the largest arm64 user space without a hint (52-bit needs one) */
 #else
@@ -1226,6 +1228,22 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	return (void *)r;
 }
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) __attribute__((alias("mmap")));
+
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	void *want = (flags & MREMAP_FIXED) ? va_arg(ap, void *) : NULL;
+	va_end(ap);
+	long r = raw6(SYS_mremap_, (long)old, (long)old_len, (long)new_len, flags, (long)want, 0);
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return MAP_FAILED;
+	}
+	if (fw_reg)
+		fw_note_mremap((uint64_t)old, old_len, (uint64_t)r, new_len);
+	return (void *)r;
+}
 
 EXPORT int munmap(void *addr, size_t len)
 {

@@ -186,6 +186,30 @@ static void fw_note_munmap(uint64_t start, uint64_t len)
 	fw_maps_write_end(&mask);
 }
 
+/* fw_note_mremap moves the record of a mapping mremap moved or resized. */
+static void fw_note_mremap(uint64_t old, uint64_t old_len, uint64_t new, uint64_t new_len)
+{
+	if (!fw_reg || !fw_overlaps(old, old_len))
+		return;
+	uint64_t mask;
+	fw_maps_write_begin(&mask);
+	struct fw_map keep = {0, 0, 0, 0, 0};
+	for (int i = 0; i < FW_MAPS; i++)
+		if (fw_maps[i].len && fw_maps[i].start == old)
+			keep = fw_maps[i];
+	fw_forget_locked(old, old_len);
+	fw_forget_locked(new, new_len);
+	for (int i = 0; keep.len && i < FW_MAPS; i++) {
+		struct fw_map *m = &fw_maps[i];
+		if (!m->len) {
+			m->start = new, m->dev = keep.dev, m->ino = keep.ino, m->off = keep.off;
+			__atomic_store_n(&m->len, new_len, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	fw_maps_write_end(&mask);
+}
+
 /* fw_key_of is the key of the word at addr: its file's (dev, ino, offset)
  * when it is in a tracked shared file mapping and the futex is shared, else
  * (this process, addr). */
