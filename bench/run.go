@@ -147,6 +147,9 @@ type mechRow struct {
 	twoCPUs bool
 	// notBuilt is the state of a mechanism that does not exist yet.
 	notBuilt bool
+	// inSection names the section that measures the mechanism per call
+	// instead (n/a here).
+	inSection string
 }
 
 func mechRows() []mechRow {
@@ -191,7 +194,7 @@ func mechRows() []mechRow {
 		{id: "notify-other", title: "user notification, another CPU", run: notify("other", false), twoCPUs: true},
 		{id: "notify-unpinned", title: "user notification, unpinned", run: notify("unpinned", false)},
 		{id: "notify-sync", title: "user notification + SYNC_WAKE_UP, unpinned", run: notify("unpinned", true)},
-		{id: "fastpath", title: "fast-path trampoline", notBuilt: true},
+		{id: "fastpath", title: "fast-path trampoline", inSection: LibcSection},
 	}
 }
 
@@ -538,6 +541,8 @@ func (s *session) newMechanisms() *mechanisms {
 		switch {
 		case row.notBuilt:
 			m.res[i].State, m.res[i].Reason = StateNotBuiltYet, ""
+		case row.inSection != "":
+			m.res[i].State, m.res[i].Reason = StateNA, "measured per call in the "+row.inSection+" section"
 		case row.twoCPUs && len(s.cpus) < 2:
 			m.res[i].State, m.res[i].Reason = StateNA, "one CPU"
 		}
