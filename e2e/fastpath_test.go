@@ -101,6 +101,9 @@ func TestFastPathOracle(t *testing.T) {
 	}
 	for name, ops := range opsFiles(t) {
 		t.Run(name, func(t *testing.T) {
+			if reason, known := knownDivergences[name]; known {
+				t.Skipf("a known divergence, which TestOracle checks still differs: %s", reason)
+			}
 			t.Parallel()
 			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", name, ops)
 			got := probe(t, "droidroot-nofastpath", off, base, "pathprobe.dyn", name, ops)

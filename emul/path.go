@@ -174,7 +174,8 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 // kernel finds with t (argument a of the calling thread): t.host, or when
 // that is too long, the relative path the kernel is given (the guest's own
 // when t.keep, else pathmap's Result.Rel) below /proc/<tid>/cwd or the
-// dirfd's /proc/<tid>/fd/<fd>.
+// dirfd's /proc/<tid>/fd/<fd>, or Result.Rel itself when it is absolute
+// (an anchor of the tracer's).
 func tracerPath(c *tracer.Call, a pathArg, t translated) string {
 	if len(t.host) < tracer.PathMax || t.host != t.res.Host {
 		return t.host
@@ -185,6 +186,9 @@ func tracerPath(c *tracer.Call, a pathArg, t translated) string {
 	}
 	if rel == "" {
 		return t.host
+	}
+	if strings.HasPrefix(rel, "/") { // through an anchor: the tracer's own /proc/<pid>/fd/N
+		return rel
 	}
 	dir := procCwd(c.Tid())
 	if a.dirfd >= 0 && int32(c.Arg(a.dirfd)) != unix.AT_FDCWD {

@@ -22,9 +22,10 @@ const sunPathMax = 108
 // paths too long for sun_path.
 type sockets struct {
 	names   map[string]string // host sun_path bound -> guest sun_path given
-	aliases map[string]string // host directory -> short symlink to it
+	aliases map[string]string // host directory or socket -> short symlink to it
 	dir     string            // the directory of the aliases, made on first use
 	tmpDir  string            // where dir is made ("": os.TempDir())
+	seq     int               // temporary bind names made so far
 }
 
 // newSockets returns an empty sockets whose aliases go into a directory
@@ -33,59 +34,95 @@ func newSockets(tmpDir string) *sockets {
 	return &sockets{names: map[string]string{}, aliases: map[string]string{}, tmpDir: tmpDir}
 }
 
-// shortPath returns a sun_path that reaches host: host itself when it fits,
-// else the path relative to the caller's current directory, else a path
-// through a short symlink to its directory (the kernel follows symlinks in
-// every component but the last, for bind as for connect).
-func (s *sockets) shortPath(c *tracer.Call, host string) (string, unix.Errno) {
-	if len(host) < sunPathMax {
-		return host, 0
+// sunAddr is the host sun_path chosen for a guest AF_UNIX address. A bind
+// whose host path has no short form with its own basename binds a short
+// temporary name in the same directory (path) that Exit renames to rename.
+type sunAddr struct {
+	path   string // what the kernel is given
+	rename string // for a bind through a temporary name: the host path it becomes
+}
+
+// shortPath returns a sun_path that reaches host: host itself when it fits
+// (108 bytes without a NUL, as the kernel takes), else the path relative to
+// the caller's current directory, else a path through a short symlink to its
+// directory (the kernel follows symlinks in every component but the last,
+// for bind as for connect). When the basename itself is too long for that,
+// connect goes through a short symlink to the socket itself (the kernel
+// follows the last component too), and bind binds a temporary short name in
+// the same directory, renamed at exit (bindExit).
+func (s *sockets) shortPath(c *tracer.Call, host string, bind bool) (sunAddr, unix.Errno) {
+	if len(host) <= sunPathMax {
+		return sunAddr{path: host}, 0
 	}
 	if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", guestCwd(c), true); err == nil {
-		if rel, err := filepath.Rel(cwdHost, host); err == nil && len(rel) < sunPathMax {
-			return rel, 0
+		if rel, err := filepath.Rel(cwdHost, host); err == nil && len(rel) <= sunPathMax {
+			return sunAddr{path: rel}, 0
 		}
 	}
 	dir, base := filepath.Split(host)
-	alias, ok := s.aliases[dir]
-	if !ok {
-		if s.dir == "" {
-			tmp := s.tmpDir
-			if tmp == "" {
-				tmp = os.TempDir()
-			}
-			d, err := os.MkdirTemp(tmp, "drs")
-			if err != nil {
-				return "", unix.ENAMETOOLONG
-			}
-			s.dir = d
+	alias, errno := s.alias(dir)
+	if errno != 0 {
+		return sunAddr{}, errno
+	}
+	if short := alias + "/" + base; len(short) <= sunPathMax {
+		return sunAddr{path: short}, 0
+	}
+	if !bind {
+		// connect and sendto follow a symlink in the last component.
+		file, errno := s.alias(host)
+		if errno != 0 || len(file) > sunPathMax {
+			return sunAddr{}, unix.ENAMETOOLONG
 		}
-		alias = filepath.Join(s.dir, strconv.Itoa(len(s.aliases)))
-		if err := os.Symlink(dir, alias); err != nil {
+		return sunAddr{path: file}, 0
+	}
+	s.seq++
+	tmp := alias + "/.drsock-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(s.seq)
+	if len(tmp) > sunPathMax {
+		return sunAddr{}, unix.ENAMETOOLONG
+	}
+	return sunAddr{path: tmp, rename: host}, 0
+}
+
+// alias returns a short symlink to target in the aliases directory, made on
+// first use.
+func (s *sockets) alias(target string) (string, unix.Errno) {
+	if a, ok := s.aliases[target]; ok {
+		return a, 0
+	}
+	if s.dir == "" {
+		tmp := s.tmpDir
+		if tmp == "" {
+			tmp = os.TempDir()
+		}
+		d, err := os.MkdirTemp(tmp, "drs")
+		if err != nil {
 			return "", unix.ENAMETOOLONG
 		}
-		s.aliases[dir] = alias
+		s.dir = d
 	}
-	short := alias + "/" + base
-	if len(short) >= sunPathMax {
+	a := filepath.Join(s.dir, strconv.Itoa(len(s.aliases)))
+	if err := os.Symlink(target, a); err != nil {
 		return "", unix.ENAMETOOLONG
 	}
-	return short, 0
+	s.aliases[target] = a
+	return a, 0
 }
 
 // translateAddr translates the AF_UNIX sockaddr of n bytes at addr. It
 // returns the address and length of a host sockaddr pushed onto the guest
-// stack (0, 0 when nothing needs changing), or the errno the call fails with.
-func (s *sockets) translateAddr(c *tracer.Call, addr uint64, n int, flags pathmap.Flags) (uint64, int, unix.Errno) {
+// stack (0, 0 when nothing needs changing), the rename a bind through a
+// temporary name needs at exit (nil: none), or the errno the call fails
+// with.
+func (s *sockets) translateAddr(c *tracer.Call, addr uint64, n int, flags pathmap.Flags) (uint64, int, *bindRename, unix.Errno) {
 	if addr == 0 || n <= 2 || n > 2+sunPathMax {
-		return 0, 0, 0
+		return 0, 0, nil, 0
 	}
 	sa := make([]byte, n)
 	if err := c.ReadMem(addr, sa); err != nil {
-		return 0, 0, 0 // the kernel reports EFAULT itself
+		return 0, 0, nil, 0 // the kernel reports EFAULT itself
 	}
 	if binary.LittleEndian.Uint16(sa) != unix.AF_UNIX || sa[2] == 0 {
-		return 0, 0, 0 // another family, or an abstract socket
+		return 0, 0, nil, 0 // another family, or an abstract socket
 	}
 	path := sa[2:]
 	if i := bytes.IndexByte(path, 0); i >= 0 {
@@ -93,42 +130,102 @@ func (s *sockets) translateAddr(c *tracer.Call, addr uint64, n int, flags pathma
 	}
 	res, errno := lookupAt(c, -1, string(path), flags)
 	if errno != 0 {
-		return 0, 0, errno
+		return 0, 0, nil, errno
 	}
-	host, errno := s.shortPath(c, res.Host)
+	bind := flags&pathmap.Entry != 0
+	host, errno := s.shortPath(c, res.Host, bind)
 	if errno != 0 {
-		return 0, 0, errno
+		return 0, 0, nil, errno
 	}
-	if flags&pathmap.Entry != 0 {
-		s.names[host] = string(path)
+	if host.rename != "" {
+		if _, err := os.Lstat(host.rename); err == nil {
+			return 0, 0, nil, unix.EADDRINUSE // the kernel's answer when the name exists
+		}
+	}
+	if bind {
+		s.names[host.path] = string(path)
 		s.names[res.Host] = string(path)
 	}
-	if host == string(path) {
-		return 0, 0, 0
+	if host.path == string(path) {
+		return 0, 0, nil, 0
 	}
-	nsa := make([]byte, 2+len(host)+1)
-	binary.LittleEndian.PutUint16(nsa, unix.AF_UNIX)
-	copy(nsa[2:], host)
+	nsa := sockaddrUnBytes(host.path)
 	a, err := c.Push(nsa)
 	if err != nil {
-		return 0, 0, unix.EFAULT
+		return 0, 0, nil, unix.EFAULT
 	}
-	return a, len(nsa), 0
+	if host.rename == "" {
+		return a, len(nsa), nil, 0
+	}
+	return a, len(nsa), &bindRename{tmp: filepath.Join(filepath.Dir(host.rename), filepath.Base(host.path)), final: host.rename}, 0
+}
+
+// sockaddrUnBytes is a struct sockaddr_un naming path, NUL-terminated when
+// there is room (a sun_path of the full 108 bytes has none, as the kernel
+// allows).
+func sockaddrUnBytes(path string) []byte {
+	n := 2 + len(path) + 1
+	if len(path) >= sunPathMax {
+		n = 2 + sunPathMax
+	}
+	b := make([]byte, n)
+	binary.LittleEndian.PutUint16(b, unix.AF_UNIX)
+	copy(b[2:], path)
+	return b
+}
+
+// bindRename is what a bind through a temporary name leaves for its exit.
+type bindRename struct{ tmp, final string }
+
+// bindExit renames the socket a bind made under a temporary short name to
+// the name the guest asked for; when that name appeared meanwhile the call
+// fails with EADDRINUSE, as the kernel's bind.
+func bindExit(c *tracer.Call) {
+	r, ok := c.Data.(bindRename)
+	if !ok || c.Ret() < 0 {
+		return
+	}
+	err := unix.Renameat2(unix.AT_FDCWD, r.tmp, unix.AT_FDCWD, r.final, unix.RENAME_NOREPLACE)
+	if err == unix.EINVAL { // a file system without RENAME_NOREPLACE
+		if _, lerr := os.Lstat(r.final); lerr == nil {
+			err = unix.EEXIST
+		} else {
+			err = unix.Rename(r.tmp, r.final)
+		}
+	}
+	if err != nil {
+		unix.Unlink(r.tmp)
+		if err == unix.EEXIST {
+			err = unix.EADDRINUSE
+		}
+		c.Fail(err.(unix.Errno))
+	}
 }
 
 // unixAddrHandler translates the AF_UNIX path in the sockaddr at argument
-// addrArg (length in lenArg) for bind, connect and sendto.
+// addrArg (length in lenArg) for bind, connect and sendto. Only a bind
+// through a temporary name (shortPath) stops at exit.
 func (s *sockets) unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) tracer.Handler {
-	return tracer.Handler{Enter: func(c *tracer.Call) {
-		a, n, errno := s.translateAddr(c, c.Arg(addrArg), int(int32(c.Arg(lenArg))), flags)
+	h := tracer.Handler{Enter: func(c *tracer.Call) {
+		a, n, rename, errno := s.translateAddr(c, c.Arg(addrArg), int(int32(c.Arg(lenArg))), flags)
 		switch {
 		case errno != 0:
 			c.Fail(errno)
+			return
 		case a != 0:
 			c.SetArg(addrArg, a)
 			c.SetArg(lenArg, uint64(n))
 		}
+		if rename == nil {
+			c.NoExit()
+			return
+		}
+		c.Data = *rename
 	}}
+	if flags&pathmap.Entry != 0 {
+		h.Exit = bindExit
+	}
+	return h
 }
 
 // msghdrSize is sizeof(struct msghdr) on 64-bit ABIs; msg_name is its
@@ -144,7 +241,7 @@ func (s *sockets) sendmsgHandler() tracer.Handler {
 			return
 		}
 		name, n := binary.LittleEndian.Uint64(hdr[0:]), int(binary.LittleEndian.Uint32(hdr[8:]))
-		a, nn, errno := s.translateAddr(c, name, n, pathmap.Follow)
+		a, nn, _, errno := s.translateAddr(c, name, n, pathmap.Follow)
 		switch {
 		case errno != 0:
 			c.Fail(errno)
@@ -184,7 +281,7 @@ func (s *sockets) sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
 			}
 			bufSize := c.Data.(int)
 			full := int(binary.LittleEndian.Uint32(lb[:]))
-			if full <= 2 || full > 2+sunPathMax || bufSize <= 2 {
+			if full <= 2 || full > 3+sunPathMax || bufSize <= 2 {
 				return
 			}
 			sa := make([]byte, min(full, bufSize))
@@ -208,7 +305,7 @@ func (s *sockets) sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
 			if !ok || g == string(path) {
 				return
 			}
-			nsa := make([]byte, 2+len(g)+1)
+			nsa := make([]byte, 2+len(g)+1) // the kernel counts the NUL, even past sun_path
 			binary.LittleEndian.PutUint16(nsa, unix.AF_UNIX)
 			copy(nsa[2:], g)
 			// Write what fits the guest's buffer; report the real length

@@ -31,11 +31,14 @@ func sockName() (tt.Arg, tt.Arg) {
 // length the call reported in buffer argument lenp. Past that length the
 // kernel leaves the rest of the buffer alone, while droidroot leaves there
 // the tail of the longer host path the kernel wrote before it was mapped
-// back (harmless to a reader that honours the length or the NUL).
+// back (harmless to a reader that honours the length or the NUL). A length
+// past the buffer (111 for a sun_path of 108 bytes: the kernel counts its
+// NUL) compares the buffer.
 func sameSockaddr(name string, addr, lenp int) func(t *testing.T, g, w tt.StepResult) {
 	return func(t *testing.T, g, w tt.StepResult) {
 		gl, wl := binary.LittleEndian.Uint32(g.Mem[lenp]), binary.LittleEndian.Uint32(w.Mem[lenp])
-		if gl != wl || gl > uint32(len(g.Mem[addr])) || string(g.Mem[addr][:gl]) != string(w.Mem[addr][:wl]) {
+		n := min(gl, uint32(len(g.Mem[addr])), uint32(len(w.Mem[addr])))
+		if gl != wl || string(g.Mem[addr][:n]) != string(w.Mem[addr][:n]) {
 			t.Errorf("%s: address %q (length %d), kernel %q (length %d)", name, g.Mem[addr][:min(gl, 110)], gl, w.Mem[addr][:min(wl, 110)], wl)
 		}
 	}
@@ -91,6 +94,62 @@ func TestSocketHandlersKernel(t *testing.T) {
 				}
 			}
 			againstKernelIn(t, Config{}, "/", setup, cases)
+		})
+	}
+}
+
+// sockaddrUnFull is a struct sockaddr_un whose sun_path is all of path
+// (108 bytes: no NUL), with addrlen sizeof(struct sockaddr_un).
+func sockaddrUnFull(path string) (tt.Arg, tt.Arg) {
+	b := make([]byte, 2+sunPathMax)
+	binary.LittleEndian.PutUint16(b, unix.AF_UNIX)
+	copy(b[2:], path)
+	return tt.In(b), tt.Int(int64(len(b)))
+}
+
+// TestSocketFullSunPath: a sun_path of the full 108 bytes without a NUL
+// binds and connects as on the kernel, whether the host path reaches the
+// kernel as it is, relative to the cwd, through an alias of its directory
+// or (a basename too long for that) through a temporary name for bind and an
+// alias of the socket for connect; getsockname reports 111 bytes, the NUL
+// included, as the kernel's.
+func TestSocketFullSunPath(t *testing.T) {
+	t.Setenv("PROOT_TMP_DIR", t.TempDir())
+	for _, tc := range []struct{ name, cwd, path string }{
+		{"long basename, cwd elsewhere", "/d/e", "/tmp/" + strings.Repeat("q", 103)},
+		{"relative to the cwd", "/tmp", strings.Repeat("r", 108)},
+		{"short directory alias", "/d/e", "/d/" + strings.Repeat("s", 105)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := tt.Call("socket", tt.Int(unix.AF_UNIX), tt.Int(unix.SOCK_STREAM|unix.SOCK_CLOEXEC), tt.Int(0))
+			withAddr := func(name string, fd int) tt.Step {
+				a, n := sockaddrUnFull(tc.path)
+				return tt.Call(name, tt.Ret(fd), a, n)
+			}
+			named := func(name string, fd int) tt.Step {
+				a, n := sockName()
+				return tt.Call(name, tt.Ret(fd), a, n)
+			}
+			cases := []kcase{
+				{name: "server socket", step: sock, how: cmpSign}, // 0
+				{name: "bind", step: withAddr("bind", 0)},
+				{name: "getsockname", step: named("getsockname", 0), check: sameSockaddr("getsockname", 1, 2)},
+				{name: "listen", step: tt.Call("listen", tt.Ret(0), tt.Int(4))},
+				{name: "stat socket", step: fstatat(cwdFD, tc.path, unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}},
+				{name: "client socket", step: sock, how: cmpSign}, // 5
+				{name: "connect", step: withAddr("connect", 5)},
+				{name: "getpeername", step: named("getpeername", 5), check: sameSockaddr("getpeername", 1, 2)},
+				{name: "bind in use", step: withAddr("bind", 5)},
+				{name: "other socket", step: sock, how: cmpSign}, // 9
+				{name: "bind existing name", step: withAddr("bind", 9)},
+				{name: "unlink", step: tt.Call("unlinkat", cwdFD, tt.Str(tc.path), tt.Int(0))},
+			}
+			setup := func(g *guestFS) {
+				if err := os.MkdirAll(g.root+"/d/e", 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			againstKernelIn(t, Config{}, tc.cwd, setup, cases)
 		})
 	}
 }

@@ -234,6 +234,7 @@ type Mapper struct {
 	vtree  string      // WithVirtualTree's root, "" without
 	rootBI *bindInfo   // the mount at "/"
 	cache  *cache      // WithCache; nil without
+	anch   *anchors    // open ancestors of long host paths (anchor.go); nil unless osfs
 }
 
 // New canonicalises root (the host realpath of the rootfs directory) and the
@@ -259,6 +260,9 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		m.fs = HostFS()
 	}
 	_, m.osfs = m.fs.(hostFS)
+	if m.osfs {
+		m.anch = newAnchors()
+	}
 
 	rootPath, mode, err := realpath(m.fs, root)
 	if err != nil {

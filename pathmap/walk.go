@@ -98,7 +98,12 @@ type Result struct {
 	// common ancestor with Host, then the rest of Host. It is empty when
 	// Host is shorter, when Literal is set (the guest's own path works),
 	// and when that relative form is too long as well (a mount whose
-	// source lies elsewhere on the host): Host then gives ENAMETOOLONG.
+	// source lies elsewhere on the host). With no such relative form, or
+	// for an absolute guest path, it is an absolute name through a
+	// directory the mapper's process holds open,
+	// /proc/<pid>/fd/<N>/rest (anchor.go), which the kernel resolves for
+	// the caller's tracees too; "" when even that fails: Host then gives
+	// ENAMETOOLONG.
 	Rel string
 	// Literal is set when the kernel, given the guest's own path string
 	// from the host directory the walk started at (the host path of cwd,
@@ -247,12 +252,26 @@ func (w *walker) kernelDir() bool {
 
 // deep names a host path of PathMax bytes or more through the kernel's
 // directory of the walk (see Proc.KernelCwd): /proc/<tid>/cwd or
-// /proc/<tid>/fd/<fd>, then the path relative to it (appendRel), in
-// w.cbuf, NUL-terminated; false if it cannot.
+// /proc/<tid>/fd/<fd>, then the path relative to it (appendRel), or else
+// through an anchor (anchor.go), in w.cbuf, NUL-terminated; false if it
+// cannot.
 func (w *walker) deep(path []byte) bool {
-	if len(w.base) == 0 || !w.m.osfs {
+	if !w.m.osfs {
 		return false
 	}
+	if len(w.base) == 0 || !w.deepRel(path) {
+		var ok bool
+		w.cbuf, ok = w.m.anch.appendName(w.cbuf[:0], path)
+		if !ok {
+			return false
+		}
+		w.cbuf = append(w.cbuf, 0)
+	}
+	return true
+}
+
+// deepRel is deep through the kernel's directory of the walk.
+func (w *walker) deepRel(path []byte) bool {
 	w.cbuf = append(w.cbuf[:0], "/proc/"...)
 	w.cbuf = strconv.AppendInt(w.cbuf, int64(w.pr.Tid), 10)
 	if w.fd < 0 {
@@ -271,14 +290,23 @@ func (w *walker) deep(path []byte) bool {
 }
 
 // relHost is Result.Rel for host: its path relative to the kernel's
-// directory of the walk, "" when there is none or none short enough.
+// directory of the walk, else its name through an anchor (anchor.go), ""
+// when there is none short enough.
 func (w *walker) relHost(host string) string {
-	if len(w.base) == 0 {
+	if len(w.base) > 0 {
+		if r, ok := appendRel(make([]byte, 0, PathMax), w.base, []byte(host)); ok {
+			return string(r)
+		}
+	}
+	if w.m.anch == nil {
 		return ""
 	}
-	r, ok := appendRel(make([]byte, 0, PathMax), w.base, []byte(host))
+	r, ok := w.m.anch.appendName(make([]byte, 0, PathMax), []byte(strings.TrimSuffix(host, "/")))
 	if !ok {
 		return ""
+	}
+	if strings.HasSuffix(host, "/") {
+		r = append(r, '/')
 	}
 	return string(r)
 }
@@ -508,7 +536,7 @@ func (w *walker) finish(trailing bool, r Result) Result {
 	}
 	r.Virtual = r.Virtual || w.virt
 	r.Literal = !w.bent && !r.Virtual
-	if !r.Literal && len(r.Host) >= PathMax {
+	if len(r.Host) >= PathMax && (!r.Literal || len(w.base) == 0) {
 		r.Rel = w.relHost(r.Host)
 	}
 	return r
