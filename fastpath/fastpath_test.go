@@ -134,7 +134,7 @@ func TestLibraries(t *testing.T) {
 			"statx", "access", "faccessat", "open", "open64", "openat", "__open_2", "__openat64_2", "creat",
 			"readlink", "readlinkat", "syscall", "fopen", "fopen64", "opendir", "mkdir", "mkdirat", "unlink", "unlinkat",
 			"rmdir", "rename", "renameat", "renameat2", "symlink", "symlinkat", "link", "linkat", "chmod", "fchmodat",
-			"chown", "lchown", "fchownat", "utimensat"} {
+			"chown", "lchown", "fchownat", "utimensat", "dup2", "dup3", "mmap", "munmap", "mremap"} {
 			if !exported[name] {
 				t.Errorf("%s does not export %s", goarch, name)
 			}

@@ -1214,6 +1214,32 @@ EXPORT long syscall(long nr, ...)
 	return fp_ret(r);
 }
 
+/* dup2 and dup3: a directory the library knows keeps being known under its
+ * new number (pathprobe's "fd N", shells' redirections). */
+static long fp_dup3(int old, int new, int flags, int two)
+{
+#if defined(__x86_64__)
+	long r = two ? raw6(33 /* dup2 */, old, new, 0, 0, 0, 0) : raw6(292 /* dup3 */, old, new, flags, 0, 0, 0);
+#else
+	(void)two;
+	long r = raw6(24 /* dup3 */, old, new, flags, 0, 0, 0); /* arm64 has no dup2 */
+	if (two && old == new) /* dup2(fd, fd): the fd if valid (dup3 would say EINVAL) */
+		r = raw6(SYS_fcntl_, old, F_GETFD, 0, 0, 0, 0) < 0 ? -EBADF : new;
+#endif
+	if (r >= 0 && r < FP_MAX_DIRFD && old != new) {
+		uint64_t ino = 0, dev = 0;
+		if (old >= 0 && old < FP_MAX_DIRFD) {
+			ino = __atomic_load_n(&dirfds[old].ino, __ATOMIC_ACQUIRE);
+			dev = __atomic_load_n(&dirfds[old].dev, __ATOMIC_RELAXED);
+		}
+		remember_dir(r, dev, ino);
+	}
+	return r;
+}
+
+EXPORT int dup2(int old, int new) { return (int)fp_ret(fp_dup3(old, new, 0, 1)); }
+EXPORT int dup3(int old, int new, int flags) { return (int)fp_ret(fp_dup3(old, new, flags, 0)); }
+
 /* mmap and munmap: shared file mappings are tracked while the futex_waitv
  * emulation is on (a word's key is its file's). */
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
