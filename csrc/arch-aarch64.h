@@ -1,6 +1,6 @@
 /*
  * Raw system calls and syscall numbers for arm64 (include/uapi/asm-generic/unistd.h),
- * shared by droidroot's freestanding programs (loader/csrc, bench/csrc). A program
+ * shared by droidroot's C programs (loader/csrc, bench/csrc, fastpath/csrc). A program
  * includes "arch-x86_64.h" or "arch-aarch64.h" by its architecture, with -Icsrc.
  */
 #ifndef DROIDROOT_ARCH_H
@@ -44,6 +44,24 @@
 #define SYS_wait4 260
 #define SYS_renameat2 276
 #define SYS_seccomp 277
+/* Also used by the fast path library (fastpath/csrc) and drbench's waitv call. */
+#define SYS_dup3 24
+#define SYS_fcntl 25
+#define SYS_linkat 37
+#define SYS_ftruncate 46
+#define SYS_fchmodat 53
+#define SYS_fchownat 54
+#define SYS_fstat 80
+#define SYS_utimensat 88
+#define SYS_tgkill 131
+#define SYS_rt_sigprocmask 135
+#define SYS_getpid 172
+#define SYS_gettid 178
+#define SYS_mremap 216
+#define SYS_statx 291
+#define SYS_faccessat2 439
+#define SYS_futex_waitv 449
+#define SYS_fchmodat2 452
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {

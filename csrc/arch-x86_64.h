@@ -1,6 +1,6 @@
 /*
  * Raw system calls and syscall numbers for x86_64 (arch/x86/entry/syscalls/syscall_64.tbl),
- * shared by droidroot's freestanding programs (loader/csrc, bench/csrc). A program
+ * shared by droidroot's C programs (loader/csrc, bench/csrc, fastpath/csrc). A program
  * includes "arch-x86_64.h" or "arch-aarch64.h" by its architecture, with -Icsrc.
  */
 #ifndef DROIDROOT_ARCH_H
@@ -44,6 +44,32 @@
 #define SYS_faccessat 269
 #define SYS_renameat2 316
 #define SYS_seccomp 317
+/* Also used by the fast path library (fastpath/csrc) and drbench's waitv call; the x86_64-only
+ * legacy path calls are the ones the library answers through syscall(). */
+#define SYS_open 2
+#define SYS_stat 4
+#define SYS_fstat 5
+#define SYS_lstat 6
+#define SYS_rt_sigprocmask 14
+#define SYS_access 21
+#define SYS_mremap 25
+#define SYS_dup2 33
+#define SYS_getpid 39
+#define SYS_fcntl 72
+#define SYS_ftruncate 77
+#define SYS_creat 85
+#define SYS_readlink 89
+#define SYS_gettid 186
+#define SYS_tgkill 234
+#define SYS_fchownat 260
+#define SYS_linkat 265
+#define SYS_fchmodat 268
+#define SYS_utimensat 280
+#define SYS_dup3 292
+#define SYS_statx 332
+#define SYS_faccessat2 439
+#define SYS_futex_waitv 449
+#define SYS_fchmodat2 452
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {

@@ -407,12 +407,6 @@ static long op_getppid(void) { return sys0(SYS_getppid); }
 /* waitv: one round trip with a partner process through two-word futex_waitv
  * waits on a shared file mapping (Proton fsync's pattern): w[1] is the ping,
  * w[2] the pong, w[3] a second word nobody sets, w[0] tells the partner to stop. */
-#define SYS_futex_waitv 449
-#if defined(__x86_64__)
-#define SYS_ftruncate_ 77
-#else
-#define SYS_ftruncate_ 46
-#endif
 struct dr_waitv {
 	u64 val, uaddr;
 	u32 flags, reserved;
@@ -440,7 +434,7 @@ static long waitv_setup(void)
 	long fd = sys4(SYS_openat, AT_FDCWD, path, 02 | 0100 | O_CLOEXEC /* O_RDWR|O_CREAT */, 0600);
 	if (fd < 0)
 		return fd;
-	long r = sys2(SYS_ftruncate_, fd, 4096);
+	long r = sys2(SYS_ftruncate, fd, 4096);
 	if (r < 0)
 		return r;
 #ifdef DR_LIBC

@@ -43,27 +43,9 @@
 
 #if defined(__x86_64__)
 #include "arch-x86_64.h"
-#define SYS_fstat 5
-#define SYS_statx 332
-#define SYS_munmap_ 11
-#define SYS_mmap_ 9
-#define SYS_mremap_ 25
-#define SYS_fcntl_ 72
 #define FP_VA_BITS 47 /* 4-level paging's user space; 5-level needs a hint to go higher */
-#define SYS_open 2
-#define SYS_stat 4
-#define SYS_lstat 6
-#define SYS_access 21
-#define SYS_readlink 89
-#define SYS_creat 85
 #elif defined(__aarch64__)
 #include "arch-aarch64.h"
-#define SYS_fstat 80
-#define SYS_statx 291
-#define SYS_munmap_ 215
-#define SYS_mmap_ 222
-#define SYS_mremap_ 216
-#define SYS_fcntl_ 25
 #define FP_VA_BITS 48 /* the largest arm64 user space without a hint (52-bit needs one) */
 #else
 #error "unsupported architecture"
@@ -73,7 +55,6 @@
 #ifndef AT_STATX_SYNC_TYPE
 #define AT_STATX_SYNC_TYPE 0x6000
 #endif
-#define SYS_faccessat2_ 439
 
 /* The handshake: droidroot_fastpath(buf, size, &fp_enabled) -> bytes written or
  * -errno. Keep in step with fastpath/config.go. */
@@ -254,13 +235,7 @@ __attribute__((destructor)) static void fp_report(void)
 	if (!(cfg.flags & DR_FP_STATS))
 		return;
 	char line[1024];
-	long pid = raw6(
-#if defined(__x86_64__)
-		39,
-#else
-		172,
-#endif
-		0, 0, 0, 0, 0, 0);
+	long pid = raw6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	for (int f = 0; f < F_NFN; f++) {
 		unsigned long total = 0;
 		for (int w = 0; w < W_NWHY; w++)
@@ -354,25 +329,25 @@ __attribute__((constructor)) static void fp_init(void)
 	 * bias from the ELF header mapped at the lowest address. */
 	extern char __ehdr_start[] __attribute__((visibility("hidden")));
 	long off = dr_tramp_page - __ehdr_start;
-	long addr = raw6(SYS_mmap_, (long)h->trampoline, 4096, PROT_READ | PROT_EXEC,
+	long addr = raw6(SYS_mmap, (long)h->trampoline, 4096, PROT_READ | PROT_EXEC,
 			 MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off);
 	raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 	if (addr != (long)h->trampoline) {
 		if (addr > 0)
-			raw6(SYS_munmap_, addr, 4096, 0, 0, 0, 0);
+			raw6(SYS_munmap, addr, 4096, 0, 0, 0, 0);
 		return;
 	}
 	cfg.tramp = (void *)addr;
 	/* The mapping must hold our trampoline (the file was the one we run). */
 	if (!fp_memeq((const char *)addr, dr_tramp_page, 16)) {
 		cfg.tramp = NULL;
-		raw6(SYS_munmap_, addr, 4096, 0, 0, 0, 0);
+		raw6(SYS_munmap, addr, 4096, 0, 0, 0, 0);
 		return;
 	}
 
 	cfg.flags = h->flags;
 	if (cfg.flags & DR_FP_STATS) {
-		long d = raw6(SYS_fcntl_, 2, F_DUPFD_CLOEXEC, 900, 0, 0, 0);
+		long d = raw6(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 900, 0, 0, 0);
 		if (d >= 0)
 			stats_fd = (int)d;
 	}
@@ -563,7 +538,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	if (victim) {
 		/* Cached descriptors live high, out of the numbers programs
 		 * expect open() to return next. */
-		long hi = raw6(SYS_fcntl_, fd, F_DUPFD_CLOEXEC, FP_FD_BASE, 0, 0, 0);
+		long hi = raw6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, FP_FD_BASE, 0, 0, 0);
 		if (hi >= FP_FD_BASE) {
 			tr(SYS_close, fd, 0, 0, 0, 0, 0);
 			fd = (int)hi;
@@ -997,7 +972,7 @@ EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 			real_faccessat = libc_lookup("faccessat");
 		if (real_faccessat)
 			return real_faccessat(dirfd, path, mode, flags);
-		return (int)fp_ret(raw6(SYS_faccessat2_, dirfd, (long)path, mode, flags, 0, 0));
+		return (int)fp_ret(raw6(SYS_faccessat2, dirfd, (long)path, mode, flags, 0, 0));
 	}
 	return (int)fp_ret(fp_faccessat(dirfd, path, mode));
 }
@@ -1194,14 +1169,14 @@ EXPORT long syscall(long nr, ...)
 		r = fp_readlinkat(AT_FDCWD, (const char *)a, (char *)b, (size_t)c);
 		break;
 #endif
-	case SYS_futex_waitv_:
+	case SYS_futex_waitv:
 		if ((cfg.flags & DR_FP_WAITV) && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
 			r = fw_waitv((const struct fw_waitv *)a, (unsigned)b, (unsigned)c, (const struct timespec *)d, (int)e);
 			break;
 		}
 		r = raw6(nr, a, b, c, d, e, f);
 		break;
-	case SYS_futex_:
+	case SYS_futex:
 		if (fw_reg && ((int)b & FUTEX_CMD_MASK_) == FUTEX_WAKE_) {
 			r = fw_wake((uint32_t *)a, (int)b, (int)c);
 			break;
@@ -1219,12 +1194,12 @@ EXPORT long syscall(long nr, ...)
 static long fp_dup3(int old, int new, int flags, int two)
 {
 #if defined(__x86_64__)
-	long r = two ? raw6(33 /* dup2 */, old, new, 0, 0, 0, 0) : raw6(292 /* dup3 */, old, new, flags, 0, 0, 0);
+	long r = two ? raw6(SYS_dup2, old, new, 0, 0, 0, 0) : raw6(SYS_dup3, old, new, flags, 0, 0, 0);
 #else
 	(void)two;
-	long r = raw6(24 /* dup3 */, old, new, flags, 0, 0, 0); /* arm64 has no dup2 */
+	long r = raw6(SYS_dup3, old, new, flags, 0, 0, 0); /* arm64 has no dup2 */
 	if (two && old == new) /* dup2(fd, fd): the fd if valid (dup3 would say EINVAL) */
-		r = raw6(SYS_fcntl_, old, F_GETFD, 0, 0, 0, 0) < 0 ? -EBADF : new;
+		r = raw6(SYS_fcntl, old, F_GETFD, 0, 0, 0, 0) < 0 ? -EBADF : new;
 #endif
 	if (r >= 0 && r < FP_MAX_DIRFD && old != new) {
 		uint64_t ino = 0, dev = 0;
@@ -1244,7 +1219,7 @@ EXPORT int dup3(int old, int new, int flags) { return (int)fp_ret(fp_dup3(old, n
  * emulation is on (a word's key is its file's). */
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	long r = raw6(SYS_mmap_, (long)addr, (long)len, prot, flags, fd, off);
+	long r = raw6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
 	if (r < 0 && r > -4096) {
 		errno = (int)-r;
 		return MAP_FAILED;
@@ -1261,7 +1236,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	va_start(ap, flags);
 	void *want = (flags & MREMAP_FIXED) ? va_arg(ap, void *) : NULL;
 	va_end(ap);
-	long r = raw6(SYS_mremap_, (long)old, (long)old_len, (long)new_len, flags, (long)want, 0);
+	long r = raw6(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags, (long)want, 0);
 	if (r < 0 && r > -4096) {
 		errno = (int)-r;
 		return MAP_FAILED;
@@ -1273,7 +1248,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 
 EXPORT int munmap(void *addr, size_t len)
 {
-	long r = raw6(SYS_munmap_, (long)addr, (long)len, 0, 0, 0, 0);
+	long r = raw6(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0);
 	if (r == 0 && fw_reg)
 		fw_note_munmap((uint64_t)addr, len);
 	return (int)fp_ret(r);
@@ -1478,21 +1453,6 @@ static long fp_unlinkat(int dirfd, const char *path, int flags)
 	return r;
 }
 
-#if defined(__x86_64__)
-#define SYS_renameat2_ 316
-#define SYS_symlinkat_ 266
-#define SYS_linkat_ 265
-#define SYS_fchmodat_ 268
-#define SYS_fchownat_ 260
-#define SYS_utimensat_ 280
-#else
-#define SYS_renameat2_ 276
-#define SYS_symlinkat_ 36
-#define SYS_linkat_ 37
-#define SYS_fchmodat_ 53
-#define SYS_fchownat_ 54
-#define SYS_utimensat_ 88
-#endif
 
 static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char *new, unsigned flags)
 {
@@ -1511,8 +1471,8 @@ static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char
 	}
 	count(F_RENAME, w);
 	if (w != W_ANSWERED)
-		return raw6(SYS_renameat2_, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
-	long r = tr(SYS_renameat2_, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+		return raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
+	long r = tr(SYS_renameat2, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
 	release(&b.parent);
 	release(&a.parent);
 	return r;
@@ -1524,8 +1484,8 @@ static long fp_symlinkat(const char *target, int dirfd, const char *path)
 	enum fp_why w = map_entry(dirfd, path, &t);
 	count(F_SYMLINK, w);
 	if (w != W_ANSWERED)
-		return raw6(SYS_symlinkat_, (long)target, dirfd, (long)path, 0, 0, 0);
-	long r = tr(SYS_symlinkat_, (long)target, t.parent.fd, (long)t.name, 0, 0, 0);
+		return raw6(SYS_symlinkat, (long)target, dirfd, (long)path, 0, 0, 0);
+	long r = tr(SYS_symlinkat, (long)target, t.parent.fd, (long)t.name, 0, 0, 0);
 	release(&t.parent);
 	return r;
 }
@@ -1549,8 +1509,8 @@ static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *n
 	}
 	count(F_LINK, w);
 	if (w != W_ANSWERED)
-		return raw6(SYS_linkat_, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
-	long r = tr(SYS_linkat_, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+		return raw6(SYS_linkat, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
+	long r = tr(SYS_linkat, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
 	release(&b.parent);
 	release(&a.parent);
 	return r;
@@ -1582,8 +1542,8 @@ static long fp_fchmodat(int dirfd, const char *path, unsigned mode)
 	enum fp_why w = (cfg.flags & DR_FP_IDS) ? W_OPTION : map_attr(dirfd, path, 0, &t);
 	count(F_CHMOD, w);
 	if (w != W_ANSWERED)
-		return raw6(SYS_fchmodat_, dirfd, (long)path, mode, 0, 0, 0);
-	long r = tr(SYS_fchmodat_, t.parent.fd, (long)t.name, mode, 0, 0, 0);
+		return raw6(SYS_fchmodat, dirfd, (long)path, mode, 0, 0, 0);
+	long r = tr(SYS_fchmodat, t.parent.fd, (long)t.name, mode, 0, 0, 0);
 	release(&t.parent);
 	return r;
 }
@@ -1595,8 +1555,8 @@ static long fp_fchownat(int dirfd, const char *path, unsigned uid, unsigned gid,
 							  : map_attr(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &t);
 	count(F_CHOWN, w);
 	if (w != W_ANSWERED)
-		return raw6(SYS_fchownat_, dirfd, (long)path, uid, gid, flags, 0);
-	long r = tr(SYS_fchownat_, t.parent.fd, (long)t.name, uid, gid, flags, 0);
+		return raw6(SYS_fchownat, dirfd, (long)path, uid, gid, flags, 0);
+	long r = tr(SYS_fchownat, t.parent.fd, (long)t.name, uid, gid, flags, 0);
 	release(&t.parent);
 	return r;
 }
@@ -1608,8 +1568,8 @@ static long fp_utimensat(int dirfd, const char *path, const struct timespec *ts,
 						: map_attr(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &t);
 	count(F_UTIME, w);
 	if (w != W_ANSWERED)
-		return raw6(SYS_utimensat_, dirfd, (long)path, (long)ts, flags, 0, 0);
-	long r = tr(SYS_utimensat_, t.parent.fd, (long)t.name, (long)ts, flags, 0, 0);
+		return raw6(SYS_utimensat, dirfd, (long)path, (long)ts, flags, 0, 0);
+	long r = tr(SYS_utimensat, t.parent.fd, (long)t.name, (long)ts, flags, 0, 0);
 	release(&t.parent);
 	return r;
 }
@@ -1645,7 +1605,7 @@ EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 			real_fchmodat = libc_lookup("fchmodat");
 		if (real_fchmodat)
 			return real_fchmodat(dirfd, path, mode, flags);
-		return (int)fp_ret(raw6(452, dirfd, (long)path, mode, flags, 0, 0));
+		return (int)fp_ret(raw6(SYS_fchmodat2, dirfd, (long)path, mode, flags, 0, 0));
 	}
 	return (int)fp_ret(fp_fchmodat(dirfd, path, mode));
 }

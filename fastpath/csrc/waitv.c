@@ -41,20 +41,6 @@
 #define FUTEX2_NUMA_ 0x04
 #define FUTEX2_PRIVATE_ 128
 
-#if defined(__x86_64__)
-#define SYS_futex_ 202
-#define SYS_tgkill_ 234
-#define SYS_gettid_ 186
-#define SYS_getpid_ 39
-#define SYS_munmap__ 11
-#else
-#define SYS_futex_ 98
-#define SYS_tgkill_ 131
-#define SYS_gettid_ 178
-#define SYS_getpid_ 172
-#define SYS_munmap__ 215
-#endif
-#define SYS_futex_waitv_ 449
 
 /* A slot's state word: a generation (bits 8-31, advanced by each claim) and
  * a state (bits 0-7). A waker reads a WAITING slot's keys between two reads
@@ -104,11 +90,6 @@ static struct fw_map fw_maps[FW_MAPS];
 static uint32_t fw_maps_seq;  /* odd while being written */
 static int fw_maps_lock;
 
-#if defined(__x86_64__)
-#define SYS_rt_sigprocmask_ 14
-#else
-#define SYS_rt_sigprocmask_ 135
-#endif
 
 /* Writers (mmap and munmap of tracked files: rare) hold the lock with every
  * signal blocked, so a handler that maps a file cannot wait for its own
@@ -116,7 +97,7 @@ static int fw_maps_lock;
 static void fw_maps_write_begin(uint64_t *old)
 {
 	uint64_t all = ~0ull;
-	raw6(SYS_rt_sigprocmask_, 0 /* SIG_BLOCK */, (long)&all, (long)old, 8, 0, 0);
+	raw6(SYS_rt_sigprocmask, 0 /* SIG_BLOCK */, (long)&all, (long)old, 8, 0, 0);
 	while (__atomic_exchange_n(&fw_maps_lock, 1, __ATOMIC_ACQUIRE))
 		;
 	__atomic_fetch_add(&fw_maps_seq, 1, __ATOMIC_RELEASE);
@@ -127,7 +108,7 @@ static void fw_maps_write_end(uint64_t *old)
 {
 	__atomic_fetch_add(&fw_maps_seq, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&fw_maps_lock, 0, __ATOMIC_RELEASE);
-	raw6(SYS_rt_sigprocmask_, 2 /* SIG_SETMASK */, (long)old, 0, 8, 0, 0);
+	raw6(SYS_rt_sigprocmask, 2 /* SIG_SETMASK */, (long)old, 0, 8, 0, 0);
 }
 
 /* fw_overlaps reports whether a recorded mapping may overlap the range
@@ -257,11 +238,11 @@ static int fw_key_eq(const struct fw_key *x, const struct fw_key *y)
 
 static uint32_t *fw_state(const struct fw_slot *s) { return &fw_reg->states[s - fw_reg->slots]; }
 
-static uint32_t fw_pid(void) { return (uint32_t)raw6(SYS_getpid_, 0, 0, 0, 0, 0, 0); }
+static uint32_t fw_pid(void) { return (uint32_t)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0); }
 
 static int fw_alive(const struct fw_slot *s)
 {
-	return raw6(SYS_tgkill_, s->pid, s->tid, 0, 0, 0, 0) != -ESRCH;
+	return raw6(SYS_tgkill, s->pid, s->tid, 0, 0, 0, 0) != -ESRCH;
 }
 
 /* fw_bad reports a pointer the kernel would answer EFAULT for that the
@@ -274,7 +255,7 @@ static int fw_bad(uint64_t p, size_t size)
 static long fw_sleep(uint32_t *word, uint32_t val, int private, const struct timespec *abs, int realtime)
 {
 	int op = FUTEX_WAIT_BITSET_ | (private ? FUTEX_PRIVATE_FLAG_ : 0) | (realtime ? FUTEX_CLOCK_REALTIME_ : 0);
-	return raw6(SYS_futex_, (long)word, op, val, (long)abs, 0, (long)0xffffffffu);
+	return raw6(SYS_futex, (long)word, op, val, (long)abs, 0, (long)0xffffffffu);
 }
 
 /* fw_claim takes a free slot, reclaiming those of dead waiters if needed. */
@@ -369,7 +350,7 @@ static long fw_waitv(const struct fw_waitv *waiters, unsigned n, unsigned flags,
 		return -ENOMEM;
 	uint32_t pid = fw_pid();
 	s->pid = pid;
-	s->tid = (uint32_t)raw6(SYS_gettid_, 0, 0, 0, 0, 0, 0);
+	s->tid = (uint32_t)raw6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	s->n = n;
 	uint64_t bloom = 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -400,7 +381,7 @@ static long fw_waitv(const struct fw_waitv *waiters, unsigned n, unsigned flags,
  * first, then registered waiters with that word's key. */
 static long fw_wake(uint32_t *addr, int op, int n)
 {
-	long k = raw6(SYS_futex_, (long)addr, op, n, 0, 0, 0);
+	long k = raw6(SYS_futex, (long)addr, op, n, 0, 0, 0);
 	if (k < 0 || k >= n || !fw_reg)
 		return k;
 	struct fw_key key = fw_key_of((uint64_t)addr, op & FUTEX_PRIVATE_FLAG_, fw_pid());
@@ -425,7 +406,7 @@ static long fw_wake(uint32_t *addr, int op, int n)
 		}
 		if (__atomic_compare_exchange_n(fw_state(s), &w, FW_GEN(v) | (FW_WOKEN + j), 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
-			raw6(SYS_futex_, (long)fw_state(s), FUTEX_WAKE_, 1, 0, 0, 0);
+			raw6(SYS_futex, (long)fw_state(s), FUTEX_WAKE_, 1, 0, 0, 0);
 			k++;
 		}
 	}
@@ -441,7 +422,7 @@ static void fw_setup(const char *reg)
 	struct stat st;
 	long addr = -1;
 	if (tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && (uint64_t)st.st_size >= sizeof(struct fw_registry))
-		addr = raw6(SYS_mmap_, 0, sizeof(struct fw_registry), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		addr = raw6(SYS_mmap, 0, sizeof(struct fw_registry), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	tr(SYS_close, fd, 0, 0, 0, 0, 0);
 	if (addr < 0 && addr > -4096)
 		return;
@@ -449,7 +430,7 @@ static void fw_setup(const char *reg)
 	uint32_t zero = 0;
 	__atomic_compare_exchange_n(&r->magic, &zero, FW_MAGIC, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != FW_MAGIC) {
-		raw6(SYS_munmap__, addr, sizeof(struct fw_registry), 0, 0, 0, 0);
+		raw6(SYS_munmap, addr, sizeof(struct fw_registry), 0, 0, 0, 0);
 		return;
 	}
 	fw_reg = r;
