@@ -100,8 +100,11 @@ type Options struct {
 	Program string
 }
 
+// callRow is a row of a call section: drbench's name for the call, and its title.
+type callRow struct{ id, title string }
+
 // callRows are the call section's rows, in drbench's names.
-var callRows = []struct{ id, title string }{
+var callRows = []callRow{
 	{"stat", "stat of a deep path"},
 	{"lstat", "lstat of a symlink"},
 	{"open", "open+close"},
@@ -120,15 +123,22 @@ var callRows = []struct{ id, title string }{
 }
 
 // libcRows are the fast path section's rows: drbench-libc's calls, through
-// libc's syscall(), which the fast path library answers in-process.
-var libcRows = []struct{ id, title string }{
-	{"stat", "stat of a deep path"},
-	{"lstat", "lstat of a symlink"},
-	{"open", "open+close"},
-	{"access", "access"},
-	{"fstatat", "fstatat with a dirfd"},
-	{"missing", "stat of a missing file"},
-	{"waitv", "futex_waitv ping-pong between two processes (2 words)"},
+// libc's syscall(), which the fast path library answers in-process: the path
+// calls of callRows it serves, and a futex_waitv ping-pong.
+var libcRows = append(pickRows(callRows, "stat", "lstat", "open", "access", "fstatat", "missing"),
+	callRow{"waitv", "futex_waitv ping-pong between two processes (2 words)"})
+
+// pickRows returns the rows of rows with the given ids, in that order.
+func pickRows(rows []callRow, ids ...string) []callRow {
+	var out []callRow
+	for _, id := range ids {
+		for _, r := range rows {
+			if r.id == id {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // LibcSection is the fast path section's name; NoFastPathMode its extra
