@@ -1454,21 +1454,27 @@ static long fp_unlinkat(int dirfd, const char *path, int flags)
 }
 
 
+/* map_second maps the second name of a rename or link, a being the first
+ * (mapped, W_ANSWERED): both in the same mount, else the tracer's (EXDEV
+ * across binds, whatever the host's mounts). On failure neither is held. */
+static enum fp_why map_second(struct target *a, int dirfd, const char *path, struct target *b)
+{
+	enum fp_why w = map_entry(dirfd, path, b);
+	if (w == W_ANSWERED && a->mount != b->mount) {
+		release(&b->parent);
+		w = W_OPTION;
+	}
+	if (w != W_ANSWERED)
+		release(&a->parent);
+	return w;
+}
+
 static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char *new, unsigned flags)
 {
 	struct target a, b;
 	enum fp_why w = (cfg.flags & DR_FP_L2S) ? W_OPTION : map_entry(olddirfd, old, &a);
-	if (w == W_ANSWERED) {
-		w = map_entry(newdirfd, new, &b);
-		if (w != W_ANSWERED)
-			release(&a.parent);
-		else if (a.mount != b.mount) {
-			/* Across binds: EXDEV from the tracer, whatever the host's mounts. */
-			release(&b.parent);
-			release(&a.parent);
-			w = W_OPTION;
-		}
-	}
+	if (w == W_ANSWERED)
+		w = map_second(&a, newdirfd, new, &b);
 	count(F_RENAME, w);
 	if (w != W_ANSWERED)
 		return raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
@@ -1497,16 +1503,8 @@ static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *n
 												: map_entry(olddirfd, old, &a);
 	if (w == W_ANSWERED && (flags & AT_SYMLINK_FOLLOW) && (w = not_symlink(&a)) != W_ANSWERED)
 		release(&a.parent);
-	if (w == W_ANSWERED) {
-		w = map_entry(newdirfd, new, &b);
-		if (w != W_ANSWERED)
-			release(&a.parent);
-		else if (a.mount != b.mount) {
-			release(&b.parent);
-			release(&a.parent);
-			w = W_OPTION;
-		}
-	}
+	if (w == W_ANSWERED)
+		w = map_second(&a, newdirfd, new, &b);
 	count(F_LINK, w);
 	if (w != W_ANSWERED)
 		return raw6(SYS_linkat, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
