@@ -113,3 +113,54 @@ func TestFastPathOracle(t *testing.T) {
 		})
 	}
 }
+
+// TestFastPathAnswers runs ops under the chroot oracle and under droidroot
+// with the fast path's counters on: the same transcript, and each function's
+// calls answered in-process as often as the case says. The oracle guest
+// binds /fx/mp, /mnt/b1/nested and more, so /, /fx, /mnt and /mnt/b1 are bind
+// points' ancestors: names in them go to the tracer (a ".." landing there,
+// then a name), and so does ".." out of a bind's root (/mnt/b1/nested); the
+// cases mix those with ".." the library takes.
+func TestFastPathAnswers(t *testing.T) {
+	needRoot(t)
+	base := rootfs(t, "busybox")
+	droidrootBin(t)
+	for _, tc := range []struct {
+		name, ops string
+		want      map[string]int
+	}{
+		{"dotdot-cwd", "cd /fx/dir/sub/deep\nstat ../../file\nstat ../deep/f2\nstat ./f2\nstat .//f2\n" +
+			"stat ../../sub/./deep/../deep/f2\nstat ../../../dir/file\nstat ../nope/../deep/f2\n" +
+			"cd /mnt/b1/nested\nstat ../f\nstat ../../b1/f\ncd /mnt/alias/sub\nstat ../file\n",
+			map[string]int{"stat": 6}},
+		{"dotdot-dirfd", "fd 40 /fx/dir/sub rdonly,directory\nat 40 stat ../file\nat 40 stat deep/../deep/f2\n" +
+			"at 40 open ../file rdonly\nat 40 access ../file r\nat 40 readlink ../deeplink\nat 40 stat ../../dir/file\n",
+			map[string]int{"fstatat": 2, "open": 2, "access": 1, "readlink": 1}},
+		{"write-family", "cd /fx/scratch\nwrite t 0123456789\ntruncate t 4\ntruncate /fx/scratch/t 2\n" +
+			"truncate nope 1\ntruncate /fx/filelink 6\ncat t\nunlink t\n", map[string]int{"truncate": 3}},
+		{"openat2", "fd 40 /fx/dir/sub rdonly,directory\nopenat2 /fx/dir/file rdonly none\n" +
+			"openat2 /fx/dir/nope rdonly none\nopenat2 /fx/scratch/o2 wronly,creat,excl none 0640\n" +
+			"unlink /fx/scratch/o2\nat 40 openat2 ../file rdonly none\nopenat2 /fx/dir/file rdonly beneath\n" +
+			"openat2 /fx/dir/file rdonly none 0640\n",
+			map[string]int{"openat2": 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", tc.name, tc.ops)
+			argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
+			res := run(t, tc.ops, append([]string{"env", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+			answered, rest := fastPathStats(res.Stderr)
+			if res.Code != 0 || rest != "" {
+				t.Fatalf("droidroot: %s", res)
+			}
+			if diff := cmp.Diff(want, res.Stdout); diff != "" {
+				t.Errorf("droidroot differs from the chroot oracle (-chroot +droidroot):\n%s", diff)
+			}
+			for fn, n := range tc.want {
+				if answered[fn] != n {
+					t.Errorf("%s answered in-process %d times, want %d (all: %v)", fn, answered[fn], n, answered)
+				}
+			}
+		})
+	}
+}

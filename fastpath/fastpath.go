@@ -64,7 +64,7 @@ const FileName = "libdroidroot-fastpath.so"
 // trampoline page, by native name: the filter lets exactly these through
 // from the page.
 var TrampolineCalls = []string{"openat", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close",
-	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat"}
+	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat"}
 
 // Library returns the library for goarch.
 func Library(goarch string) ([]byte, error) {
