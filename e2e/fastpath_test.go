@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,6 +183,66 @@ func TestFastPathAnswers(t *testing.T) {
 				if answered[fn] != n {
 					t.Errorf("%s answered in-process %d times, want %d (all: %v)", fn, answered[fn], n, answered)
 				}
+			}
+		})
+	}
+}
+
+// TestFastPathOwnFilter: a process that installs a seccomp filter of its
+// own, through seccomp(2) or prctl(PR_SET_SECCOMP), has the library turned
+// off from then on (its counters say "off"), and so do the programs it
+// runs (their library stays off: no counters at all).
+func TestFastPathOwnFilter(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	seccompNr := map[string]int{"amd64": 317, "arm64": 277}[runtime.GOARCH]
+	script := `
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+insns = (Insn * 1)(Insn(0x06, 0, 0, 0x7fff0000))  # ret SECCOMP_RET_ALLOW
+prog = Prog(1, insns)
+for i in range(5):
+    os.stat("/etc/hostname")
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+if sys.argv[1] == "prctl":
+    r = libc.prctl(22, 2, ctypes.byref(prog), 0, 0)  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+else:
+    r = libc.syscall(int(sys.argv[2]), 1, 0, ctypes.byref(prog))  # SECCOMP_SET_MODE_FILTER
+assert r == 0, ctypes.get_errno()
+for i in range(7):
+    os.stat("/etc/hostname")
+sys.stdout.flush()
+subprocess.run(["/usr/bin/stat", "-c", "%s", "/etc/hostname", "/usr/bin/stat"], check=True)
+print(os.getpid())
+`
+	re := regexp.MustCompile(`(?m)^droidroot-fastpath\[(\d+)\]: stat (.*)$`)
+	for _, how := range []string{"prctl", "seccomp"} {
+		t.Run(how, func(t *testing.T) {
+			argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script, how, strconv.Itoa(seccompNr))
+			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+			if res.Code != 0 {
+				t.Fatalf("%s", res)
+			}
+			lines := strings.Fields(res.Stdout)
+			pid := lines[len(lines)-1]
+			off := 0
+			for _, m := range re.FindAllStringSubmatch(res.Stderr, -1) {
+				if m[1] != pid {
+					t.Errorf("process %s (the program python ran after its filter) has the library on: %s", m[1], m[0])
+					continue
+				}
+				for _, f := range strings.Fields(m[2]) {
+					if v, ok := strings.CutPrefix(f, "off="); ok {
+						off, _ = strconv.Atoi(v)
+					}
+				}
+			}
+			if off < 7 {
+				t.Errorf("stat calls after the filter that went to the tracer as off: %d, want at least 7\n%s", off, res.Stderr)
 			}
 		})
 	}
