@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -243,6 +245,53 @@ print(os.getpid())
 			}
 			if off < 7 {
 				t.Errorf("stat calls after the filter that went to the tracer as off: %d, want at least 7\n%s", off, res.Stderr)
+			}
+		})
+	}
+}
+
+// TestFastPathPreloadReaders: /etc/ld.so.preload as each reader sees it.
+// A dynamic program's ld.so gets the merged file (the library loads: its
+// counters show, and nothing says "cannot be preloaded"), and the program
+// itself then reads the guest's own; a static program (busybox, the static
+// pathprobe) reads the guest's own from its first open. 32-bit programs do
+// not run under droidroot (TestProgram32), so no other ABI's ld.so reads it.
+func TestFastPathPreloadReaders(t *testing.T) {
+	needRoot(t)
+	g := oracleGuest(t, rootfs(t, "busybox"))
+	own := "# the guest's own\n"
+	if err := os.WriteFile(filepath.Join(g.Root, "etc/ld.so.preload"), []byte(own), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := `"# the guest's own\n"`
+	for _, tc := range []struct {
+		name   string
+		cmd    []string
+		stdout string
+		lib    bool
+	}{
+		{"busybox cat", []string{"/bin/cat", "/etc/ld.so.preload"}, own, false},
+		{"static", []string{"/progs/pathprobe", "cat /etc/ld.so.preload"}, "cat /etc/ld.so.preload -> " + want + "\n", false},
+		{"static-pie", []string{"/progs/pathprobe.pie", "cat /etc/ld.so.preload"}, "cat /etc/ld.so.preload -> " + want + "\n", false},
+		{"dynamic", []string{"/progs/pathprobe.dyn", "cat /etc/ld.so.preload", "stat /fx/dir/file"}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := droidrootArgs(droidrootBin(t), g, tc.cmd...)
+			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+			answered, rest := fastPathStats(res.Stderr)
+			if res.Code != 0 || rest != "" {
+				t.Fatalf("%s", res)
+			}
+			if tc.stdout != "" && res.Stdout != tc.stdout {
+				t.Errorf("stdout = %q, want %q", res.Stdout, tc.stdout)
+			}
+			if tc.lib {
+				if first, _, _ := strings.Cut(res.Stdout, "\n"); first != "cat /etc/ld.so.preload -> "+want {
+					t.Errorf("the dynamic program read %q, want the guest's own", first)
+				}
+				if answered["stat"] == 0 {
+					t.Errorf("the library did not load in the dynamic program (counters %v)", answered)
+				}
 			}
 		})
 	}

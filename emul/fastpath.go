@@ -42,9 +42,9 @@ type fastPathState struct {
 
 // fastPathProc is one process's fast path state.
 type fastPathProc struct {
-	// armed: the process has exec'd and its ld.so has not opened
-	// /etc/ld.so.preload yet; that open (and the access before it) gets
-	// the merged file, every later one the guest's own.
+	// armed: the process has exec'd a dynamic program and its ld.so has
+	// not opened /etc/ld.so.preload yet; that open (and the access before
+	// it) gets the merged file, every later one the guest's own.
 	armed bool
 	// flag is the address of the library's enabled word (0: unknown).
 	flag uint64
@@ -189,8 +189,12 @@ func (s *fastPathState) events(ev *tracer.Event) {
 			s.procs[ev.Pid] = &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter}
 		}
 	case tracer.EventExec:
+		// Only a dynamic program's ld.so reads the preload file before
+		// the program: a static one (or a static emulator under -q, whose
+		// guest's ld.so is of another ABI) reading the file gets the
+		// guest's own.
 		p := s.proc(ev.Pid)
-		p.armed, p.flag = true, 0
+		p.armed, p.flag = !ev.Static, 0
 	case tracer.EventProcessGone:
 		delete(s.procs, ev.Pid)
 	}

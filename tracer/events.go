@@ -33,6 +33,10 @@ type Event struct {
 	Tid, Pid             int
 	ParentTid, ParentPid int
 	Flags                uint64
+	// Static (EventExec): the new program has no ELF interpreter, as
+	// the exec's plan (Call.SetExec) says; false when droidroot did not
+	// plan the exec.
+	Static bool
 	t                    *Tracer
 }
 
