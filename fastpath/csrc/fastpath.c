@@ -14,7 +14,7 @@
  * failing on the way leaves the library off: every call goes to the tracer.
  *
  * An answer in-process needs an absolute guest path without "." or ".."
- * components or a trailing slash, outside /proc, whose host parent directory
+ * components or a trailing slash (relative paths: map_rel), outside /proc, whose host parent directory
  * opens (O_PATH) to exactly the expected host path as /proc/self/fd names it (so
  * no component on the way was a symlink, and the binds it crosses are the ones
  * the longest-prefix rule picked), and whose last component is not a symlink
