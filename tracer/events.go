@@ -37,7 +37,7 @@ type Event struct {
 	// the exec's plan (Call.SetExec) says; false when droidroot did not
 	// plan the exec.
 	Static bool
-	t                    *Tracer
+	t      *Tracer
 }
 
 // Tracer returns the tracer the event comes from.
