@@ -173,7 +173,7 @@ func TestFastPathAnswers(t *testing.T) {
 			t.Parallel()
 			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", tc.name, tc.ops)
 			argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
-			res := run(t, tc.ops, append([]string{"env", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+			res := run(t, tc.ops, append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
 			answered, rest := fastPathStats(res.Stderr)
 			if res.Code != 0 || rest != "" {
 				t.Fatalf("droidroot: %s", res)
@@ -225,7 +225,7 @@ print(os.getpid())
 	for _, how := range []string{"prctl", "seccomp"} {
 		t.Run(how, func(t *testing.T) {
 			argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script, how, strconv.Itoa(seccompNr))
-			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
 			if res.Code != 0 {
 				t.Fatalf("%s", res)
 			}
@@ -277,7 +277,7 @@ func TestFastPathPreloadReaders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			argv := droidrootArgs(droidrootBin(t), g, tc.cmd...)
-			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
 			answered, rest := fastPathStats(res.Stderr)
 			if res.Code != 0 || rest != "" {
 				t.Fatalf("%s", res)
