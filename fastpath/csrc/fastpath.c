@@ -192,11 +192,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_NFN
+	F_FSTAT, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2"};
+					    "truncate", "mknod", "openat2", "fstat"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -840,6 +840,13 @@ static void fix_owner(uint32_t *uid, uint32_t *gid)
 		*gid = cfg.fake_gid;
 }
 
+static void fix_stat_owner(struct stat *st)
+{
+	uint32_t uid = st->st_uid, gid = st->st_gid;
+	fix_owner(&uid, &gid);
+	st->st_uid = uid, st->st_gid = gid;
+}
+
 static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || (fp_memeq(name, ".l2s", 4) && !name[4]); }
 
 /* ---- the calls ---- */
@@ -873,11 +880,8 @@ static long do_stat(enum fp_fn fn, int dirfd, const char *g, struct stat *st, in
 		count(fn, W_ERRNO);
 		return FP_DEFER;
 	}
-	if (r == 0) {
-		uint32_t uid = st->st_uid, gid = st->st_gid;
-		fix_owner(&uid, &gid);
-		st->st_uid = uid, st->st_gid = gid;
-	}
+	if (r == 0)
+		fix_stat_owner(st);
 	count(fn, W_ANSWERED);
 	return r;
 }
@@ -887,19 +891,73 @@ static long k_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 	return raw6(SYS_newfstatat, dirfd, (long)path, (long)st, flags, 0, 0);
 }
 
+/* A descriptor's own stat (fstat, or an empty path with AT_EMPTY_PATH,
+ * which glibc's fstat makes since 2.33): the kernel's answer is the
+ * tracer's, but for -l's and -L's patches (their layers patch descriptor
+ * stats too); -0/-i owners are fixed as the tracer fixes them. */
+static int fd_stat_ok(enum fp_fn fn)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp) {
+		count(fn, W_OFF);
+		return 0;
+	}
+	if (cfg.flags & (DR_FP_L2S | DR_FP_LSTAT_SIZE)) {
+		count(fn, W_OPTION);
+		return 0;
+	}
+	count(fn, W_ANSWERED);
+	return 1;
+}
+
+/* is_empty: path is a readable "" (a pointer the kernel would fault on is
+ * left to it). */
+static int is_empty(const char *path)
+{
+	return (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS) && !path[0];
+}
+
 static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *st, int flags)
 {
 	long r = FP_DEFER;
-	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
-		count(fn, W_FLAGS);
-	else
-		r = do_stat(fn, dirfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW));
+	int f = flags;
+	if ((f & AT_EMPTY_PATH) && is_empty(path) && !(f & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))) {
+		if (fd_stat_ok(fn) && (r = tr(SYS_newfstatat, dirfd, (long)"", (long)st, f, 0, 0)) == 0)
+			fix_stat_owner(st);
+	} else {
+		if ((f & AT_EMPTY_PATH) && (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS))
+			f &= ~AT_EMPTY_PATH; /* a path that is not empty: the flag changes nothing */
+		if (f & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
+			count(fn, W_FLAGS);
+		else
+			r = do_stat(fn, dirfd, path, st, !(f & AT_SYMLINK_NOFOLLOW));
+	}
 	if (r == FP_DEFER)
 		r = k_fstatat(dirfd, path, st, flags);
 	return fp_ret(r);
 }
 
 EXPORT int stat(const char *path, struct stat *st) { return (int)fp_fstatat(F_STAT, AT_FDCWD, path, st, 0); }
+
+/* fstat: answered with the kernel's fstat through the trampoline; deferred,
+ * it is glibc's own call (newfstatat with AT_EMPTY_PATH). */
+EXPORT int fstat(int fd, struct stat *st)
+{
+	long r;
+	if (fd_stat_ok(F_FSTAT)) {
+		if ((r = tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0)) == 0)
+			fix_stat_owner(st);
+	} else {
+		r = raw6(SYS_newfstatat, fd, (long)"", (long)st, AT_EMPTY_PATH, 0, 0);
+	}
+	return (int)fp_ret(r);
+}
+EXPORT int fstat64(int fd, struct stat64 *st) __attribute__((alias("fstat")));
+EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	(void)ver;
+	return fstat(fd, st);
+}
+EXPORT int __fxstat64(int ver, int fd, struct stat *st) __attribute__((alias("__fxstat")));
 EXPORT int stat64(const char *path, struct stat64 *st) { return stat(path, (struct stat *)st); }
 EXPORT int lstat(const char *path, struct stat *st)
 {
@@ -940,6 +998,20 @@ EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, i
 static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
 {
 	long r = FP_DEFER;
+	if ((flags & AT_EMPTY_PATH) && is_empty(path) &&
+	    !(flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE))) {
+		if (!fd_stat_ok(F_STATX))
+			return FP_DEFER;
+		r = tr(SYS_statx, dirfd, (long)"", flags, mask, (long)sx, 0);
+		if (r == 0 && sx->stx_mask & STATX_UID && sx->stx_mask & STATX_GID) {
+			uint32_t uid = sx->stx_uid, gid = sx->stx_gid;
+			fix_owner(&uid, &gid);
+			sx->stx_uid = uid, sx->stx_gid = gid;
+		}
+		return r;
+	}
+	if ((flags & AT_EMPTY_PATH) && (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS))
+		flags &= ~AT_EMPTY_PATH; /* a path that is not empty: the flag changes nothing */
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) {
 		count(F_STATX, W_FLAGS);
 		return FP_DEFER;
