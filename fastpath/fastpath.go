@@ -4,10 +4,11 @@
 // protocol with the tracer.
 //
 // The library answers the common path calls (stat, lstat, fstatat, statx,
-// access, open, readlink and their glibc aliases, and the same calls made
-// through syscall()) inside the guest process when it can prove the tracer
-// would answer them the same way, and otherwise makes the ordinary system
-// call, which droidroot's filter traps as before. See docs/fastpath.md.
+// fstat, access, open, readlink, the write family and their glibc aliases,
+// and the same calls made through syscall(), openat2 included) inside the
+// guest process when it can prove the tracer would answer them the same
+// way, and otherwise makes the ordinary system call, which droidroot's
+// filter traps as before. See docs/fastpath.md.
 //
 // Protocol:
 //
