@@ -179,7 +179,7 @@ func (t *Tracer) execEvent(th *Thread) {
 	plan := th.exec
 	th.exec = nil
 	if len(t.hooks) > 0 {
-		t.emit(Event{Kind: EventExec, Tid: th.Tid, Pid: th.Proc.Pid})
+		t.emit(Event{Kind: EventExec, Tid: th.Tid, Pid: th.Proc.Pid, Static: plan != nil && plan.InterpHost == ""})
 	}
 	// Other threads of the process are gone; the process gets its own FS.
 	fs := *th.FS
