@@ -2,7 +2,10 @@
 
 package pathmap
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // Without inotify there is no lookup cache: WithCache is ignored.
 
@@ -16,3 +19,16 @@ func (*cache) close()                                       {}
 func (*cache) stats() CacheStats                            { return CacheStats{} }
 func (*cache) lstat(w *walker, path []byte) (uint32, error) { return sysLstat(w.cbuf) }
 func (*cache) readlink(w *walker, path []byte) (int, error) { return sysReadlink(w.cbuf, w.lbuf) }
+
+// Pin says what PinnedName found.
+type Pin int
+
+// PinnedName's answers.
+const (
+	Pinned Pin = iota
+	Unpinned
+	Stale
+)
+
+// PinnedName is not available without the lookup cache: Unpinned.
+func (m *Mapper) PinnedName(host string) (string, Pin, syscall.Errno) { return "", Unpinned, 0 }
