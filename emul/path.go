@@ -140,7 +140,7 @@ const staleTries = 4
 func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batch) (translated, unix.Errno) {
 	for try := 1; ; try++ {
 		t, errno := translateOnce(c, a, extra, b)
-		if errno != 0 || t.skip || (t.res.Magic && t.host == t.res.Host) {
+		if errno != 0 || !pinnable(c, t) {
 			return t, errno
 		}
 		name, pin, e := c.Mapper().PinnedName(t.host)
@@ -415,6 +415,29 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 	return 0
 }
 
+// pinnable tells whether t's host path may be pinned (kernelName): not a
+// magic link left to the kernel, nor a path the kernel resolves by itself
+// that names the directory it starts from ("." of a cwd that may have been
+// removed: nothing on it can be swapped), nor any path of a thread that
+// may have left the tracer's ids (pincreds.go).
+func pinnable(c *tracer.Call, t translated) bool {
+	if t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) {
+		return false
+	}
+	return !(t.keep && t.host == t.res.Host && onlyDots(t.guest))
+}
+
+// onlyDots tells whether relative path p names its starting directory
+// itself: "." components and slashes only.
+func onlyDots(p string) bool {
+	for _, s := range strings.Split(p, "/") {
+		if s != "" && s != "." {
+			return false
+		}
+	}
+	return true
+}
+
 // kernelName is the path the kernel must be given for t instead of the
 // guest's own (ok false: the guest's is left as it is). It is t's last
 // component below its parent directory as the lookup found it, held open
@@ -433,7 +456,7 @@ func kernelName(c *tracer.Call, t translated) (string, bool) {
 	if t.pinned != "" && t.pinnedHost == t.host {
 		return t.pinned, true
 	}
-	if !(t.res.Magic && t.host == t.res.Host) {
+	if pinnable(c, t) {
 		// A host path a handler changed after the lookup.
 		if p, pin, _ := c.Mapper().PinnedName(t.host); pin == pathmap.Pinned {
 			return p, true

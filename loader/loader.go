@@ -64,6 +64,18 @@ const ScriptGap = 4096
 // kernel puts the brk heap right after it.
 const LoadAddress uint64 = 0x2000000000
 
+// The scratch area (script.h's DR_SCRATCH_*): the loader maps ScratchSize
+// bytes at ScratchAddr, private and read-only, ScratchMagic in their first 8
+// bytes; the tracer writes the host paths it hands the kernel there, one
+// ScratchSlot-byte slot per guest thread (slot 0 holds the magic), through
+// /proc/<pid>/mem.
+const (
+	ScratchAddr  uint64 = 0x1f00000000
+	ScratchSize  uint64 = 64 << 20
+	ScratchSlot  uint64 = 16 << 10
+	ScratchMagic uint64 = 0x4843545243535244
+)
+
 // Script is what the tracer tells the loader to run. The paths must not contain
 // NUL bytes (a path with one is cut short at it).
 type Script struct {

@@ -63,6 +63,11 @@ type Call struct {
 	dirty bool
 	// scratch is the lowest address handed out so far below the stack.
 	scratch uint64
+	// slotLo, slotTop: the thread's scratch slot (scratch.go), slotTop 0
+	// until the first push, 1 when there is none; slotCur is the lowest
+	// address handed out in it, memFd the descriptor that writes it.
+	slotLo, slotTop, slotCur uint64
+	memFd                    int
 	// noExit cancels the exit stop of a handler that has an Exit.
 	noExit bool
 	// skipped is set when Return answered the call.
@@ -91,6 +96,7 @@ func (c *Call) reset(th *Thread) {
 	c.th = th
 	c.dirty = false
 	c.scratch = c.Regs.SP() - RedZone
+	c.slotTop, c.slotCur = 0, 0
 	c.noExit = false
 	c.skipped = false
 	c.Data = nil
@@ -173,8 +179,9 @@ func (c *Call) undoRewrites() {
 	for k := range l.ents {
 		e := &l.ents[k]
 		// A guest never keeps data below its stack pointer's red zone
-		// (signal frames overwrite it): a pointer there is ours.
-		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to && e.to < c.Entry.SP()-RedZone {
+		// (signal frames overwrite it), nor in the scratch area: a
+		// pointer there is ours.
+		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to && (e.to < c.Entry.SP()-RedZone || inScratch(e.to)) {
 			c.Entry.SetArg(e.arg, e.from)
 			c.Regs.SetArg(e.arg, e.from)
 			c.dirty = true
@@ -311,9 +318,14 @@ func (c *Call) ReadMem(addr uint64, b []byte) error {
 // WriteMem writes b into guest memory at addr.
 func (c *Call) WriteMem(addr uint64, b []byte) error { return writeMem(c.th.Tid, addr, b) }
 
-// Push copies b onto the guest stack below the red zone and returns its
-// address. Data pushed during one call stays valid for that call.
+// Push copies b into guest memory that no other guest thread writes and
+// returns its address: the calling thread's slot of the loader's read-only
+// scratch area (scratch.go), or the guest stack below the red zone. Data
+// pushed during one call stays valid for that call.
 func (c *Call) Push(b []byte) (uint64, error) {
+	if addr, ok := c.pushScratch(b); ok {
+		return addr, nil
+	}
 	addr := (c.scratch - uint64(len(b))) &^ 15
 	if err := writeMem(c.th.Tid, addr, b); err != nil {
 		return 0, err
@@ -323,7 +335,9 @@ func (c *Call) Push(b []byte) (uint64, error) {
 }
 
 // pushed reports whether v is an address Push handed out during this call.
-func (c *Call) pushed(v uint64) bool { return v >= c.scratch && v < c.Regs.SP()-RedZone }
+func (c *Call) pushed(v uint64) bool {
+	return v >= c.scratch && v < c.Regs.SP()-RedZone || c.slotTop > 1 && v >= c.slotCur && v < c.slotTop
+}
 
 // PushString copies s and a NUL onto the guest stack and returns its address.
 func (c *Call) PushString(s string) (uint64, error) {

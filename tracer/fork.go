@@ -43,6 +43,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 	} else {
 		exe := *th.Proc
 		exe.Pid = child
+		exe.memFd, exe.scratch = 0, scratchUnknown // its own memory
 		ct.Proc = &exe
 	}
 	if flags&unix.CLONE_FS != 0 {
@@ -181,6 +182,8 @@ func (t *Tracer) execEvent(th *Thread) {
 	if len(t.hooks) > 0 {
 		t.emit(Event{Kind: EventExec, Tid: th.Tid, Pid: th.Proc.Pid})
 	}
+	// A new memory: the loader maps the scratch area again.
+	th.Proc.closeMem()
 	// Other threads of the process are gone; the process gets its own FS.
 	fs := *th.FS
 	th.FS = &fs

@@ -53,6 +53,10 @@ type Process struct {
 	Exe string
 	// ExeHost is the host path of that program.
 	ExeHost string
+	// scratch says whether the process has the loader's scratch area
+	// (scratch.go); memFd is its /proc/<pid>/mem, 0 until needed.
+	scratch uint8
+	memFd   int
 }
 
 // Thread is one traced kernel task.
@@ -100,6 +104,8 @@ type Thread struct {
 	// signal handler may run first, and its calls stop too.
 	skipEntryStop bool
 	restartNr     int
+	// slot is the thread's scratch slot (scratch.go), 0 for none yet.
+	slot int
 }
 
 // birth is a new task's start-up, which the tracer learns of from two

@@ -60,6 +60,8 @@
 #define MAP_PRIVATE 0x02
 #define MAP_FIXED 0x10
 #define MAP_ANONYMOUS 0x20
+#define MAP_NORESERVE 0x4000
+#define MAP_FIXED_NOREPLACE 0x100000
 #define O_RDONLY 0
 #define O_CLOEXEC 02000000
 #define AT_FDCWD (-100)
@@ -478,6 +480,28 @@ static const char *script_string(const struct dr_load_script *s, uint64_t off)
 	die(0, "bad load script (unterminated string)", 0, 0);
 }
 
+/*
+ * map_scratch maps the tracer's scratch area (script.h): read-only once its magic is
+ * written. Without it (an address in use, a kernel that takes MAP_FIXED_NOREPLACE as a
+ * hint) the tracer finds no magic and writes below the stack pointer instead.
+ */
+static void map_scratch(void)
+{
+	long r = sys_mmap(DR_SCRATCH_ADDR, DR_SCRATCH_SIZE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (failed(r))
+		return;
+	if ((uint64_t)r != DR_SCRATCH_ADDR) {
+		syscall2(SYS_munmap, r, DR_SCRATCH_SIZE);
+		return;
+	}
+	*(volatile uint64_t *)DR_SCRATCH_ADDR = DR_SCRATCH_MAGIC;
+	if (failed(syscall3(SYS_mprotect, DR_SCRATCH_ADDR, DR_SCRATCH_SIZE, PROT_READ))) {
+		*(volatile uint64_t *)DR_SCRATCH_ADDR = 0;
+		syscall2(SYS_munmap, DR_SCRATCH_ADDR, DR_SCRATCH_SIZE);
+	}
+}
+
 void loader_main(const struct dr_load_script *s)
 {
 	const char *program, *interp = 0, *execfn;
@@ -498,6 +522,7 @@ void loader_main(const struct dr_load_script *s)
 	    s->size < sizeof *s + ((s->flags & DR_FLAG_IDS) ? sizeof *ids : 0) +
 			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0))
 		die(0, "bad load script (size or flags)", 0, 0);
+	map_scratch();
 	if (s->flags & DR_FLAG_IDS)
 		ids = (const struct dr_ids *)(s + 1);
 	if (s->flags & DR_FLAG_HWCAP)
