@@ -68,6 +68,8 @@ type Call struct {
 	// address handed out in it, memFd the descriptor that writes it.
 	slotLo, slotTop, slotCur uint64
 	memFd                    int
+	// slotReserve is what Reserve left free at the top of the slot.
+	slotReserve uint64
 	// noExit cancels the exit stop of a handler that has an Exit.
 	noExit bool
 	// skipped is set when Return answered the call.
@@ -96,7 +98,7 @@ func (c *Call) reset(th *Thread) {
 	c.th = th
 	c.dirty = false
 	c.scratch = c.Regs.SP() - RedZone
-	c.slotTop, c.slotCur = 0, 0
+	c.slotTop, c.slotCur, c.slotReserve = 0, 0, 0
 	c.noExit = false
 	c.skipped = false
 	c.Data = nil
@@ -318,14 +320,11 @@ func (c *Call) ReadMem(addr uint64, b []byte) error {
 // WriteMem writes b into guest memory at addr.
 func (c *Call) WriteMem(addr uint64, b []byte) error { return writeMem(c.th.Tid, addr, b) }
 
-// Push copies b into guest memory that no other guest thread writes and
-// returns its address: the calling thread's slot of the loader's read-only
-// scratch area (scratch.go), or the guest stack below the red zone. Data
-// pushed during one call stays valid for that call.
+// Push copies b onto the guest stack below the red zone and returns its
+// address. Data pushed during one call stays valid for that call. It is
+// for structures, which the kernel may also write (results); strings go
+// through PushString.
 func (c *Call) Push(b []byte) (uint64, error) {
-	if addr, ok := c.pushScratch(b); ok {
-		return addr, nil
-	}
 	addr := (c.scratch - uint64(len(b))) &^ 15
 	if err := writeMem(c.th.Tid, addr, b); err != nil {
 		return 0, err
@@ -334,15 +333,29 @@ func (c *Call) Push(b []byte) (uint64, error) {
 	return addr, nil
 }
 
-// pushed reports whether v is an address Push handed out during this call.
+// pushed reports whether v is an address Push or PushString handed out
+// during this call.
 func (c *Call) pushed(v uint64) bool {
 	return v >= c.scratch && v < c.Regs.SP()-RedZone || c.slotTop > 1 && v >= c.slotCur && v < c.slotTop
 }
 
-// PushString copies s and a NUL onto the guest stack and returns its address.
+// PushString copies s and a NUL into guest memory that no other guest
+// thread writes, for the kernel to read (a path), and returns its address:
+// the calling thread's slot of the loader's read-only scratch area
+// (scratch.go), or the guest stack below the red zone. It stays valid for
+// the call.
 func (c *Call) PushString(s string) (uint64, error) {
 	b := make([]byte, len(s)+1)
 	copy(b, s)
+	return c.PushInput(b)
+}
+
+// PushInput copies b, which the kernel only reads (a path, a struct
+// sockaddr_un), where PushString copies strings, and returns its address.
+func (c *Call) PushInput(b []byte) (uint64, error) {
+	if addr, ok := c.pushScratch(b); ok {
+		return addr, nil
+	}
 	return c.Push(b)
 }
 
@@ -359,7 +372,7 @@ func (c *Call) PushStrings(ss ...string) ([]uint64, error) {
 		offs[i] = uint64(len(b))
 		b = append(append(b, s...), 0)
 	}
-	base, err := c.Push(b)
+	base, err := c.PushInput(b)
 	if err != nil {
 		return nil, err
 	}

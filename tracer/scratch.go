@@ -10,7 +10,8 @@ import (
 )
 
 // The scratch area (issue 18's third race). Handlers hand the kernel host
-// paths in guest memory (Call.Push). Below the stack pointer, where proot
+// paths in guest memory (Call.PushString; structures, which the kernel may
+// write back, stay below the stack pointer: Call.Push). Below the stack pointer, where proot
 // writes them, any other thread of the process can overwrite one between the
 // tracer's write and the kernel's read, with a host path of its choice. So
 // every process the loader starts maps a read-only area at a fixed address
@@ -85,7 +86,7 @@ func (c *Call) pushScratch(b []byte) (uint64, bool) {
 			c.slotTop = 1 // checked: no slot
 			return 0, false
 		}
-		c.slotLo, c.slotTop, c.slotCur, c.memFd = lo, top, top, fd
+		c.slotLo, c.slotTop, c.slotCur, c.memFd = lo, top, top-min(c.slotReserve, top-lo), fd
 	}
 	if c.slotTop == 1 || c.slotCur-c.slotLo < uint64(len(b))+15 {
 		return 0, false
