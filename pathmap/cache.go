@@ -87,6 +87,9 @@ type cache struct {
 
 	pid   string    // this process's pid, for /proc/<pid>/fd (pin.go)
 	grave []retired // dropped nodes' descriptors, closed after pinGrace
+	// npins is the number of nodes holding a descriptor, maxPins its
+	// bound (pinLimit).
+	npins, maxPins int
 }
 
 // centry holds what the host said about one path.
@@ -171,7 +174,7 @@ func newCache(tops []string, maxDirs, maxEntries int) (*cache, error) {
 		maxEntries = defaultCacheEntries
 	}
 	c := &cache{ifd: -1, epf: -1, mfd: -1, maxDirs: maxDirs, maxEntries: maxEntries,
-		pins: map[string]uint8{}, buf: make([]byte, 64<<10), pid: strconv.Itoa(os.Getpid())}
+		pins: map[string]uint8{}, buf: make([]byte, 64<<10), pid: strconv.Itoa(os.Getpid()), maxPins: pinLimit()}
 	for _, t := range tops {
 		c.pins[t] |= pinTop
 		for a := t; a != "/"; {

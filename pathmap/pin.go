@@ -38,6 +38,24 @@ import (
 // pinGrace is how long a dropped node's descriptor stays open.
 const pinGrace = 2 * time.Second
 
+// maxPinsCap bounds the descriptors the nodes hold (a quarter of the
+// process's RLIMIT_NOFILE if that is less, at least minPins): past it, all
+// are retired and opened again as needed.
+const (
+	maxPinsCap = 4096
+	minPins    = 64
+)
+
+// pinLimit is the number of descriptors the nodes may hold.
+func pinLimit() int {
+	var rl unix.Rlimit
+	n := maxPinsCap
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur/4 < uint64(n) {
+		n = int(rl.Cur / 4)
+	}
+	return max(n, minPins)
+}
+
 // retired is a descriptor waiting to be closed.
 type retired struct {
 	fd int
@@ -149,6 +167,12 @@ func (c *cache) pinFd(n *dirNode, depth int) (int, Pin) {
 	if !n.cacheable || depth > 4096 {
 		return 0, Unpinned
 	}
+	if c.npins >= c.maxPins {
+		// Before n's parents are opened: their descriptors go too.
+		for _, d := range c.dirs {
+			c.retire(d)
+		}
+	}
 	var fd int
 	var err error
 	const flags = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
@@ -176,6 +200,7 @@ func (c *cache) pinFd(n *dirNode, depth int) (int, Pin) {
 		return 0, Unpinned
 	}
 	n.pin = fd
+	c.npins++
 	return fd, Pinned
 }
 
@@ -184,6 +209,7 @@ func (c *cache) retire(n *dirNode) {
 	if n.pin > 0 {
 		c.grave = append(c.grave, retired{n.pin, time.Now()})
 		n.pin = 0
+		c.npins--
 	}
 }
 

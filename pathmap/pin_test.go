@@ -173,3 +173,29 @@ func TestPinnedNameRetired(t *testing.T) {
 		t.Errorf("%d retired descriptors left after Close", n)
 	}
 }
+
+// TestPinnedNameLimit: past the bound on held descriptors, all are retired and the next ones
+// opened again: the count never passes it.
+func TestPinnedNameLimit(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	for i := 0; i < 20; i++ {
+		must(t, os.MkdirAll(filepath.Join(root, "many", strconv.Itoa(i)), 0o755))
+	}
+	m.cache.mu.Lock()
+	m.cache.maxPins = 5
+	m.cache.mu.Unlock()
+	for i := 0; i < 20; i++ {
+		p := "/many/" + strconv.Itoa(i) + "/x"
+		r, err := m.Lookup(Proc{}, "/", p, 0)
+		must(t, err)
+		if _, pin, _ := m.PinnedName(r.Host); pin != Pinned {
+			t.Fatalf("%s: %v", p, pin)
+		}
+		m.cache.mu.Lock()
+		n := m.cache.npins
+		m.cache.mu.Unlock()
+		if n > 5 {
+			t.Fatalf("after %s: %d descriptors held, bound 5", p, n)
+		}
+	}
+}
