@@ -28,7 +28,8 @@ import (
 //
 // Before, each reached the host hundreds to thousands of times a second. With the fast path
 // library on and off (where every call is the tracer's), static and dynamic. About a second
-// each (half with -short, the arm64 VM).
+// each (half with -short, the arm64 VM, which also leaves out the dynamic program without the
+// library).
 func TestRaces(t *testing.T) {
 	needRoot(t)
 	progs := progsDir(t, "races")
@@ -53,6 +54,9 @@ func TestRaces(t *testing.T) {
 			{"dyn-fastpath", "races.dyn", "1"},
 		} {
 			t.Run(mode+"/"+c.name, func(t *testing.T) {
+				if testing.Short() && c.name == "dyn-nofastpath" {
+					t.Skip("-short: the static program's run is the tracer's alone already")
+				}
 				g := busyboxGuest(t)
 				g.Binds = append(g.Binds, progs+":/mnt/b2")
 				argv := droidrootArgs(droidrootBin(t), g, "/mnt/b2/"+c.prog, mode, hostDir, "/tmp/rc", secs)
