@@ -1,6 +1,7 @@
 package emul
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -253,7 +254,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	switch {
 	case strings.HasPrefix(guest, "/"):
 	case dirfdArg < 0 || int32(c.Arg(dirfdArg)) == unix.AT_FDCWD:
-		cwd = guestCwd(c)
+		cwd = guestCwdIn(c, b)
 		pr.KernelCwd = !c.FS().Lost // the kernel's cwd is cwd's host directory
 	default:
 		var errno unix.Errno
@@ -421,7 +422,7 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 // removed: nothing on it can be swapped), nor any path of a thread that
 // may have left the tracer's ids (pincreds.go).
 func pinnable(c *tracer.Call, t translated) bool {
-	if t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) {
+	if noPinDebug || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) {
 		return false
 	}
 	return !(t.keep && t.host == t.res.Host && onlyDots(t.guest))
@@ -614,3 +615,8 @@ func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
 		}
 	}
 }
+
+// noPinDebug is DROIDROOT_PIN=0: host paths are handed to the kernel as
+// before pinning (a switch to measure what pinning costs; it brings the
+// directory-swap race back).
+var noPinDebug = os.Getenv("DROIDROOT_PIN") == "0"

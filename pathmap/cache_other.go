@@ -32,3 +32,9 @@ const (
 
 // PinnedName is not available without the lookup cache: Unpinned.
 func (m *Mapper) PinnedName(host string) (string, Pin, syscall.Errno) { return "", Unpinned, 0 }
+
+// DirToken is nil without the lookup cache.
+func (m *Mapper) DirToken(dir string) any { return nil }
+
+// DirUnchanged is false without the lookup cache.
+func (m *Mapper) DirUnchanged(dir string, tok any, b *Batch) bool { return false }

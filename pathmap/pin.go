@@ -229,3 +229,52 @@ func (c *cache) reap(all bool) {
 		c.grave = append(c.grave[:0], c.grave[k:]...)
 	}
 }
+
+// DirToken returns a token for host directory dir (a clean absolute path)
+// that DirUnchanged checks: the cache's node of dir, which lives as long as
+// no name on dir's path, from "/" down, changes (see "Lookup cache"); nil
+// when dir's names are not watched. Take it, then confirm that dir is still
+// what it should be (one read of /proc/<tid>/cwd): from then on a change is
+// reported.
+func (m *Mapper) DirToken(dir string) any {
+	c := m.cache
+	if c == nil || !cleanAbs([]byte(dir)) {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ifd < 0 {
+		return nil
+	}
+	n := c.dirs[dir]
+	if n == nil {
+		n, _ = c.makeDir([]byte(dir))
+	}
+	if n == nil || !n.cacheable {
+		return nil
+	}
+	return n
+}
+
+// DirUnchanged tells whether no name on dir's path changed since tok was
+// taken (DirToken), after applying the changes reported so far (once per
+// batch b, which the lookups that share it then skip; b may be nil).
+func (m *Mapper) DirUnchanged(dir string, tok any, b *Batch) bool {
+	n, ok := tok.(*dirNode)
+	c := m.cache
+	if !ok || n == nil || c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ifd < 0 {
+		return false
+	}
+	if b == nil || !b.synced {
+		c.sync()
+		if b != nil {
+			b.synced = true
+		}
+	}
+	return c.dirs[dir] == n
+}

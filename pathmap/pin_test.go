@@ -199,3 +199,36 @@ func TestPinnedNameLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDirToken: a directory's token stays good until a name on its path changes (the directory
+// renamed, or an ancestor), and is never good without the cache.
+func TestDirToken(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	dir := filepath.Join(root, "d")
+	tok := m.DirToken(dir)
+	if tok == nil {
+		t.Fatal("no token for a watched directory")
+	}
+	if !m.DirUnchanged(dir, tok, nil) {
+		t.Fatal("the token is not good right after it was taken")
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "new"), nil, 0o644)) // a change inside: not on the path
+	if !m.DirUnchanged(dir, tok, &Batch{}) {
+		t.Error("a file created inside the directory made its token stale")
+	}
+	must(t, os.Rename(dir, filepath.Join(root, "d2")))
+	must(t, os.Mkdir(dir, 0o755))
+	if m.DirUnchanged(dir, tok, nil) {
+		t.Error("the token is still good after the directory was renamed and replaced")
+	}
+	tok = m.DirToken(dir)
+	must(t, os.Rename(root, root+"-moved"))
+	if m.DirUnchanged(dir, tok, nil) {
+		t.Error("the token is still good after an ancestor was renamed")
+	}
+	plain, err := New(root+"-moved", nil, nil)
+	must(t, err)
+	if tok := plain.DirToken(root + "-moved/d"); tok != nil || plain.DirUnchanged(root+"-moved/d", tok, nil) {
+		t.Error("a token without the cache")
+	}
+}

@@ -65,9 +65,8 @@ type Call struct {
 	scratch uint64
 	// slotLo, slotTop: the thread's scratch slot (scratch.go), slotTop 0
 	// until the first push, 1 when there is none; slotCur is the lowest
-	// address handed out in it, memFd the descriptor that writes it.
+	// address handed out in it.
 	slotLo, slotTop, slotCur uint64
-	memFd                    int
 	// slotReserve is what Reserve left free at the top of the slot.
 	slotReserve uint64
 	// noExit cancels the exit stop of a handler that has an Exit.

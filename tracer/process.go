@@ -27,6 +27,12 @@ type FS struct {
 	// then). When the kernel's cwd reads otherwise, the directory or an
 	// ancestor was renamed or moved, by anyone, and Cwd follows it.
 	Host string
+	// HostToken, when HostTokenOf is Host, says that the lookup cache
+	// watches Host's path since Host was last read back
+	// (pathmap.Mapper.DirToken): while it reports no change, the kernel's
+	// cwd is not read again.
+	HostToken   any
+	HostTokenOf string
 }
 
 // PendingCwd describes a chdir or fchdir whose result the tracer did not
@@ -54,9 +60,8 @@ type Process struct {
 	// ExeHost is the host path of that program.
 	ExeHost string
 	// scratch says whether the process has the loader's scratch area
-	// (scratch.go); memFd is its /proc/<pid>/mem, 0 until needed.
+	// (scratch.go).
 	scratch uint8
-	memFd   int
 }
 
 // Thread is one traced kernel task.

@@ -100,11 +100,12 @@ type Tracer struct {
 	goarch   string
 	handlers []*Handler // indexed by native syscall number
 	threads  map[int]*Thread
-	// freeSlots and nextSlot allocate scratch slots (scratch.go);
-	// noScratch turns the scratch area off (DROIDROOT_SCRATCH=0).
+	// scratch is the scratch area (scratch.go), nil when off
+	// (DROIDROOT_SCRATCH=0) or unavailable; freeSlots and nextSlot
+	// allocate its slots.
+	scratch   *scratch
 	freeSlots []int
 	nextSlot  int
-	noScratch bool
 	// first is the pid of the first guest process.
 	first int
 	// killed is set once --kill-on-exit has killed the rest of the tree.
@@ -140,7 +141,9 @@ func New(cfg Config) (*Tracer, error) {
 	}
 	t := &Tracer{cfg: cfg, goarch: runtime.GOARCH, threads: map[int]*Thread{}, warned: map[string]bool{}}
 	t.spin = cfg.Spin
-	t.noScratch = cfg.NoScratch
+	if !cfg.NoScratch {
+		t.scratch = newScratch()
+	}
 	if t.spin == 0 {
 		t.spin = DefaultSpin
 	}

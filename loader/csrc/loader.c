@@ -60,7 +60,7 @@
 #define MAP_PRIVATE 0x02
 #define MAP_FIXED 0x10
 #define MAP_ANONYMOUS 0x20
-#define MAP_NORESERVE 0x4000
+#define MAP_SHARED 0x01
 #define MAP_FIXED_NOREPLACE 0x100000
 #define O_RDONLY 0
 #define O_CLOEXEC 02000000
@@ -481,25 +481,22 @@ static const char *script_string(const struct dr_load_script *s, uint64_t off)
 }
 
 /*
- * map_scratch maps the tracer's scratch area (script.h): read-only once its magic is
- * written. Without it (an address in use, a kernel that takes MAP_FIXED_NOREPLACE as a
- * hint) the tracer finds no magic and writes below the stack pointer instead.
+ * map_scratch maps the tracer's scratch area (script.h) from path: shared, read-only. Without
+ * it (an address in use, a kernel that takes MAP_FIXED_NOREPLACE as a hint, a path this
+ * process may not open) the tracer finds no cookie there and writes below the stack pointer.
  */
-static void map_scratch(void)
+static void map_scratch(const char *path)
 {
-	long r = sys_mmap(DR_SCRATCH_ADDR, DR_SCRATCH_SIZE, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-	if (failed(r))
+	long fd = syscall4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	long r;
+
+	if (failed(fd))
 		return;
-	if ((uint64_t)r != DR_SCRATCH_ADDR) {
+	r = sys_mmap(DR_SCRATCH_ADDR, DR_SCRATCH_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE,
+		     (int)fd, 0);
+	if (!failed(r) && (uint64_t)r != DR_SCRATCH_ADDR)
 		syscall2(SYS_munmap, r, DR_SCRATCH_SIZE);
-		return;
-	}
-	*(volatile uint64_t *)DR_SCRATCH_ADDR = DR_SCRATCH_MAGIC;
-	if (failed(syscall3(SYS_mprotect, DR_SCRATCH_ADDR, DR_SCRATCH_SIZE, PROT_READ))) {
-		*(volatile uint64_t *)DR_SCRATCH_ADDR = 0;
-		syscall2(SYS_munmap, DR_SCRATCH_ADDR, DR_SCRATCH_SIZE);
-	}
+	syscall1(SYS_close, fd);
 }
 
 void loader_main(const struct dr_load_script *s)
@@ -508,7 +505,7 @@ void loader_main(const struct dr_load_script *s)
 	uint64_t *sp, *envp, *auxv, *a, pagesz = 4096, entry, base = 0, len;
 	struct image prog, ld;
 	const struct dr_ids *ids = 0;
-	const uint64_t *hwcap = 0;
+	const uint64_t *hwcap = 0, *scratch = 0;
 	struct dr_ids idv;
 	char *copy;
 	long r;
@@ -518,15 +515,20 @@ void loader_main(const struct dr_load_script *s)
 	if (s->magic != DR_SCRIPT_MAGIC)
 		die(0, "bad load script (wrong magic)", 0, 0);
 	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX ||
-	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP)) ||
+	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP | DR_FLAG_SCRATCH)) ||
 	    s->size < sizeof *s + ((s->flags & DR_FLAG_IDS) ? sizeof *ids : 0) +
-			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0))
+			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0) +
+			      ((s->flags & DR_FLAG_SCRATCH) ? sizeof *scratch : 0))
 		die(0, "bad load script (size or flags)", 0, 0);
-	map_scratch();
 	if (s->flags & DR_FLAG_IDS)
 		ids = (const struct dr_ids *)(s + 1);
 	if (s->flags & DR_FLAG_HWCAP)
 		hwcap = (const uint64_t *)((const char *)(s + 1) + (ids ? sizeof *ids : 0));
+	if (s->flags & DR_FLAG_SCRATCH) {
+		scratch = (const uint64_t *)((const char *)(s + 1) + (ids ? sizeof *ids : 0) +
+					     (hwcap ? sizeof *hwcap : 0));
+		map_scratch(script_string(s, *scratch));
+	}
 	if (s->original_sp & 7 || s->original_sp < (uint64_t)s + s->size)
 		die(0, "bad load script (original sp)", 0, 0);
 	program = script_string(s, s->program);
