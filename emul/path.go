@@ -144,6 +144,15 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 		if errno != 0 || !pinnable(c, t) {
 			return t, errno
 		}
+		if t.keep && t.host == t.res.Host && !strings.Contains(t.guest, "/") {
+			// One name in the cwd or dirfd, which the kernel resolves in
+			// the directory it holds (the one the lookup checked: the
+			// cwd's path is watched, a dirfd's read back), with nothing
+			// before it to swap: a copy of the guest's own, which no
+			// magic link makes dearer for the kernel.
+			t.pinned, t.pinnedHost = t.guest, t.host
+			return t, 0
+		}
 		name, pin, e := c.Mapper().PinnedName(t.host)
 		switch {
 		case pin == pathmap.Pinned:

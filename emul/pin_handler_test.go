@@ -16,7 +16,9 @@ import (
 // TestPinnedPaths: with the lookup cache (as droidroot runs), a translated path argument is
 // handed to the kernel as its last component below the parent directory the lookup found,
 // which the tracer holds open ("/proc/<tracer>/fd/N/last"), absolute or relative (a relative
-// path the kernel would resolve by itself is no longer left in guest memory); "." stays the guest's, as
+// path the kernel would resolve by itself is no longer left in guest memory; one name in the
+// cwd is a copy of the guest's, which the kernel resolves in the cwd it holds); "." stays the
+// guest's, as
 // do magic links left to the kernel. The answers are the kernel's. (The child here is not
 // started by the loader: its paths go below the stack pointer; TestScratchSlots and the e2e
 // TestRaces cover the scratch area.)
@@ -28,6 +30,7 @@ func TestPinnedPaths(t *testing.T) {
 	}{
 		{kcase{name: "absolute", step: access("/etc/hostname")}, "/hostname"},
 		{kcase{name: "relative", step: access("dir/file")}, "/file"},
+		{kcase{name: "one name", step: access("etc")}, "=etc"},
 		{kcase{name: "through a symlink", step: access("/link/file")}, "/file"},
 		{kcase{name: "bind", step: access("/mnt/inside")}, "/inside"},
 		{kcase{name: "missing", step: access("/dir/nofile")}, "/nofile"},
@@ -75,7 +78,11 @@ func TestPinnedPaths(t *testing.T) {
 			t.Errorf("%s: the guest's path was replaced by %q", c.name, path)
 		case c.want == "-" && strings.HasPrefix(path, pinned):
 			t.Errorf("%s: pinned as %q", c.name, path)
-		case c.want != "" && c.want != "-" && (!strings.HasPrefix(path, pinned) || !strings.HasSuffix(path, c.want)):
+		case strings.HasPrefix(c.want, "="):
+			if path != c.want[1:] {
+				t.Errorf("%s: the kernel was given %q, want a copy of the guest's %q", c.name, path, c.want[1:])
+			}
+		case c.want != "" && c.want != "-" && !strings.HasPrefix(c.want, "=") && (!strings.HasPrefix(path, pinned) || !strings.HasSuffix(path, c.want)):
 			t.Errorf("%s: the kernel was given %q, want %s<N>...%s", c.name, path, pinned, c.want)
 		}
 	}
