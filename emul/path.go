@@ -160,8 +160,10 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 		case pin == pathmap.Stale && try < staleTries:
 			b = &pathmap.Batch{} // see the change
 			continue
-		case pin == pathmap.Stale:
+		case pin == pathmap.Stale && e != 0:
 			return translated{}, e
+		case pin == pathmap.Stale:
+			return translated{}, unix.ENOENT // it changed back and forth all along
 		}
 		return t, 0
 	}
