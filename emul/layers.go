@@ -41,6 +41,7 @@ var layerOrder = []layer{
 	{"identity", func(c Config) bool { return c.Identity != nil || c.EmulateSetID }, func(e *Emulation, b *tableBuilder) {
 		addIdentity(b, e.cfg)
 	}},
+	{"real-ids", func(c Config) bool { return c.RealIDs && c.Identity == nil && !c.EmulateSetID && c.Android == nil }, applyRealIDs},
 	{"fastpath", func(c Config) bool { return c.FastPath != nil }, applyFastPath},
 	// Last: it sees the other emulations (androidOthers).
 	{"android", func(c Config) bool { return c.Android != nil }, func(e *Emulation, b *tableBuilder) {

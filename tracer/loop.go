@@ -169,6 +169,7 @@ func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 
 func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	delete(t.threads, tid)
+	t.freeSlot(th)
 	if th != nil && th.Proc != nil && len(t.hooks) > 0 {
 		th.op = nil
 		t.emit(Event{Kind: EventThreadGone, Tid: tid, Pid: th.Proc.Pid})

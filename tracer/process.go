@@ -27,6 +27,12 @@ type FS struct {
 	// then). When the kernel's cwd reads otherwise, the directory or an
 	// ancestor was renamed or moved, by anyone, and Cwd follows it.
 	Host string
+	// HostToken, when HostTokenOf is Host, says that the lookup cache
+	// watches Host's path since Host was last read back
+	// (pathmap.Mapper.DirToken): while it reports no change, the kernel's
+	// cwd is not read again.
+	HostToken   any
+	HostTokenOf string
 }
 
 // PendingCwd describes a chdir or fchdir whose result the tracer did not
@@ -53,6 +59,9 @@ type Process struct {
 	Exe string
 	// ExeHost is the host path of that program.
 	ExeHost string
+	// scratch says whether the process has the loader's scratch area
+	// (scratch.go).
+	scratch uint8
 }
 
 // Thread is one traced kernel task.
@@ -100,6 +109,8 @@ type Thread struct {
 	// signal handler may run first, and its calls stop too.
 	skipEntryStop bool
 	restartNr     int
+	// slot is the thread's scratch slot (scratch.go), 0 for none yet.
+	slot int
 }
 
 // birth is a new task's start-up, which the tracer learns of from two
