@@ -19,7 +19,7 @@ import (
 // registry slot; its mapping injected into the process). Without the
 // emulation the answer stays ENOSYS.
 func TestFutexWaitvHandler(t *testing.T) {
-	const words = 0x7e0000000000 // a page of words the first step maps
+	const words = 0x7e0000000000            // a page of words the first step maps
 	waitv := func(ws ...[3]uint64) tt.Arg { // {uaddr, val, flags}
 		b := make([]byte, 24*len(ws))
 		for i, w := range ws {

@@ -63,9 +63,9 @@ type threadOp struct {
 	end    func(ParkEnd) int64
 
 	// Run.
-	nr     int
-	args   [6]uint64
-	then   func(c *Call, ret int64)
+	nr      int
+	args    [6]uint64
+	then    func(c *Call, ret int64)
 	next    bool // then called Run
 	answer  *int64
 	reissue int // Reissue: the call's number, -1 for none
