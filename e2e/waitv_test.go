@@ -12,7 +12,10 @@ import (
 // a waiter killed mid-wait) and its stress (ping-pong between two processes,
 // eight contending threads) with the kernel's futex_waitv (the chroot) and
 // with the fast path library's emulation, forced on a PC and under Android
-// 16's policy, which blocks the kernel's: the same transcript.
+// 16's policy, which blocks the kernel's: the same transcript. Under the
+// policy the static and static-pie builds (no library: the tracer answers
+// their futex_waitv against the same registry, and the loader's filter
+// brings their FUTEX_WAKE calls to it) give the same transcript too.
 func TestFutexWaitv(t *testing.T) {
 	needRoot(t)
 	g := busyboxGuest(t)
@@ -29,7 +32,15 @@ func TestFutexWaitv(t *testing.T) {
 		{"android-16", "16", ""},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			for _, args := range [][]string{{"/progs/waitvprobe.dyn"}, {"/progs/waitvprobe.dyn", "stress", rounds}} {
+			progs := []string{"/progs/waitvprobe.dyn"}
+			if mode.policy != "" {
+				progs = append(progs, "/progs/waitvprobe", "/progs/waitvprobe.pie")
+			}
+			var runs [][]string
+			for _, p := range progs {
+				runs = append(runs, []string{p}, []string{p, "stress", rounds})
+			}
+			for _, args := range runs {
 				argv := droidrootArgs(droidrootBin(t), g, args...)
 				if mode.policy != "" {
 					argv = append(argv[:2], append([]string{"--android-policy=" + mode.policy}, argv[2:]...)...)
@@ -41,10 +52,10 @@ func TestFutexWaitv(t *testing.T) {
 				got := run(t, "", append(env, argv...)...)
 				if len(args) == 1 {
 					if diff := cmp.Diff(want.Stdout, got.Stdout); diff != "" || got.Code != 0 {
-						t.Errorf("transcript differs from the kernel's (-kernel +droidroot), %s:\n%s", got, diff)
+						t.Errorf("%s: transcript differs from the kernel's (-kernel +droidroot), %s:\n%s", args[0], got, diff)
 					}
 				} else if got.Code != 0 || got.Stdout != "stress ok\n" {
-					t.Errorf("stress: %s", got)
+					t.Errorf("%s stress: %s", args[0], got)
 				}
 			}
 		})

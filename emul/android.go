@@ -144,7 +144,10 @@ func addAndroid(cfg Config, tbl *tableBuilder) {
 		if name == "futex_waitv" && cfg.FastPath != nil && cfg.FastPath.Lib.Flags&fastpath.FlagWaitv != 0 && cfg.FastPath.Lib.Registry != "" {
 			// The library answers it: so does the tracer, for the
 			// processes without the library (waitv.go).
-			tbl.set(name, newWaitvEmu(cfg.FastPath.Lib.Registry).handler())
+			w := newWaitvEmu(cfg.FastPath.Lib.Registry)
+			tbl.e.waitv = w
+			tbl.set(name, w.handler())
+			tbl.set("futex", w.wakeHandler())
 			continue
 		}
 		if h, ok := androidRewrites[name]; ok {

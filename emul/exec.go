@@ -29,6 +29,8 @@ type execPlan struct {
 	program string   // host path of the ELF to load
 	exe     string   // guest path of it
 	interp  string   // host path of PT_INTERP, "" if none
+	// interpGuest is PT_INTERP as the program names it, "" if none.
+	interpGuest string
 }
 
 // planExec does what the kernel's exec does before replacing the image:
@@ -108,7 +110,7 @@ func planExec(c *tracer.Call, dirfdArg int, guest, scriptName string, inaccessib
 		if errno != 0 {
 			return nil, errno
 		}
-		plan := &execPlan{argv: argv, program: host}
+		plan := &execPlan{argv: argv, program: host, interpGuest: interpGuest}
 		plan.exe, _ = c.Mapper().ToGuest(host)
 		if emulationOf(c).l2s != nil && isL2SData(filepath.Base(host)) {
 			// A hard link's name: /proc/self/exe shows the name, not the data file.
@@ -405,6 +407,7 @@ func execHandler(at bool) tracer.Handler {
 		c.SetArg(0, loaderAddr)
 		c.SetArg(1, argvAddr)
 		c.SetArg(2, envp)
-		c.SetExec(&tracer.ExecPlan{ProgramHost: plan.program, InterpHost: plan.interp, ExecFn: execfn, Exe: plan.exe})
+		c.SetExec(&tracer.ExecPlan{ProgramHost: plan.program, InterpHost: plan.interp, ExecFn: execfn, Exe: plan.exe,
+			Wakes: emulationOf(c).waitv.wakesOf(plan.interpGuest)})
 	}}
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -96,7 +97,7 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 		enter := h.Enter
 		h.Enter = func(c *tracer.Call) {
 			enter(c)
-			if c.Arg(0) == unix.SECCOMP_SET_MODE_FILTER {
+			if c.Arg(0) == unix.SECCOMP_SET_MODE_FILTER && !fromLoader(c) {
 				s.ownFilter(c)
 			}
 		}
@@ -115,6 +116,14 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 			b.set(name, h)
 		}
 	}
+}
+
+// fromLoader reports whether c is made by droidroot's loader (its code is
+// linked at loader.LoadAddress): the filter of a library-less process's
+// wakes (loader.FlagWakesProgram), which traps nothing the library does.
+func fromLoader(c *tracer.Call) bool {
+	pc := c.Entry.PC()
+	return pc >= loader.LoadAddress && pc < loader.LoadAddress+1<<24
 }
 
 // proc returns pid's state, made on first use.

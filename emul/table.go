@@ -120,6 +120,9 @@ type Emulation struct {
 	uname  *Uname        // -k, nil when off
 	// fastPath is the fast path layer's state, nil when off.
 	fastPath *fastPathState
+	// waitv answers futex_waitv for library-less processes, nil when the
+	// session does not emulate it (waitv.go).
+	waitv *waitvEmu
 }
 
 // New builds the handler table for cfg: every declared syscall's base

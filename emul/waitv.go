@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -83,6 +85,80 @@ func (w *waitvEmu) events(ev *tracer.Event) {
 	case tracer.EventExec, tracer.EventProcessGone:
 		delete(w.maps, ev.Pid)
 	}
+}
+
+// wakesOf says which code of a program with PT_INTERP interp ("" for a
+// static one) the loader must trace the FUTEX_WAKE calls of: a process
+// without the fast path library (which only glibc's ld.so preloads) wakes
+// with raw calls the registry's waiters would not see. None when the
+// session does not emulate futex_waitv (w nil).
+func (w *waitvEmu) wakesOf(interp string) uint64 {
+	switch base := path.Base(interp); {
+	case w == nil:
+		return 0
+	case interp == "":
+		return loader.FlagWakesProgram
+	case strings.HasPrefix(base, "ld-linux"):
+		return 0 // glibc: the library answers
+	default:
+		return loader.FlagWakesProgram | loader.FlagWakesInterp // musl: libc is the interpreter
+	}
+}
+
+// wakeHandler handles the FUTEX_WAKE calls the loader's filter stops in a
+// library-less process (the main filter does not trace futex): after the
+// kernel's own wake, registered waiters of that word are woken up to the
+// count, as the library's FUTEX_WAKE does (waitv.c's fw_wake).
+func (w *waitvEmu) wakeHandler() tracer.Handler {
+	return tracer.Handler{
+		Untraced: true,
+		Enter: func(c *tracer.Call) {
+			if c.Arg(1)&0x7f != 1 { // FUTEX_WAKE (ptrace-only mode shows every futex call)
+				c.NoExit()
+			}
+		},
+		Exit: func(c *tracer.Call) {
+			k, n := c.Ret(), int64(int32(c.Arg(2)))
+			if k < 0 || k >= n {
+				return
+			}
+			reg := w.registry()
+			if reg == nil {
+				return
+			}
+			key := waitvKeys(c.Pid(), []waitvWaiter{{uaddr: c.Arg(0), private: c.Arg(1)&futexPrivateFlag != 0}})[0]
+			if k2 := reg.wake(key, k, n); k2 != k {
+				c.Return(k2)
+			}
+		},
+	}
+}
+
+// wake moves up to n-k WAITING slots with key to WOKEN+index and wakes
+// them; it returns k plus their number.
+func (r *waitvRegistry) wake(key waitvKey, k, n int64) int64 {
+	bit := key.bloom()
+	fullFence()
+	hw := int(atomic.LoadUint32(r.hiwater()))
+	for i := 0; i < hw && i < fwSlots && k < n; i++ {
+		v := atomic.LoadUint32(r.state(i))
+		if v&0xff != fwWaiting || r.bloom(i)&bit == 0 {
+			continue
+		}
+		j := r.keyIndex(i, key)
+		if j < 0 || atomic.LoadUint32(r.state(i)) != v {
+			continue // no match, or the keys were another waiter's
+		}
+		if pid, tid := r.slotOwner(i); unix.Tgkill(int(pid), int(tid), 0) == unix.ESRCH {
+			atomic.CompareAndSwapUint32(r.state(i), v, v&^0xff|fwFree)
+			continue
+		}
+		if atomic.CompareAndSwapUint32(r.state(i), v, v&^0xff|uint32(fwWoken+j)) {
+			r.wakeState(i)
+			k++
+		}
+	}
+	return k
 }
 
 // waitvWaiter is one struct futex_waitv.

@@ -79,6 +79,32 @@ func (r *waitvRegistry) setSlot(i int, pid, tid uint32, keys []waitvKey) {
 	}
 }
 
+// bloom is slot i's key summary.
+func (r *waitvRegistry) bloom(i int) uint64 { return atomic.LoadUint64(r.u64(fwBloomsOff + 8*i)) }
+
+// keyIndex is the index of key among slot i's keys, -1 if none.
+func (r *waitvRegistry) keyIndex(i int, key waitvKey) int {
+	base := fwSlotsOff + fwSlotSize*i
+	n := int(atomic.LoadUint32(r.u32(base + 8)))
+	if n > fwMaxWaiters {
+		n = fwMaxWaiters
+	}
+	for j := 0; j < n; j++ {
+		o := base + 16 + 24*j
+		if atomic.LoadUint64(r.u64(o)) == key.a && atomic.LoadUint64(r.u64(o+8)) == key.b && atomic.LoadUint64(r.u64(o+16)) == key.c {
+			return j
+		}
+	}
+	return -1
+}
+
+// wakeState wakes the thread sleeping on slot i's state word: a shared
+// futex, so the word of the registry file's page, whatever address the
+// waiter's process maps it at.
+func (r *waitvRegistry) wakeState(i int) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(r.state(i))), 1 /* FUTEX_WAKE */, 1, 0, 0, 0)
+}
+
 // slotOwner returns slot i's pid and tid.
 func (r *waitvRegistry) slotOwner(i int) (pid, tid uint32) {
 	base := fwSlotsOff + fwSlotSize*i

@@ -80,6 +80,10 @@ type Script struct {
 	// HWCap, when set, replaces AT_HWCAP (-k's hwcap field); nil leaves the
 	// kernel's.
 	HWCap *uint64
+	// Wakes are FlagWakesProgram and FlagWakesInterp: the loader installs a
+	// filter that traces the FUTEX_WAKE calls made from the program's (the
+	// interpreter's) code.
+	Wakes uint64
 }
 
 // IDs are the credentials a program reads from its auxiliary vector.
@@ -98,6 +102,17 @@ const IDsSize = 40
 // FlagHWCap in a script's flags says that a little-endian uint64 AT_HWCAP
 // follows the header and the ids block (if any).
 const FlagHWCap = 2
+
+// FlagWakesProgram and FlagWakesInterp in a script's flags make the loader
+// install, before it jumps, a seccomp filter that traces (SECCOMP_RET_TRACE)
+// FUTEX_WAKE calls made from the executable segments of the program and of its
+// interpreter: a process without the fast path library whose wakes must reach
+// the futex_waitv waiters of the session's registry. Nothing follows the
+// header for them.
+const (
+	FlagWakesProgram = 4
+	FlagWakesInterp  = 8
+)
 
 // Encode returns the load script for s in the loader's layout: the header (magic,
 // size, originalSP, offsets of Program, Interp and ExecFn, flags), the ids block
@@ -123,6 +138,7 @@ func (s Script) Encode(originalSP uint64) []byte {
 		flags |= FlagHWCap
 		buf = le.AppendUint64(buf, *s.HWCap)
 	}
+	flags |= s.Wakes & (FlagWakesProgram | FlagWakesInterp)
 	put := func(str string) uint64 {
 		off := uint64(len(buf))
 		buf = append(buf, str...)

@@ -197,7 +197,11 @@ func (t *Tracer) execEvent(th *Thread) {
 		return
 	}
 	sp := r.SP()
-	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids, HWCap: t.cfg.HWCap}.Encode(sp)
+	var wakes uint64
+	if t.scriptAreaSize > 0 { // droidroot's own loader
+		wakes = plan.Wakes
+	}
+	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids, HWCap: t.cfg.HWCap, Wakes: wakes}.Encode(sp)
 	// The top of the loader's script area when it has one and the script
 	// leaves the loader its stack there (the loader runs just below the
 	// script): below sp, the stack is not mapped after an exec with large
