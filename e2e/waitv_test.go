@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,13 +16,18 @@ import (
 // 16's policy, which blocks the kernel's: the same transcript. Under the
 // policy the static and static-pie builds (no library: the tracer answers
 // their futex_waitv against the same registry, and the loader's filter
-// brings their FUTEX_WAKE calls to it) give the same transcript too.
+// brings their FUTEX_WAKE calls to it) give the same transcript too, and so
+// do waits and wakes between a process with the library and one without.
 func TestFutexWaitv(t *testing.T) {
 	needRoot(t)
 	g := busyboxGuest(t)
 	want := viaChroot(t, g, "", "/progs/waitvprobe.dyn")
 	if want.Code != 0 || len(want.Stdout) < 200 {
 		t.Fatalf("the kernel's run: %s", want)
+	}
+	wantMixed := viaChroot(t, g, "", "/progs/waitvprobe.dyn", "mixed", "/progs/waitvprobe")
+	if wantMixed.Code != 0 || !strings.Contains(wantMixed.Stdout, "woken at index 1") {
+		t.Fatalf("the kernel's mixed run: %s", wantMixed)
 	}
 	rounds := "20000"
 	if testing.Short() {
@@ -38,7 +44,16 @@ func TestFutexWaitv(t *testing.T) {
 			}
 			var runs [][]string
 			for _, p := range progs {
-				runs = append(runs, []string{p}, []string{p, "stress", rounds})
+				r := rounds
+				if testing.Short() && p != "/progs/waitvprobe.dyn" {
+					r = "300" // every wait and wake a tracer stop: about 50 ms a round in the arm64 VM (TCG)
+				}
+				runs = append(runs, []string{p}, []string{p, "stress", r})
+			}
+			if mode.policy != "" {
+				// A process with the library and one without, each way.
+				runs = append(runs, []string{"/progs/waitvprobe.dyn", "mixed", "/progs/waitvprobe"},
+					[]string{"/progs/waitvprobe", "mixed", "/progs/waitvprobe.dyn"})
 			}
 			for _, args := range runs {
 				argv := droidrootArgs(droidrootBin(t), g, args...)
@@ -50,7 +65,11 @@ func TestFutexWaitv(t *testing.T) {
 					env = append(env, mode.env)
 				}
 				got := run(t, "", append(env, argv...)...)
-				if len(args) == 1 {
+				if len(args) == 3 && args[1] == "mixed" {
+					if diff := cmp.Diff(wantMixed.Stdout, got.Stdout); diff != "" || got.Code != 0 {
+						t.Errorf("%s mixed %s: differs from the kernel's (-kernel +droidroot), %s:\n%s", args[0], args[2], got, diff)
+					}
+				} else if len(args) == 1 {
 					if diff := cmp.Diff(want.Stdout, got.Stdout); diff != "" || got.Code != 0 {
 						t.Errorf("%s: transcript differs from the kernel's (-kernel +droidroot), %s:\n%s", args[0], got, diff)
 					}
