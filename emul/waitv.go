@@ -24,9 +24,10 @@ import (
 //
 //   - The arguments are checked in the kernel's order (kernel/futex/syscalls.c),
 //     with the kernel's EFAULT for any pointer the tracer cannot read.
-//   - One word: the call is restarted as FUTEX_WAIT_BITSET on the word, with
-//     the absolute timeout on the caller's clock: the kernel's own wait, woken
-//     by any wake, restarted or EINTR after a signal as futex_waitv is.
+//   - One word: the thread waits with an injected FUTEX_WAIT_BITSET on the
+//     word, with the absolute timeout on the caller's clock: the kernel's own
+//     wait, woken by any wake; a signal ends it as futex_waitv's -ERESTARTSYS
+//     does (interrupted).
 //   - Several words: the registry is mapped into the process once (injected
 //     openat + mmap + close); the tracer claims a slot in its own mapping,
 //     writes the words' keys (those of shared file mappings from
@@ -242,7 +243,17 @@ func (w *waitvEmu) enter(c *tracer.Call) {
 		if rt {
 			op |= futexClockRT
 		}
-		c.Restart(futexNr, ws[0].uaddr, op, ws[0].val, tsAddr, 0, 0xffffffff)
+		// Injected rather than restarted: a timed FUTEX_WAIT_BITSET that a
+		// signal interrupts is EINTR after any handler (ERESTART_RESTARTBLOCK),
+		// where futex_waitv (ERESTARTSYS) restarts after an SA_RESTART one.
+		waitvNr, _ := nativeNr("futex_waitv")
+		c.Run(futexNr, [6]uint64{ws[0].uaddr, op, ws[0].val, tsAddr, 0, 0xffffffff}, func(c *tracer.Call, ret int64) {
+			if ret == -int64(unix.EINTR) || ret <= -512 && ret >= -516 {
+				w.interrupted(c, waitvNr)
+				return
+			}
+			c.Return(ret) // 0 (index 0), EAGAIN, ETIMEDOUT
+		})
 		return
 	}
 	reg := w.registry()

@@ -11,6 +11,8 @@
  *   waitvprobe mixed PROG waits woken by, and wakes waiting in, a process running
  *                         PROG (another build of this probe: static, dynamic) over a
  *                         shared file, both ways; prints the counts and indexes
+ *   waitvprobe signals    waits interrupted by a signal whose handler has SA_RESTART
+ *                         or not, on one word and two (EINTR, or the wait restarts)
  *   (waitvprobe waker FD, waitvprobe waiter FD: PROG's side of mixed)
  */
 #define _GNU_SOURCE
@@ -142,6 +144,50 @@ static long err_case(struct waitv *w, unsigned n, unsigned flags)
 	return waitv(w, n, flags, &ts, CLOCK_MONOTONIC);
 }
 
+/* ---- a signal during a wait ---- */
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+struct poker {
+	pthread_t target;
+};
+
+static void *poke(void *p)
+{
+	struct poker *k = p;
+	usleep(50000);
+	pthread_kill(k->target, SIGUSR1);
+	return NULL;
+}
+
+/* A wait on n words (nobody wakes them) with a 300 ms timeout, interrupted
+ * after 50 ms by a signal whose handler has SA_RESTART or not: the kernel
+ * answers EINTR without it, and with it restarts the wait (the timeout is
+ * absolute), which then times out. */
+static long interrupted(unsigned n, int restart)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	sigaction(SIGUSR1, &sa, NULL);
+	struct waitv w[4];
+	memset(words, 0, sizeof words);
+	for (unsigned i = 0; i < n; i++)
+		set(&w[i], &words[i], 0, FUTEX_32);
+	struct poker k = {pthread_self()};
+	pthread_t t;
+	pthread_create(&t, NULL, poke, &k);
+	struct timespec to = after(CLOCK_MONOTONIC, 300);
+	long r = waitv(w, n, 0, &to, CLOCK_MONOTONIC);
+	pthread_join(t, NULL);
+	signal(SIGUSR1, SIG_DFL);
+	return r;
+}
+
 static void conformance(void)
 {
 	struct waitv w[130];
@@ -191,6 +237,15 @@ static void conformance(void)
 	printf("woken index (128 words, last) = %s\n", res(woken(128, 127, FUTEX_32)));
 	printf("woken index (1 word) = %s\n", res(woken(1, 0, FUTEX_32)));
 	printf("wake without waiters = %s\n", res(wake(&words[5], 1, 0)));
+}
+
+/* waitvprobe signals: waits interrupted by a signal (see interrupted). */
+static void signals(void)
+{
+	printf("signal without SA_RESTART (2 words) = %s\n", res(interrupted(2, 0)));
+	printf("signal with SA_RESTART (2 words) = %s\n", res(interrupted(2, 1)));
+	printf("signal without SA_RESTART (1 word) = %s\n", res(interrupted(1, 0)));
+	printf("signal with SA_RESTART (1 word) = %s\n", res(interrupted(1, 1)));
 }
 
 /* ---- across processes: one file mapped at different addresses ---- */
@@ -462,6 +517,10 @@ static void mixed(const char *prog)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && !strcmp(argv[1], "signals")) {
+		signals();
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "mixed")) {
 		mixed(argv[2]);
 		return 0;
