@@ -125,9 +125,7 @@ func probe(t testing.TB, runnerName string, r runner, base, prog, name, ops stri
 // knownDivergences are ops files on which droidroot is known to differ from
 // the kernel, with the reason. TestOracle requires them to still differ, so
 // that a fix is noticed and the file moves back to the exact comparison.
-var knownDivergences = map[string]string{
-	"beyond-pathmax-fdlink": "readlink of /proc/self/fd/N of a file whose host path is longer than PATH_MAX: the host kernel's own readlink fails (ENAMETOOLONG)",
-}
+var knownDivergences = map[string]string{}
 
 // TestOracle compares droidroot with the chroot oracle on every .ops file and probe variant.
 func TestOracle(t *testing.T) {

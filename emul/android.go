@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/fastpath"
 	"github.com/droidroot/droidroot/seccomp"
 	"github.com/droidroot/droidroot/tracer"
 )
@@ -139,6 +140,15 @@ func addAndroid(cfg Config, tbl *tableBuilder) {
 	for name := range androidBlockedNames(cfg.Android) {
 		if _, ok := tbl.get(name); ok && androidOthers(cfg, name) {
 			continue // another emulation (setfsuid with EmulateSetID, ...)
+		}
+		if name == "futex_waitv" && cfg.FastPath != nil && cfg.FastPath.Lib.Flags&fastpath.FlagWaitv != 0 && cfg.FastPath.Lib.Registry != "" {
+			// The library answers it: so does the tracer, for the
+			// processes without the library (waitv.go).
+			w := newWaitvEmu(cfg.FastPath.Lib.Registry)
+			tbl.e.waitv = w
+			tbl.set(name, w.handler())
+			tbl.set("futex", w.wakeHandler())
+			continue
 		}
 		if h, ok := androidRewrites[name]; ok {
 			tbl.set(name, h)

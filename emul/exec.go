@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -28,12 +29,20 @@ type execPlan struct {
 	program string   // host path of the ELF to load
 	exe     string   // guest path of it
 	interp  string   // host path of PT_INTERP, "" if none
+	// interpGuest is PT_INTERP as the program names it, "" if none.
+	interpGuest string
 }
 
 // planExec does what the kernel's exec does before replacing the image:
 // it finds the file, expands #! lines and checks the ELF, returning the
 // kernel's errno for anything it would refuse.
-func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*execPlan, unix.Errno) {
+//
+// scriptName is the name the kernel gives a #! script as its interpreter's
+// argument (bprm->interp: the filename as given, or /dev/fd/N[/name] for an
+// execveat relative to a descriptor), and inaccessible says that name dies
+// with the exec (the descriptor is close-on-exec), in which case the kernel
+// refuses a script with ENOENT (fs/binfmt_script.c, BINPRM_FLAGS_PATH_INACCESSIBLE).
+func planExec(c *tracer.Call, dirfdArg int, guest, scriptName string, inaccessible bool, argvAddr uint64) (*execPlan, unix.Errno) {
 	var argv []string
 	filename := guest
 	for depth := 0; ; depth++ {
@@ -59,6 +68,9 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 			if !ok {
 				return nil, unix.ENOEXEC
 			}
+			if inaccessible {
+				return nil, unix.ENOENT
+			}
 			if argv == nil {
 				var err error
 				argv, err = readArgv(c, argvAddr)
@@ -74,9 +86,9 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 			if arg != "" {
 				na = append(na, arg)
 			}
-			na = append(na, filename)
+			na = append(na, scriptName)
 			argv = append(na, rest...)
-			filename = interp
+			filename, scriptName = interp, interp
 			continue
 		}
 		if !bytes.HasPrefix(hd, []byte(elf.ELFMAG)) {
@@ -98,7 +110,7 @@ func planExec(c *tracer.Call, dirfdArg int, guest string, argvAddr uint64) (*exe
 		if errno != 0 {
 			return nil, errno
 		}
-		plan := &execPlan{argv: argv, program: host}
+		plan := &execPlan{argv: argv, program: host, interpGuest: interpGuest}
 		plan.exe, _ = c.Mapper().ToGuest(host)
 		if emulationOf(c).l2s != nil && isL2SData(filepath.Base(host)) {
 			// A hard link's name: /proc/self/exe shows the name, not the data file.
@@ -221,6 +233,22 @@ func elfInterp(f *os.File) (string, unix.Errno) {
 	return "", 0
 }
 
+// fdCloexec reports whether the caller's descriptor fd is close-on-exec
+// (the flags line of /proc/<tid>/fdinfo/<fd>, octal).
+func fdCloexec(c *tracer.Call, fd int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.Tid()) + "/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			f, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && f&unix.O_CLOEXEC != 0
+		}
+	}
+	return false
+}
+
 // readArgv reads a NULL-terminated array of string pointers.
 func readArgv(c *tracer.Call, addr uint64) ([]string, error) {
 	var out []string
@@ -291,20 +319,61 @@ func execHandler(at bool) tracer.Handler {
 			c.Fail(err.(unix.Errno))
 			return
 		}
+		var flags uint64
+		if at {
+			flags = c.Arg(4)
+		}
+		if guest == "" && flags&unix.AT_EMPTY_PATH == 0 {
+			c.Fail(unix.ENOENT) // getname, before anything else
+			return
+		}
+		if flags&^uint64(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+			c.Fail(unix.EINVAL) // do_open_execat
+			return
+		}
+		// The name the kernel execs under (alloc_bprm): AT_EXECFN, the
+		// script's name for its interpreter and, through AT_EXECFN, the
+		// loader's comm.
+		execfn, inaccessible := guest, false
+		if at && !strings.HasPrefix(guest, "/") && int32(c.Arg(0)) != unix.AT_FDCWD {
+			fd := int(int32(c.Arg(0)))
+			execfn = "/dev/fd/" + strconv.Itoa(fd)
+			if guest != "" {
+				execfn += "/" + guest
+			}
+			inaccessible = fdCloexec(c, fd)
+		}
 		if guest == "" {
-			if !at || c.Arg(4)&unix.AT_EMPTY_PATH == 0 {
-				c.Fail(unix.ENOENT)
+			// execveat(fd, "", AT_EMPTY_PATH): the file open as fd, never
+			// followed further: a symlink (O_PATH|O_NOFOLLOW) is ELOOP, a
+			// directory (the cwd for AT_FDCWD) or anything not regular EACCES.
+			fd := int(int32(c.Arg(0)))
+			if int32(fd) == unix.AT_FDCWD {
+				c.Fail(unix.EACCES)
 				return
 			}
-			// execveat(fd, "", AT_EMPTY_PATH): the file open as fd.
-			g, errno := fdFilePath(c, int(int32(c.Arg(0))))
+			var st unix.Stat_t
+			if err := unix.Stat(procFd(c.Tid(), fd), &st); err != nil {
+				c.Fail(unix.EBADF)
+				return
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFLNK:
+				c.Fail(unix.ELOOP)
+				return
+			case unix.S_IFREG:
+			default:
+				c.Fail(unix.EACCES)
+				return
+			}
+			g, errno := fdFilePath(c, fd)
 			if errno != 0 {
 				c.Fail(errno)
 				return
 			}
 			guest, dirfdArg = g, -1
 		}
-		if at && c.Arg(4)&unix.AT_SYMLINK_NOFOLLOW != 0 {
+		if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
 			if h, errno := resolveAt(c, dirfdArg, guest, false); errno == 0 {
 				var st unix.Stat_t
 				if unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -313,7 +382,7 @@ func execHandler(at bool) tracer.Handler {
 				}
 			}
 		}
-		plan, errno := planExec(c, dirfdArg, guest, c.Arg(argvArg))
+		plan, errno := planExec(c, dirfdArg, guest, execfn, inaccessible, c.Arg(argvArg))
 		if errno != 0 {
 			c.Fail(errno)
 			return
@@ -338,6 +407,7 @@ func execHandler(at bool) tracer.Handler {
 		c.SetArg(0, loaderAddr)
 		c.SetArg(1, argvAddr)
 		c.SetArg(2, envp)
-		c.SetExec(&tracer.ExecPlan{ProgramHost: plan.program, InterpHost: plan.interp, ExecFn: guest, Exe: plan.exe})
+		c.SetExec(&tracer.ExecPlan{ProgramHost: plan.program, InterpHost: plan.interp, ExecFn: execfn, Exe: plan.exe,
+			Wakes: emulationOf(c).waitv.wakesOf(plan.interpGuest)})
 	}}
 }

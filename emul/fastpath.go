@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -100,7 +101,7 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 		enter := h.Enter
 		h.Enter = func(c *tracer.Call) {
 			enter(c)
-			if op := c.Arg(0); op == unix.SECCOMP_SET_MODE_FILTER || op == unix.SECCOMP_SET_MODE_STRICT {
+			if op := c.Arg(0); (op == unix.SECCOMP_SET_MODE_FILTER || op == unix.SECCOMP_SET_MODE_STRICT) && !fromLoader(c) {
 				s.ownFilter(c)
 			}
 		}
@@ -138,6 +139,14 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 			b.set(name, h)
 		}
 	}
+}
+
+// fromLoader reports whether c is made by droidroot's loader (its code is
+// linked at loader.LoadAddress): the filter of a library-less process's
+// wakes (loader.FlagWakesProgram), which traps nothing the library does.
+func fromLoader(c *tracer.Call) bool {
+	pc := c.Entry.PC()
+	return pc >= loader.LoadAddress && pc < loader.LoadAddress+1<<24
 }
 
 // proc returns pid's state, made on first use.

@@ -88,6 +88,19 @@ func readlinkGuest(c *tracer.Call, host string) (string, unix.Errno) {
 		}
 	}
 	target, err := readlinkHost(host)
+	if err == unix.ENAMETOOLONG && isProc && strings.HasPrefix(rest, "fd/") {
+		// A file whose host path is PATH_MAX or longer (a bind with a
+		// long host source): the kernel cannot print it, but its guest
+		// path may be shorter. The file a recent long path named is it.
+		var st unix.Stat_t
+		if unix.Stat(host, &st) == nil {
+			if h, ok := c.Mapper().LongHost(st.Dev, st.Ino); ok {
+				if g, ok := toGuest(c, h); ok && len(g) < tracer.PathMax {
+					return g, 0
+				}
+			}
+		}
+	}
 	if err != nil {
 		return "", err.(unix.Errno)
 	}

@@ -3,6 +3,8 @@ package emul
 import (
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
@@ -35,15 +37,20 @@ type magicLinks struct{ c *tracer.Call }
 // other link, and every link of a process outside the guest tree, is
 // followed by its guest path.
 func (m magicLinks) Follow(l pathmap.MagicLink) (pathmap.MagicTarget, error) {
+	kind, _, _ := strings.Cut(l.Name, "/")
+	traced := m.c.Tracer().Process(l.Pid) != nil
 	target, errno := readlinkGuest(m.c, l.Host())
+	if errno == unix.ENAMETOOLONG && traced && kind == "fd" {
+		// The file's host path is too long to print and its guest path is
+		// unknown (readlinkGuest): the kernel's own jump still reaches it.
+		return pathmap.MagicTarget{Jump: true}, nil
+	}
 	if errno != 0 {
 		return pathmap.MagicTarget{}, errno
 	}
 	if !strings.HasPrefix(target, "/") {
 		return pathmap.MagicTarget{Jump: true}, nil
 	}
-	kind, _, _ := strings.Cut(l.Name, "/")
-	traced := m.c.Tracer().Process(l.Pid) != nil
 	jump := traced && (kind == "fd" || kind == "map_files" || kind == "exe")
 	return pathmap.MagicTarget{Guest: target, Jump: jump}, nil
 }

@@ -3,6 +3,7 @@ package emul
 import (
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,6 +149,51 @@ func TestExecHandler(t *testing.T) {
 		{name: "execveat missing", step: tt.Call("execveat", cwdFD, tt.Str("missing"), argv(), argv(), tt.Int(0))},
 	}
 	againstKernel(t, Config{}, "/", cases)
+}
+
+// TestExecveatHandler: execveat's own rules, as fs/exec.c's: invalid flags,
+// AT_EMPTY_PATH on what a descriptor names (a symlink opened O_PATH|O_NOFOLLOW:
+// ELOOP; a directory or the cwd: EACCES; no descriptor: EBADF),
+// AT_SYMLINK_NOFOLLOW on a symlink, and a #! script named relative to a
+// close-on-exec descriptor (ENOENT, before its interpreter is even looked at;
+// without close-on-exec the interpreter, a file without x bit here, gives EACCES).
+func TestExecveatHandler(t *testing.T) {
+	argv := func() tt.Arg { return tt.In(make([]byte, 8)) } // {NULL}
+	at := func(dirfd tt.Arg, p string, flags int64) tt.Step {
+		return tt.Call("execveat", dirfd, tt.Str(p), argv(), argv(), tt.Int(flags))
+	}
+	open := func(p string, flags int64) tt.Step {
+		return tt.Call("openat", cwdFD, tt.Str(p), tt.Int(flags), tt.Int(0))
+	}
+	cases := []kcase{
+		{name: "open symlink O_PATH|O_NOFOLLOW", step: open("/rel", unix.O_PATH|unix.O_NOFOLLOW), how: cmpSign}, // 0
+		{name: "empty path on a symlink's fd", step: at(tt.Ret(0), "", unix.AT_EMPTY_PATH)},
+		{name: "empty path nofollow on a symlink's fd", step: at(tt.Ret(0), "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW)},
+		{name: "nofollow on a symlink", step: at(cwdFD, "/rel", unix.AT_SYMLINK_NOFOLLOW)},
+		{name: "nofollow on a relative symlink", step: at(cwdFD, "rel", unix.AT_SYMLINK_NOFOLLOW)},
+		{name: "bad flags", step: at(cwdFD, "/etc/hostname", 0x8000)},
+		{name: "bad flags, empty path", step: at(cwdFD, "", 0x8000)},
+		{name: "empty path on the cwd", step: at(cwdFD, "", unix.AT_EMPTY_PATH)},
+		{name: "open dir", step: open("/dir", unix.O_RDONLY|unix.O_DIRECTORY), how: cmpSign}, // 8
+		{name: "empty path on a directory", step: at(tt.Ret(8), "", unix.AT_EMPTY_PATH)},
+		{name: "empty path on no descriptor", step: at(tt.Int(999), "", unix.AT_EMPTY_PATH)},
+		{name: "relative to no descriptor", step: at(tt.Int(999), "script", 0)},
+		{name: "script via an fd", step: at(tt.Ret(8), "script", 0)},
+		{name: "open dir cloexec", step: open("/dir", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC), how: cmpSign}, // 13
+		{name: "script via a close-on-exec fd", step: at(tt.Ret(13), "script", 0)},
+		{name: "script via a close-on-exec fd, absolute", step: at(tt.Ret(13), "/dir/script", 0)},
+		{name: "open script cloexec", step: open("/dir/script", unix.O_RDONLY|unix.O_CLOEXEC), how: cmpSign}, // 16
+		{name: "fexecve of a close-on-exec script", step: at(tt.Ret(16), "", unix.AT_EMPTY_PATH)},
+		{name: "open script", step: open("/dir/script", unix.O_RDONLY), how: cmpSign}, // 18
+		{name: "fexecve of a script", step: at(tt.Ret(18), "", unix.AT_EMPTY_PATH)},
+	}
+	againstKernelIn(t, Config{}, "/", func(g *guestFS) {
+		p := filepath.Join(g.root, "dir/script")
+		mustWrite(t, p, "#!/etc/hostname\n")
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}, cases)
 }
 
 // TestSysvIPCHandlers: --sysvipc answers semaphores, message queues and

@@ -127,6 +127,9 @@ type Emulation struct {
 	fastPath *fastPathState
 	// realIDs: the threads whose paths are not pinned (pincreds.go).
 	realIDs *realIDs
+	// waitv answers futex_waitv for library-less processes, nil when the
+	// session does not emulate it (waitv.go).
+	waitv *waitvEmu
 }
 
 // New builds the handler table for cfg: every declared syscall's base

@@ -78,7 +78,7 @@ const (
 // FlagScratch in a script's flags says that a little-endian uint64 follows
 // the header, the ids block and AT_HWCAP (if any): the offset of
 // Script.Scratch.
-const FlagScratch = 4
+const FlagScratch = 16
 
 // Script is what the tracer tells the loader to run. The paths must not contain
 // NUL bytes (a path with one is cut short at it).
@@ -99,6 +99,10 @@ type Script struct {
 	// Scratch, when set, is the path of the file the loader maps as the
 	// scratch area (flag FlagScratch): the tracer's /proc/<pid>/fd/<N>.
 	Scratch string
+	// Wakes are FlagWakesProgram and FlagWakesInterp: the loader installs a
+	// filter that traces the FUTEX_WAKE calls made from the program's (the
+	// interpreter's) code.
+	Wakes uint64
 }
 
 // IDs are the credentials a program reads from its auxiliary vector.
@@ -117,6 +121,17 @@ const IDsSize = 40
 // FlagHWCap in a script's flags says that a little-endian uint64 AT_HWCAP
 // follows the header and the ids block (if any).
 const FlagHWCap = 2
+
+// FlagWakesProgram and FlagWakesInterp in a script's flags make the loader
+// install, before it jumps, a seccomp filter that traces (SECCOMP_RET_TRACE)
+// FUTEX_WAKE calls made from the executable segments of the program and of its
+// interpreter: a process without the fast path library whose wakes must reach
+// the futex_waitv waiters of the session's registry. Nothing follows the
+// header for them.
+const (
+	FlagWakesProgram = 4
+	FlagWakesInterp  = 8
+)
 
 // Encode returns the load script for s in the loader's layout: the header (magic,
 // size, originalSP, offsets of Program, Interp and ExecFn, flags), the ids block
@@ -149,6 +164,7 @@ func (s Script) Encode(originalSP uint64) []byte {
 		scratchAt = len(buf)
 		buf = le.AppendUint64(buf, 0) // the offset, once the string is placed
 	}
+	flags |= s.Wakes & (FlagWakesProgram | FlagWakesInterp)
 	put := func(str string) uint64 {
 		off := uint64(len(buf))
 		buf = append(buf, str...)

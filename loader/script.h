@@ -38,7 +38,7 @@ struct dr_load_script {
 	uint64_t interp;      /* offset of the HOST path of its PT_INTERP, 0 if none
 	                         (required if the program has a PT_INTERP, ignored if not) */
 	uint64_t execfn;      /* offset of the GUEST path to publish as AT_EXECFN */
-	uint64_t flags;       /* DR_FLAG_IDS | DR_FLAG_HWCAP or 0; other bits must be 0 */
+	uint64_t flags;       /* DR_FLAG_* bits or 0; other bits must be 0 */
 };
 
 /*
@@ -69,10 +69,21 @@ struct dr_ids {
  * loader (linked at 128 GiB), inside a 39-bit address space. Go mirror: loader.ScratchAddr,
  * ScratchSize, ScratchSlot, FlagScratch.
  */
-#define DR_FLAG_SCRATCH 4
+#define DR_FLAG_SCRATCH 16
 #define DR_SCRATCH_ADDR 0x1f00000000ULL
 #define DR_SCRATCH_SIZE (64ULL << 20)
 #define DR_SCRATCH_SLOT (16ULL << 10)
+
+/*
+ * DR_FLAG_WAKES_PROGRAM and DR_FLAG_WAKES_INTERP: before it jumps, the loader installs a
+ * seccomp filter that traces (SECCOMP_RET_TRACE) the FUTEX_WAKE calls (any flags) made from
+ * the executable segments of the program, and of its interpreter, as loaded: a process
+ * without the fast path library (static, musl) whose wakes must also reach the futex_waitv
+ * waiters the tracer and the library keep in the session's registry. Nothing follows the
+ * header for them. Failing to install it is not an error.
+ */
+#define DR_FLAG_WAKES_PROGRAM 4
+#define DR_FLAG_WAKES_INTERP 8
 
 /* The header is 56 bytes; the Go mirror (loader.HeaderSize) relies on it. */
 typedef char dr_load_script_size_check[sizeof(struct dr_load_script) == 56 ? 1 : -1];

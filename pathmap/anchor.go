@@ -30,11 +30,19 @@ const maxAnchors = 64
 // host paths of a walk that grows one component at a time share anchors.
 const anchorStep = 1024
 
+// maxRecent is how many long host paths named through anchors are kept
+// for Mapper.LongHost.
+const maxRecent = 64
+
 // anchors holds the open ancestor directories of long host paths.
 type anchors struct {
 	mu  sync.Mutex
 	fds map[string]int // host directory -> O_PATH descriptor
 	pid string         // this process's pid, for /proc/<pid>/fd
+	// recent are the last long host paths named (a ring; next is the slot
+	// the next one goes to).
+	recent [maxRecent]string
+	next   int
 }
 
 // newAnchors returns an empty set of anchors for this process.
@@ -49,7 +57,31 @@ func newAnchors() *anchors {
 func (a *anchors) appendName(dst, path []byte) (_ []byte, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.appendNameLocked(dst, path, 0)
+	dst, ok = a.appendNameLocked(dst, path, 0)
+	if ok && a.recent[(a.next+maxRecent-1)%maxRecent] != string(path) {
+		a.recent[a.next] = string(path)
+		a.next = (a.next + 1) % maxRecent
+	}
+	return dst, ok
+}
+
+// find returns the most recently named long host path whose file (not
+// followed) is (dev, ino) now.
+func (a *anchors) find(dev, ino uint64) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := 1; i <= maxRecent; i++ {
+		p := a.recent[(a.next+maxRecent-i)%maxRecent]
+		if p == "" {
+			continue
+		}
+		name, ok := a.appendNameLocked(nil, []byte(p), 0)
+		var st unix.Stat_t
+		if ok && unix.Lstat(string(name), &st) == nil && st.Dev == dev && st.Ino == ino {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // appendNameLocked is appendName with a.mu held; depth bounds the chain of

@@ -131,5 +131,29 @@ func TestLookupBeyondPathMaxAbsolute(t *testing.T) {
 				t.Errorf("read through %.60q: %q, %v", r.Rel, b, err)
 			}
 		}
+		// LongHost finds the file by device and inode (what readlink of
+		// its /proc/<pid>/fd link needs), and not once it is gone.
+		var st unix.Stat_t
+		if err := unix.Stat(m.anchorName(t, long), &st); err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := m.LongHost(st.Dev, st.Ino); !ok || h != long {
+			t.Errorf("LongHost = %d bytes, %v; want the file's host path", len(h), ok)
+		}
+		if _, ok := m.LongHost(st.Dev, st.Ino+1<<40); ok {
+			t.Error("LongHost found a file that is not there")
+		}
+		m.Close()
 	}
+}
+
+// anchorName is a name of long (a host path of PathMax or more) that
+// reaches it, through m's anchors.
+func (m *Mapper) anchorName(t *testing.T, long string) string {
+	t.Helper()
+	b, ok := m.anch.appendName(nil, []byte(long))
+	if !ok {
+		t.Fatalf("no anchor name for %d bytes", len(long))
+	}
+	return string(b)
 }

@@ -500,6 +500,19 @@ func (m *Mapper) VirtualTree() []VirtualEntry {
 	return out
 }
 
+// LongHost returns a host path of PathMax bytes or more, among the last
+// ones the mapper named through an anchor (a descriptor of an ancestor),
+// whose file is (dev, ino) now, not following a last symlink: the host path
+// of a file whose /proc/<pid>/fd link the kernel cannot read back
+// (ENAMETOOLONG), as long as it was reached by such a path recently and is
+// still there.
+func (m *Mapper) LongHost(dev, ino uint64) (string, bool) {
+	if m.anch == nil {
+		return "", false
+	}
+	return m.anch.find(dev, ino)
+}
+
 // Root returns the canonical host path of the guest root directory.
 func (m *Mapper) Root() string { return m.rootBI.host }
 

@@ -748,6 +748,12 @@ func (w *walker) walk() (Result, error) {
 				err = nil
 			}
 		}
+		if err == syscall.ENAMETOOLONG && follow && procLinkDir(w.host) {
+			// A magic link whose target the kernel cannot print (a host
+			// path of PATH_MAX bytes or more): followMagic asks Links for
+			// its guest path, or leaves the jump to the kernel.
+			mode, err = syscall.S_IFLNK, nil
+		}
 		if err != nil {
 			if err != syscall.ENOENT {
 				return Result{}, err

@@ -37,6 +37,11 @@ type Handler struct {
 	// stop. In ptrace-only mode Enter sees every call of that number and
 	// checks the argument itself.
 	TraceIf *ArgMask
+	// Untraced keeps the call out of the filter's traced calls (it gets its
+	// class's action, allowed without one): Enter runs only for the stops
+	// another filter of droidroot's asks for (the loader's filter of a
+	// library-less process's FUTEX_WAKE calls), and in ptrace-only mode.
+	Untraced bool
 }
 
 // ArgMask names bits of the low 32 bits of one syscall argument (Arg,

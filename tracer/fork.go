@@ -200,8 +200,11 @@ func (t *Tracer) execEvent(th *Thread) {
 	}
 	sp := r.SP()
 	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids, HWCap: t.cfg.HWCap}
-	if t.scratch != nil && t.scriptAreaSize != 0 { // droidroot's own loader
-		script.Scratch = t.scratch.path
+	if t.scriptAreaSize != 0 { // droidroot's own loader
+		script.Wakes = plan.Wakes
+		if t.scratch != nil {
+			script.Scratch = t.scratch.path
+		}
 	}
 	scriptBytes := script.Encode(sp)
 	// The top of the loader's script area when it has one and the script

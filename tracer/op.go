@@ -63,12 +63,13 @@ type threadOp struct {
 	end    func(ParkEnd) int64
 
 	// Run.
-	nr     int
-	args   [6]uint64
-	then   func(c *Call, ret int64)
-	next   bool // then called Run
-	answer *int64
-	held   []syscall.Signal
+	nr      int
+	args    [6]uint64
+	then    func(c *Call, ret int64)
+	next    bool // then called Run
+	answer  *int64
+	reissue int // Reissue: the call's number, -1 for none
+	held    []syscall.Signal
 }
 
 // Park leaves the call unanswered: the thread sleeps until Tracer.Wake
@@ -77,7 +78,7 @@ type threadOp struct {
 // Whoever keeps the sleeper (an emulation's wait queue) must also forget it
 // when the thread dies (EventThreadGone). Park is for Enter handlers.
 func (c *Call) Park(timeout *unix.Timespec, end func(ParkEnd) int64) {
-	c.th.op = &threadOp{park: true, entry: c.Entry, ts: timeout, end: end}
+	c.th.op = &threadOp{park: true, entry: c.Entry, ts: timeout, end: end, reissue: -1}
 }
 
 // Run makes the thread execute syscall nr(args) and calls then with its
@@ -87,10 +88,39 @@ func (c *Call) Park(timeout *unix.Timespec, end func(ParkEnd) int64) {
 func (c *Call) Run(nr int, args [6]uint64, then func(c *Call, ret int64)) {
 	op := c.th.op
 	if op == nil {
-		op = &threadOp{entry: c.Entry}
+		op = &threadOp{entry: c.Entry, reissue: -1}
 		c.th.op = op
 	}
 	op.nr, op.args, op.then, op.next = nr, args, then, true
+}
+
+// Held returns the signals that arrived during the Run sequence so far (in
+// a continuation): they are held back and sent again once the call is
+// answered, so a handler deciding between EINTR and a restart can look at
+// them (a call interrupted at its exit stop shows its signal here after one
+// more injected call).
+func (c *Call) Held() []syscall.Signal {
+	if op := c.th.op; op != nil && !op.park {
+		return op.held
+	}
+	return nil
+}
+
+// Reissue ends a Run sequence (in a continuation) without answering the
+// call: the thread goes back to the original call's syscall instruction,
+// every register as at its entry and the call's number nr in place, and
+// makes the call again once the held signals (sent again first) have been
+// handled. It is how a call the kernel would restart after a signal (a
+// handler with SA_RESTART, or none) is restarted.
+func (c *Call) Reissue(nr int) bool {
+	op := c.th.op
+	if op == nil || op.park {
+		return false
+	}
+	op.reissue = nr
+	var v int64
+	op.answer = &v
+	return true
 }
 
 // Wake answers tid's parked call with v (a result or a negative errno).
@@ -173,8 +203,15 @@ func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
 	}
 	r.restoreSyscallReg(&op.entry)
 	r.SetNr(-1) // no restart, and skip the call at an entry stop
-	r.SetRet(v)
-	r.SetPC(op.contPC)
+	if op.reissue >= 0 {
+		// Back to the syscall instruction with the call's number (rax on
+		// x86_64, x8 on arm64, whose x0 is the first argument again).
+		r.setSyscallReg(op.reissue)
+		r.SetPC(op.contPC - SyscallInsnLen)
+	} else {
+		r.SetRet(v)
+		r.SetPC(op.contPC)
+	}
 	if !t.setRegs(th, &r) {
 		th.op = nil
 		return

@@ -49,7 +49,7 @@ func Policy(goarch string, table Table, classes *Classes) seccomp.Policy {
 	}
 	for name, h := range table {
 		nr, ok := abi.Nr(name)
-		if !ok {
+		if !ok || h.Untraced {
 			continue
 		}
 		if h.FromTrampoline {

@@ -154,4 +154,8 @@ type ExecPlan struct {
 	InterpHost  string // host path of its PT_INTERP, "" for static programs
 	ExecFn      string // guest path for AT_EXECFN (the filename as passed to execve)
 	Exe         string // guest path /proc/self/exe must show
+	// Wakes are loader.FlagWakesProgram and FlagWakesInterp: the loader
+	// makes the program's (interpreter's) FUTEX_WAKE calls stop (droidroot's
+	// own loader only; another PROOT_LOADER gets none).
+	Wakes uint64
 }

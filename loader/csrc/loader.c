@@ -106,6 +106,7 @@ struct image {
 	int has_interp; /* has a PT_INTERP */
 	int exec_stack; /* PT_GNU_STACK asks for an executable stack */
 	char interp[256]; /* the PT_INTERP path (a guest path), "" if none or longer */
+	uint64_t text_lo, text_hi; /* runtime range of the executable PT_LOADs (page-rounded) */
 };
 
 /*
@@ -359,7 +360,7 @@ static void load_image(const char *host, const char *path, const char *role, uin
 {
 	struct elf_ehdr eh;
 	const struct elf_phdr *phdrs, *ph, *first = 0;
-	uint64_t phbytes, scratch_len, lo = ~0ULL, hi = 0, align = pagesz, bias;
+	uint64_t phbytes, scratch_len, lo = ~0ULL, hi = 0, align = pagesz, bias, xlo = ~0ULL, xhi = 0;
 	uint64_t phdr_vaddr = 0;
 	int have_phdr = 0;
 	long fd, r;
@@ -410,6 +411,12 @@ static void load_image(const char *host, const char *path, const char *role, uin
 				hi = page_up(ph->p_vaddr + ph->p_memsz, pagesz);
 			if (ph->p_align > align && !(ph->p_align & (ph->p_align - 1)))
 				align = ph->p_align;
+			if (ph->p_flags & PF_X) {
+				if (page_down(ph->p_vaddr, pagesz) < xlo)
+					xlo = page_down(ph->p_vaddr, pagesz);
+				if (page_up(ph->p_vaddr + ph->p_memsz, pagesz) > xhi)
+					xhi = page_up(ph->p_vaddr + ph->p_memsz, pagesz);
+			}
 			break;
 		case PT_INTERP:
 			im->has_interp = 1;
@@ -447,6 +454,8 @@ static void load_image(const char *host, const char *path, const char *role, uin
 			map_segment((int)fd, ph, bias, pagesz, role, path);
 
 	im->bias = bias;
+	im->text_lo = xhi > xlo ? xlo + bias : 0;
+	im->text_hi = xhi > xlo ? xhi + bias : 0;
 	im->entry = eh.e_entry + bias;
 	im->phnum = eh.e_phnum;
 	if (have_phdr) {
@@ -499,6 +508,79 @@ static void map_scratch(const char *path)
 	syscall1(SYS_close, fd);
 }
 
+/* Classic BPF, as seccomp runs it (linux/filter.h, linux/bpf_common.h, linux/seccomp.h). */
+struct wf_insn {
+	uint16_t code;
+	uint8_t jt, jf;
+	uint32_t k;
+};
+struct wf_prog {
+	unsigned short len;
+	struct wf_insn *filter;
+};
+#define WF_LD_ABS 0x20 /* BPF_LD | BPF_W | BPF_ABS */
+#define WF_AND_K 0x54  /* BPF_ALU | BPF_AND | BPF_K */
+#define WF_JA 0x05     /* BPF_JMP | BPF_JA */
+#define WF_JEQ_K 0x15  /* BPF_JMP | BPF_JEQ | BPF_K */
+#define WF_JGT_K 0x25  /* BPF_JMP | BPF_JGT | BPF_K */
+#define WF_JGE_K 0x35  /* BPF_JMP | BPF_JGE | BPF_K */
+#define WF_RET_K 0x06  /* BPF_RET | BPF_K */
+#define WF_ALLOW 0x7fff0000u
+#define WF_TRACE 0x7ff00002u /* SECCOMP_RET_TRACE, data 2 as droidroot's own filter */
+#define WF_PR_SET_NO_NEW_PRIVS 38
+#define WF_BLOCK 5
+
+static struct wf_insn wf(uint16_t code, uint8_t jt, uint8_t jf, uint32_t k)
+{
+	struct wf_insn i = {code, jt, jf, k};
+	return i;
+}
+
+/*
+ * install_wake_filter (DR_FLAG_WAKES_*): trace FUTEX_WAKE from the given executable
+ * ranges. seccomp_data: nr at 0, arch at 4, instruction_pointer at 8 (low word) and 12,
+ * args[1] at 24 (low word).
+ */
+static void install_wake_filter(const uint64_t *lo, const uint64_t *hi, int n)
+{
+	struct wf_insn f[7 + 2 * WF_BLOCK + 2];
+	int i, b, allow = 7 + WF_BLOCK * n;
+	struct wf_prog prog;
+
+	f[0] = wf(WF_LD_ABS, 0, 0, 4);
+	f[1] = wf(WF_JEQ_K, 0, (uint8_t)(allow - 2), DR_AUDIT_ARCH);
+	f[2] = wf(WF_LD_ABS, 0, 0, 0);
+	f[3] = wf(WF_JEQ_K, 0, (uint8_t)(allow - 4), SYS_futex);
+	f[4] = wf(WF_LD_ABS, 0, 0, 24);
+	f[5] = wf(WF_AND_K, 0, 0, 0x7f); /* FUTEX_CMD_MASK: any PRIVATE or CLOCK_REALTIME flag */
+	f[6] = wf(WF_JEQ_K, 0, (uint8_t)(allow - 7), 1 /* FUTEX_WAKE */);
+	for (i = 0; i < n; i++) {
+		uint64_t last = hi[i] - 1;
+		b = 7 + WF_BLOCK * i;
+		f[b] = wf(WF_LD_ABS, 0, 0, 12);
+		if (lo[i] >> 32 == last >> 32) {
+			/* One 4 GiB window: the high word, then the low word in [lo, last]. */
+			f[b + 1] = wf(WF_JEQ_K, 0, 3, (uint32_t)(lo[i] >> 32));
+			f[b + 2] = wf(WF_LD_ABS, 0, 0, 8);
+			f[b + 3] = wf(WF_JGE_K, 0, 1, (uint32_t)lo[i]);
+			f[b + 4] = wf(WF_JGT_K, 0, (uint8_t)(allow + 1 - (b + 5)), (uint32_t)last);
+		} else {
+			/* Across windows: the high word alone (a few more wakes traced). */
+			f[b + 1] = wf(WF_JGE_K, 0, 3, (uint32_t)(lo[i] >> 32));
+			f[b + 2] = wf(WF_JGT_K, 2, 0, (uint32_t)(last >> 32));
+			f[b + 3] = wf(WF_JA, 0, 0, (uint32_t)(allow + 1 - (b + 4)));
+			f[b + 4] = wf(WF_LD_ABS, 0, 0, 12);
+		}
+	}
+	f[allow] = wf(WF_RET_K, 0, 0, WF_ALLOW);
+	f[allow + 1] = wf(WF_RET_K, 0, 0, WF_TRACE);
+	prog.len = (unsigned short)(allow + 2);
+	prog.filter = f;
+	/* no_new_privs is inherited from stage 2; set it anyway (a no-op then). */
+	syscall2(SYS_prctl, WF_PR_SET_NO_NEW_PRIVS, 1);
+	syscall3(SYS_seccomp, 1 /* SECCOMP_SET_MODE_FILTER */, 0, &prog);
+}
+
 void loader_main(const struct dr_load_script *s)
 {
 	const char *program, *interp = 0, *execfn;
@@ -506,6 +588,7 @@ void loader_main(const struct dr_load_script *s)
 	struct image prog, ld;
 	const struct dr_ids *ids = 0;
 	const uint64_t *hwcap = 0, *scratch = 0;
+	uint64_t flags;
 	struct dr_ids idv;
 	char *copy;
 	long r;
@@ -515,11 +598,12 @@ void loader_main(const struct dr_load_script *s)
 	if (s->magic != DR_SCRIPT_MAGIC)
 		die(0, "bad load script (wrong magic)", 0, 0);
 	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX ||
-	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP | DR_FLAG_SCRATCH)) ||
+	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP | DR_FLAG_SCRATCH | DR_FLAG_WAKES_PROGRAM | DR_FLAG_WAKES_INTERP)) ||
 	    s->size < sizeof *s + ((s->flags & DR_FLAG_IDS) ? sizeof *ids : 0) +
 			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0) +
 			      ((s->flags & DR_FLAG_SCRATCH) ? sizeof *scratch : 0))
 		die(0, "bad load script (size or flags)", 0, 0);
+	flags = s->flags;
 	if (s->flags & DR_FLAG_IDS)
 		ids = (const struct dr_ids *)(s + 1);
 	if (s->flags & DR_FLAG_HWCAP)
@@ -641,6 +725,17 @@ void loader_main(const struct dr_load_script *s)
 			comm[i] = base[i];
 		comm[i] = 0;
 		syscall2(SYS_prctl, PR_SET_NAME, (long)comm);
+	}
+
+	{
+		uint64_t lo[2], hi[2];
+		int n = 0;
+		if ((flags & DR_FLAG_WAKES_PROGRAM) && prog.text_hi)
+			lo[n] = prog.text_lo, hi[n++] = prog.text_hi;
+		if ((flags & DR_FLAG_WAKES_INTERP) && prog.has_interp && ld.text_hi)
+			lo[n] = ld.text_lo, hi[n++] = ld.text_hi;
+		if (n)
+			install_wake_filter(lo, hi, n);
 	}
 
 	grow_stack(s->original_sp);

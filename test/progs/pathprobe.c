@@ -43,6 +43,13 @@
  *                            prints getsockname
  *   connect P                new AF_UNIX socket connected to P; prints getpeername, closes
  *   closesocks               close all sockets made by bind
+ *   exec P [ARGS...]         execv P in a child (argv[0] = P); prints the errno, or the exit
+ *                            status and the child's output
+ *   fexec FD [ARGS...]       the same with fexecve(FD)
+ *   execat FD P FLAGS [ARGS...]  execveat(FD, P, argv, environ, FLAGS), argv[0] = P; FLAGS:
+ *                            comma list of empty nofollow bad (an invalid bit), or none
+ *   argv                     print argc, every argv[] and AT_EXECFN, then exit 0 (the
+ *                            interpreter of a script: #!/progs/pathprobe argv)
  *   echo TEXT                print TEXT (section markers)
  */
 #define _GNU_SOURCE
@@ -63,6 +70,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <linux/openat2.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +78,8 @@
 #define BIGBUF (PATH_MAX * 4)
 
 static int raw_ino;
+static int main_argc; /* for the argv op */
+static char **main_argv;
 static int bad; /* an op line was malformed: exit status 3 so a broken ops file is noticed */
 
 static void bad_op(const char *what)
@@ -235,7 +245,7 @@ static int fail(void);
  * exec PATH [ARGS...] / fexec FD [ARGS...]: run it in a child (argv[0] = PATH) with stdout
  * captured; print the exec errno, or the exit status and the output (escaped).
  */
-static int do_exec(int viafd, int nargs, char **args)
+static int do_exec(int viafd, int dirfd, const char *path, int atflags, int nargs, char **args)
 {
 	char *argv[64];
 	int i;
@@ -257,7 +267,9 @@ static int do_exec(int viafd, int nargs, char **args)
 		close(errp[0]);
 		close(outp[0]);
 		dup2(outp[1], 1);
-		if (viafd)
+		if (path)
+			syscall(SYS_execveat, dirfd, path, argv, environ, atflags);
+		else if (viafd)
 			fexecve(atoi(argv[0]), argv, environ);
 		else
 			execv(argv[0], argv);
@@ -380,7 +392,7 @@ static int do_open(int dirfd, const char *p, const char *flags, const char *mode
 	if (fd < 0)
 		return fail();
 	if (keep >= 0 && fd != keep) {
-		if (dup2(fd, keep) < 0) {
+		if (dup3(fd, keep, f & O_CLOEXEC) < 0) {
 			close(fd);
 			return fail();
 		}
@@ -815,7 +827,49 @@ static int run(int argc, char **argv)
 			bad_op("USAGE");
 			return -1;
 		}
-		return do_exec(!strcmp(op, "fexec"), argc - 1, argv + 1);
+		return do_exec(!strcmp(op, "fexec"), 0, NULL, 0, argc - 1, argv + 1);
+	}
+	if (!strcmp(op, "execat")) {
+		int fd, f = 0;
+		char buf[64], *tok, *save;
+		if (argc < 4) {
+			bad_op("USAGE");
+			return -1;
+		}
+		if (parse_fd(argv[1], &fd) < 0)
+			return -1;
+		snprintf(buf, sizeof buf, "%s", argv[3]);
+		for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (!strcmp(tok, "empty"))
+				f |= AT_EMPTY_PATH;
+			else if (!strcmp(tok, "nofollow"))
+				f |= AT_SYMLINK_NOFOLLOW;
+			else if (!strcmp(tok, "bad"))
+				f |= 0x8000;
+			else if (strcmp(tok, "none")) {
+				bad_op2("BADFLAG", tok);
+				return -1;
+			}
+		}
+		/* argv: P, then ARGS (a copy: the tokens are freed by the caller) */
+		char *xargv[MAXTOK];
+		int xn = 0;
+		xargv[xn++] = argv[2];
+		for (int i = 4; i < argc; i++)
+			xargv[xn++] = argv[i];
+		return do_exec(0, fd, argv[2], f, xn, xargv);
+	}
+	if (!strcmp(op, "argv")) {
+		const char *fn = (const char *)getauxval(AT_EXECFN);
+		printf("argc=%d", main_argc);
+		for (int i = 0; i < main_argc; i++) {
+			printf(" ");
+			put_str(main_argv[i], strlen(main_argv[i]));
+		}
+		printf(" execfn=");
+		put_str(fn ? fn : "(null)", fn ? strlen(fn) : 6);
+		printf("\n");
+		exit(0);
 	}
 	if (!strcmp(op, "closesocks")) {
 		NEED(0);
@@ -954,6 +1008,8 @@ static void do_line(const char *line, int lineno)
 int main(int argc, char **argv)
 {
 	int i;
+	main_argc = argc;
+	main_argv = argv;
 	static char line[BIGBUF];
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (i = 1; i < argc; i++) {

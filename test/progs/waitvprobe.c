@@ -8,6 +8,12 @@
  *                         shared file (two words each way), 8 threads contending
  *                         on one counter, and wakes racing registration; prints
  *                         "stress ok" or what went wrong
+ *   waitvprobe mixed PROG waits woken by, and wakes waiting in, a process running
+ *                         PROG (another build of this probe: static, dynamic) over a
+ *                         shared file, both ways; prints the counts and indexes
+ *   waitvprobe signals    waits interrupted by a signal whose handler has SA_RESTART
+ *                         or not, on one word and two (EINTR, or the wait restarts)
+ *   (waitvprobe waker FD, waitvprobe waiter FD: PROG's side of mixed)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -138,6 +144,50 @@ static long err_case(struct waitv *w, unsigned n, unsigned flags)
 	return waitv(w, n, flags, &ts, CLOCK_MONOTONIC);
 }
 
+/* ---- a signal during a wait ---- */
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+struct poker {
+	pthread_t target;
+};
+
+static void *poke(void *p)
+{
+	struct poker *k = p;
+	usleep(50000);
+	pthread_kill(k->target, SIGUSR1);
+	return NULL;
+}
+
+/* A wait on n words (nobody wakes them) with a 300 ms timeout, interrupted
+ * after 50 ms by a signal whose handler has SA_RESTART or not: the kernel
+ * answers EINTR without it, and with it restarts the wait (the timeout is
+ * absolute), which then times out. */
+static long interrupted(unsigned n, int restart)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	sigaction(SIGUSR1, &sa, NULL);
+	struct waitv w[4];
+	memset(words, 0, sizeof words);
+	for (unsigned i = 0; i < n; i++)
+		set(&w[i], &words[i], 0, FUTEX_32);
+	struct poker k = {pthread_self()};
+	pthread_t t;
+	pthread_create(&t, NULL, poke, &k);
+	struct timespec to = after(CLOCK_MONOTONIC, 300);
+	long r = waitv(w, n, 0, &to, CLOCK_MONOTONIC);
+	pthread_join(t, NULL);
+	signal(SIGUSR1, SIG_DFL);
+	return r;
+}
+
 static void conformance(void)
 {
 	struct waitv w[130];
@@ -187,6 +237,15 @@ static void conformance(void)
 	printf("woken index (128 words, last) = %s\n", res(woken(128, 127, FUTEX_32)));
 	printf("woken index (1 word) = %s\n", res(woken(1, 0, FUTEX_32)));
 	printf("wake without waiters = %s\n", res(wake(&words[5], 1, 0)));
+}
+
+/* waitvprobe signals: waits interrupted by a signal (see interrupted). */
+static void signals(void)
+{
+	printf("signal without SA_RESTART (2 words) = %s\n", res(interrupted(2, 0)));
+	printf("signal with SA_RESTART (2 words) = %s\n", res(interrupted(2, 1)));
+	printf("signal without SA_RESTART (1 word) = %s\n", res(interrupted(1, 0)));
+	printf("signal with SA_RESTART (1 word) = %s\n", res(interrupted(1, 1)));
 }
 
 /* ---- across processes: one file mapped at different addresses ---- */
@@ -394,9 +453,80 @@ static int stress(int n)
 	return 0;
 }
 
+/* ---- across programs: a process of another build (static, dynamic) ---- */
+
+/* The other side of mixed, in the exec'd program: fd is the shared file. */
+static int other_side(int waiter, int fd)
+{
+	uint32_t *b = map_shared(fd, 3);
+	if (waiter) {
+		struct waitv w[2];
+		set(&w[0], &b[11], 0, FUTEX_32);
+		set(&w[1], &b[12], 0, FUTEX_32);
+		__atomic_store_n(&b[10], 1, __ATOMIC_SEQ_CST);
+		long r = waitv10(w, 2);
+		return r == 1 ? 0 : 10 + (int)(r < 0 ? -r : r);
+	}
+	while (!__atomic_load_n(&b[0], __ATOMIC_SEQ_CST))
+		usleep(1000);
+	usleep(50000);
+	__atomic_store_n(&b[2], 1, __ATOMIC_SEQ_CST);
+	long k = wake(&b[2], INT_MAX, 0);
+	return k == 1 ? 0 : 20 + (int)(k < 0 ? -k : k);
+}
+
+static pid_t spawn(const char *prog, const char *role, int fd)
+{
+	char fds[16];
+	snprintf(fds, sizeof fds, "%d", fd);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(prog, prog, role, fds, (char *)NULL);
+		_exit(99);
+	}
+	return pid;
+}
+
+static void mixed(const char *prog)
+{
+	int fd = shm_file();
+	uint32_t *a = map_shared(fd, 0);
+	int st;
+	/* This process waits, the other program wakes. */
+	pid_t pid = spawn(prog, "waker", fd);
+	struct waitv w[2];
+	set(&w[0], &a[1], 0, FUTEX_32);
+	set(&w[1], &a[2], 0, FUTEX_32);
+	__atomic_store_n(&a[0], 1, __ATOMIC_SEQ_CST);
+	long r = waitv10(w, 2);
+	waitpid(pid, &st, 0);
+	printf("woken by another program: index %s, its wake %s\n", res(r),
+	       WIFEXITED(st) ? (WEXITSTATUS(st) == 0 ? "counted 1" : "wrong") : "killed");
+	/* The other program waits, this process wakes. */
+	pid = spawn(prog, "waiter", fd);
+	while (!__atomic_load_n(&a[10], __ATOMIC_SEQ_CST))
+		usleep(1000);
+	usleep(50000);
+	__atomic_store_n(&a[12], 1, __ATOMIC_SEQ_CST);
+	long k = wake(&a[12], INT_MAX, 0);
+	waitpid(pid, &st, 0);
+	printf("waking another program: wake %s, it was %s\n", res(k),
+	       WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "woken at index 1" : "not woken");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && !strcmp(argv[1], "signals")) {
+		signals();
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "mixed")) {
+		mixed(argv[2]);
+		return 0;
+	}
+	if (argc == 3 && (!strcmp(argv[1], "waker") || !strcmp(argv[1], "waiter")))
+		return other_side(!strcmp(argv[1], "waiter"), atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "stress"))
 		return stress(atoi(argv[2]));
 	conformance();

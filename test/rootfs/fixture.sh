@@ -97,10 +97,13 @@ printf '#!/nonexistent/interp\n' >/fx/exec/badinterp
 printf '#!\n' >/fx/exec/emptyinterp
 printf 'just text, no format\n' >/fx/exec/garbage
 printf '#!/bin/sh\necho no\n' >/fx/exec/noexec
+# execat.ops: a script whose interpreter prints the argv and AT_EXECFN it was given.
+printf '#!/progs/pathprobe argv\n' >/fx/exec/show
 chmod 0755 /fx/exec/*
 chmod 0644 /fx/exec/noexec
 ln -s script.sh /fx/exec/link
 ln -s /progs/pathprobe /fx/exec/abslink
+ln -s show /fx/exec/showlink
 
 # Mount points the e2e tests bind onto (they must exist for the chroot oracle).
 mkdir -p /mnt/b1 /mnt/b2 /mnt/alias /mnt/empty
