@@ -114,11 +114,23 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	if t.flight != nil {
 		t.fly(th.Tid, "DISPATCH", "ws=%#x sig=%d event=%d op=%v pendingExit=%v", uint32(ws), sig, event, th.op != nil, th.pendingExit != nil)
 	}
+	if th.pt != nil {
+		if th.pt.stop != nil {
+			return // held for its emulated tracer: a second report of that stop (waitAwaiting)
+		}
+		th.sysOp = syscallInfoNone
+		if sig == unix.SIGTRAP|0x80 {
+			th.sysOp = syscallInfoOp(th.Tid)
+		}
+	}
 	if th.op != nil && t.opStop(th, sig, event) {
 		return
 	}
 	switch {
 	case sig == unix.SIGTRAP|0x80:
+		if th.pt != nil && th.sysOp == syscallInfoEntry && t.ptSyscallEntry(th) {
+			return // reported to the emulated tracer
+		}
 		t.syscallStop(th)
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
 		t.seccompStop(th)
@@ -140,6 +152,9 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		if th.birth == orphan {
 			return // stays stopped until its parent's event (forked)
 		}
+		if th.pt != nil && t.ptEventStop(th, sig) {
+			return
+		}
 		switch sig {
 		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
 			// Group stop: stay stopped but let SIGCONT through.
@@ -151,14 +166,27 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		if sig == unix.SIGSYS && t.sigsysStop(th) {
 			return // a blocked call, answered
 		}
+		if th.pt != nil {
+			t.ptSignalStop(th, sig)
+			return
+		}
 		// Signal-delivery stop: deliver it.
 		t.cont(th, sig)
 	}
 }
 
 func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
+	if th.pt != nil && t.ptSyscallExit(th) {
+		return // the exit stop of a call an emulated tracer saw enter
+	}
+	t.contReal(th, sig)
+}
+
+// contReal resumes th with signal sig: PTRACE_SYSCALL when droidroot or an
+// emulated tracer needs the next syscall stop, else resumeReq.
+func (t *Tracer) contReal(th *Thread, sig syscall.Signal) {
 	req := t.resumeReq()
-	if th.pendingExit != nil || th.op != nil || th.fix != nil {
+	if th.pendingExit != nil || th.op != nil || th.fix != nil || th.pt != nil && (th.pt.syscalls || th.pt.inSys) {
 		req = unix.PTRACE_SYSCALL
 	}
 	if t.flight != nil {
@@ -169,6 +197,9 @@ func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 
 func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	delete(t.threads, tid)
+	if th != nil && (th.pt != nil || len(t.pt.tracers) > 0 || len(t.pt.exits) > 0) {
+		t.ptExited(tid, th, ws)
+	}
 	if th != nil && th.Proc != nil && len(t.hooks) > 0 {
 		th.op = nil
 		t.emit(Event{Kind: EventThreadGone, Tid: tid, Pid: th.Proc.Pid})

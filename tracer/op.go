@@ -61,6 +61,8 @@ type threadOp struct {
 	woken  bool
 	result int64
 	end    func(ParkEnd) int64
+	// again: woken to make the call again from its start (requeue).
+	again bool
 
 	// Run.
 	nr     int
@@ -105,6 +107,19 @@ func (t *Tracer) Wake(tid int, v int64) {
 	th.op.woken, th.op.result = true, v
 	if err := ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0); err != nil {
 		t.logf(1, "interrupt %d: %v", tid, err)
+	}
+}
+
+// requeue wakes th's parked call so that the thread makes it again, from
+// its syscall instruction with its entry registers (an emulated wait
+// whose answer may have changed): handlers see it anew.
+func (t *Tracer) requeue(th *Thread) {
+	if th.op == nil || !th.op.park || th.op.woken {
+		return
+	}
+	th.op.woken, th.op.again = true, true
+	if err := ptrace(unix.PTRACE_INTERRUPT, th.Tid, 0, 0); err != nil {
+		t.logf(1, "interrupt %d: %v", th.Tid, err)
 	}
 }
 
@@ -175,6 +190,14 @@ func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
 	r.SetNr(-1) // no restart, and skip the call at an entry stop
 	r.SetRet(v)
 	r.SetPC(op.contPC)
+	if op.again {
+		// Back to the syscall instruction, the call's number in place.
+		r.setSyscallReg(op.entry.Nr())
+		r.SetPC(op.contPC - SyscallInsnLen)
+		if firstKeptArg > 0 {
+			r.SetArg(0, op.entry.Arg(0)) // arm64: x0 is the result register too
+		}
+	}
 	if !t.setRegs(th, &r) {
 		th.op = nil
 		return
@@ -238,6 +261,13 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		op.next, op.answer = false, nil
 		op.then(c, ret)
 		switch {
+		case th.op != op && th.op != nil && th.op.park:
+			// The continuation parked the call: sleep in its place.
+			np := th.op
+			np.entry, np.contPC = op.entry, op.contPC
+			np.nr, _ = seccomp.NativeABI(t.goarch).Nr("ppoll")
+			np.args = [6]uint64{}
+			t.setupSyscall(th, &r, np, false)
 		case op.answer != nil:
 			t.answer(th, op, *op.answer, 0)
 		case op.next:
