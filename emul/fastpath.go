@@ -187,7 +187,9 @@ func (s *fastPathState) preloadHandler(inner tracer.Handler, a pathArg, isOpen b
 	h := inner
 	h.Enter = func(c *tracer.Call) {
 		p := s.procs[c.Pid()]
-		if p == nil || !p.armed {
+		if p == nil || !p.armed || c.GuestTraced() {
+			// A process a guest tracer follows loads no library: its
+			// ld.so reads the guest's own preload file.
 			inner.Enter(c)
 			return
 		}
