@@ -498,6 +498,19 @@ func (t *Tracer) ptExited(tid int, th *Thread, ws unix.WaitStatus) {
 	}
 }
 
+// refuseSeccompStops reports whether options ask for the seccomp stops of a
+// guest's own filter (PTRACE_O_TRACESECCOMP: a nested droidroot or proot,
+// strace --seccomp-bpf), which are not emulated: the tracee would run
+// its traced calls without its tracer. The caller is refused (EPERM) and
+// the reason logged once.
+func (t *Tracer) refuseSeccompStops(opts uint64) bool {
+	if opts&unix.PTRACE_O_TRACESECCOMP == 0 {
+		return false
+	}
+	t.logf(1, "a guest tracer asked for seccomp stops (PTRACE_O_TRACESECCOMP: droidroot or proot nested in droidroot, strace --seccomp-bpf): not emulated yet, refused")
+	return true
+}
+
 // ptraceScope is Yama's ptrace_scope (0 without Yama).
 func (t *Tracer) ptraceScope() int {
 	if t.pt.scope == 0 {
@@ -560,6 +573,9 @@ func (t *Tracer) ptraceEnter(c *Call) {
 			return
 		case req == unix.PTRACE_SEIZE && (addr != 0 || data&^uint64(ptraceOptionsMask) != 0):
 			c.Fail(unix.EIO)
+			return
+		case req == unix.PTRACE_SEIZE && t.refuseSeccompStops(data):
+			c.Fail(unix.EPERM)
 			return
 		}
 		switch scope := t.ptraceScope(); {
@@ -630,6 +646,10 @@ func (t *Tracer) ptraceEnter(c *Call) {
 	case unix.PTRACE_SETOPTIONS:
 		if data&^uint64(ptraceOptionsMask) != 0 {
 			c.Fail(unix.EINVAL)
+			return
+		}
+		if t.refuseSeccompStops(data) {
+			c.Fail(unix.EPERM)
 			return
 		}
 		t.ptSetOptions(target, int(data))
@@ -892,13 +912,16 @@ func (t *Tracer) ptWaitEnter(c *Call, waitid bool) {
 			return
 		}
 		has := t.ptHasMatch(me, sel)
-		if sel.options&unix.WNOHANG != 0 || !has {
-			if has {
-				ret = 0
-			}
-			c.Return(ret)
+		if ret == -int64(unix.ECHILD) && !has {
+			c.Return(ret) // nothing to wait for, real or emulated
 			return
 		}
+		if sel.options&unix.WNOHANG != 0 {
+			c.Return(0) // children, none ready
+			return
+		}
+		// Sleep until an emulated stop or exit, a real child's exit or group
+		// stop (requeue), or a signal whose handler runs.
 		me.ptWaiting = true
 		t.logf(3, "ptrace: wait of %d parks", c.Tid())
 		c.Park(nil, func(ParkEnd) int64 {

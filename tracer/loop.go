@@ -157,6 +157,9 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		}
 		switch sig {
 		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+			if len(t.pt.tracers) > 0 && th.Proc != nil && th.Proc.Parent != 0 {
+				t.ptRequeueWaiters(th.Proc.Parent) // a parked wait may want WUNTRACED
+			}
 			// Group stop: stay stopped but let SIGCONT through.
 			t.resumeThread(th, unix.PTRACE_LISTEN, 0)
 		default:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -120,6 +122,9 @@ func (t *Tracer) Run() (int, error) {
 }
 
 func ptraceHint(err error) string {
+	if tracer := tracerPid(); err == unix.EPERM && tracer != 0 {
+		return fmt.Sprintf("droidroot is itself traced (TracerPid %d): droidroot or proot nested in droidroot or proot needs the outer one to emulate seccomp stops, which it does not yet", tracer)
+	}
 	switch err {
 	case unix.EPERM:
 		return "ptrace is forbidden here: a container without CAP_SYS_PTRACE, a seccomp profile, or /proc/sys/kernel/yama/ptrace_scope = 3"
@@ -127,4 +132,20 @@ func ptraceHint(err error) string {
 		return "this kernel or emulator has no ptrace (qemu-user cannot run a tracer)"
 	}
 	return "check that ptrace is allowed"
+}
+
+// tracerPid is the TracerPid of /proc/self/status: the process tracing
+// droidroot, 0 for none.
+func tracerPid() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
