@@ -502,7 +502,7 @@ func (t *Tracer) ptExited(tid int, th *Thread, ws unix.WaitStatus) {
 // guest's own filter (PTRACE_O_TRACESECCOMP: a nested droidroot or proot,
 // strace --seccomp-bpf), which are not emulated: the tracee would run
 // its traced calls without its tracer. The caller is refused (EPERM) and
-// the reason logged once.
+// the reason logged (-v 1).
 func (t *Tracer) refuseSeccompStops(opts uint64) bool {
 	if opts&unix.PTRACE_O_TRACESECCOMP == 0 {
 		return false

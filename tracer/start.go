@@ -37,6 +37,10 @@ func (t *Tracer) Run() (int, error) {
 		t.logf(1, "SA_NOCLDSTOP on SIGCHLD: %v", err)
 	}
 
+	if name, pid := nestedIn(); name != "" {
+		return 1, fmt.Errorf("%w: droidroot runs inside %s (pid %d), which traces it: a nested droidroot or proot needs the outer one to emulate seccomp stops, which droidroot does not yet", ErrPtrace, name, pid)
+	}
+
 	var filter []byte
 	if !t.cfg.NoSeccomp {
 		prog, err := seccomp.Build(t.goarch, t.policy)
@@ -148,4 +152,22 @@ func tracerPid() int {
 		}
 	}
 	return 0
+}
+
+// nestedIn returns the name and pid of the droidroot or proot that traces
+// droidroot (TracerPid, named by its comm), or "" when there is none.
+func nestedIn() (string, int) {
+	pid := tracerPid()
+	if pid == 0 {
+		return "", 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return "", 0
+	}
+	name := strings.TrimSpace(string(b))
+	if name == "droidroot" || name == "libproot.so" || strings.HasPrefix(name, "proot") {
+		return name, pid
+	}
+	return "", 0
 }
