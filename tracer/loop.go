@@ -141,8 +141,11 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
 		t.exitingStop(th)
 	case event == unix.PTRACE_EVENT_STOP:
-		if th.birth == resumedEarly && sig == unix.SIGTRAP {
-			// The initial stop waitAwaiting already resumed, reported late.
+		var si Siginfo
+		if th.birth == resumedEarly && sig == unix.SIGTRAP && (th.pt == nil || !th.pt.interrupted || getSiginfo(th.Tid, &si) != nil) {
+			// The initial stop waitAwaiting already resumed, reported late
+			// (not the stop of an emulated tracer's PTRACE_INTERRUPT: the
+			// thread is not in a stop then).
 			th.birth = born
 			if t.flight != nil {
 				t.fly(th.Tid, "DROP", "late initial stop")
