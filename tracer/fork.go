@@ -127,9 +127,9 @@ func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
 			if t.flight != nil {
 				t.fly(tid, "AWAIT", "siginfo signo=%d code=%#x", si.Signo, si.Code)
 			}
-			if st := stopStatus(&si); !initialStop(st) || th.pt != nil && th.pt.initial {
+			if st := stopStatus(&si); !initialStop(st) || th.pt != nil && (th.pt.initial || th.pt.interrupted) {
 				if initialStop(st) {
-					th.birth = born // its emulated tracer sees this initial stop
+					th.birth = born // its emulated tracer sees this stop (initial, or its interrupt)
 					delete(t.awaiting, tid)
 				}
 				t.logf(2, "task %d: stopped without an initial stop", tid)
