@@ -45,6 +45,9 @@ type ptTracee struct {
 	interrupted bool
 	// initial: T's initial stop (an auto-attached child) is to be reported.
 	initial bool
+	// realExit: T's real ptrace options have PTRACE_O_TRACEEXIT (set at
+	// a real stop, where the kernel takes requests).
+	realExit bool
 	// execed: the reported call exec'd (its exit registers are the new
 	// program's, not the call's).
 	execed bool
@@ -171,8 +174,18 @@ func (t *Tracer) ptAttach(th *Thread, tracer, tracerPid int, seized bool, opts i
 // real exit stop.
 func (t *Tracer) ptSetOptions(th *Thread, opts int) {
 	th.pt.opts = opts
-	if opts&unix.PTRACE_O_TRACEEXIT != 0 && !t.exitStops {
-		ptrace(unix.PTRACE_SETOPTIONS, th.Tid, 0, uintptr(t.options()|unix.PTRACE_O_TRACEEXIT))
+	t.ptRealOptions(th)
+}
+
+// ptRealOptions gives th the real PTRACE_O_TRACEEXIT its emulated options
+// need; a thread that is not in a real stop gets it at its next one.
+func (t *Tracer) ptRealOptions(th *Thread) {
+	pt := th.pt
+	if pt.opts&unix.PTRACE_O_TRACEEXIT == 0 || pt.realExit {
+		return
+	}
+	if t.exitStops || ptrace(unix.PTRACE_SETOPTIONS, th.Tid, 0, uintptr(t.options()|unix.PTRACE_O_TRACEEXIT)) == nil {
+		pt.realExit = true
 	}
 }
 
@@ -210,6 +223,7 @@ func (t *Tracer) ptDetach(th *Thread, sig syscall.Signal) {
 func (t *Tracer) ptHold(th *Thread, st ptStop, resume func(req int, sig syscall.Signal)) {
 	th.pt.stop = &st
 	th.pt.resume = resume
+	t.ptRealOptions(th)
 	t.logf(3, "ptrace: %d stops for %d: %#x", th.Tid, th.pt.tracer, uint32(st.status))
 	if t.flight != nil {
 		t.fly(th.Tid, "PTSTOP", "status=%#x kind=%d tracer=%d", uint32(st.status), st.kind, th.pt.tracer)
