@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/seccomp"
 )
 
 // This file: ptrace between guest processes (docs/ptrace.md).
@@ -45,6 +47,10 @@ type ptTracee struct {
 	interrupted bool
 	// initial: T's initial stop (an auto-attached child) is to be reported.
 	initial bool
+	// sigsysExit: the reported call was blocked by the Android policy:
+	// its exit is reported once droidroot has answered it at its SIGSYS
+	// stop (the exit stop shows the rolled-back call).
+	sigsysExit bool
 	// realExit: T's real ptrace options have PTRACE_O_TRACEEXIT (set at
 	// a real stop, where the kernel takes requests).
 	realExit bool
@@ -302,10 +308,17 @@ func (t *Tracer) ptSysStatus(pt *ptTracee) unix.WaitStatus {
 // stop is held instead, with the guest's own argument registers back.
 func (t *Tracer) ptSyscallExit(th *Thread) bool {
 	pt := th.pt
-	if !pt.inSys || pt.stop != nil || th.sysOp != syscallInfoExit || th.op != nil || th.fix != nil {
+	if !pt.inSys || pt.stop != nil || th.sysOp != syscallInfoExit && !pt.sigsysExit || th.op != nil || th.fix != nil {
 		return false
 	}
-	pt.inSys = false
+	if pol := t.cfg.Android; pol != nil && th.sysOp == syscallInfoExit {
+		var r Regs
+		if getRegs(th.Tid, &r) == nil && r.Nr() >= 0 && pol.Blocks(seccomp.NativeABI(t.goarch), r.Nr()) {
+			pt.sigsysExit = true // the SIGSYS stop comes next: report after droidroot's answer
+			return false
+		}
+	}
+	pt.inSys, pt.sigsysExit = false, false
 	if pt.rewrote && !pt.execed {
 		var r Regs
 		if getRegs(th.Tid, &r) == nil {
