@@ -14,10 +14,19 @@ import (
 // This file: a guest's own ptrace (docs/ptrace.md), emulated by droidroot, against the
 // kernel's in a real chroot.
 
+// needGuestPtrace skips a test of the emulation when DROIDROOT_GUEST_PTRACE=0 turns it off.
+func needGuestPtrace(t *testing.T) {
+	t.Helper()
+	if os.Getenv("DROIDROOT_GUEST_PTRACE") == "0" {
+		t.Skip("DROIDROOT_GUEST_PTRACE=0: guest ptrace is off")
+	}
+}
+
 // TestPtraceProbe builds test/progs/ptraceprobe.c in the debian rootfs and runs it: every ptrace
 // request and wait status it checks must come out as under the kernel's own ptrace.
 func TestPtraceProbe(t *testing.T) {
 	needRoot(t)
+	needGuestPtrace(t)
 	rootfs(t, "debian")
 	script := `set -e
 gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
@@ -75,6 +84,7 @@ var straceMask = []struct {
 // guest's paths, none of droidroot's (its loader, its fast path library, its rewritten paths).
 func TestStrace(t *testing.T) {
 	needRoot(t)
+	needGuestPtrace(t)
 	root := rootfs(t, "debian")
 	if _, err := os.Stat(root + "/usr/bin/strace"); err != nil {
 		missing(t, "the debian rootfs has no strace: rebuild it (test/mkrootfs.sh debian)")
