@@ -30,7 +30,7 @@ func TestPtraceProbe(t *testing.T) {
 	rootfs(t, "debian")
 	script := `set -e
 gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
-/tmp/ptraceprobe traceme fork seize attach errors`
+/tmp/ptraceprobe traceme fork seize attach errors kill`
 	want := `traceme: first stop SIGSTOP
 traceme: siginfo signo SIGSTOP
 traceme: getppid entry, regset nr ok
@@ -55,6 +55,9 @@ attach: waitid CLD_KILLED SIGTERM
 errors: CONT of a non-tracee No such process
 errors: ATTACH to itself Operation not permitted
 errors: wait with no children No child processes
+kill: held in a syscall stop
+kill: exit event
+kill: killed
 `
 	for _, r := range runners {
 		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)

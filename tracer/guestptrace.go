@@ -63,6 +63,9 @@ type ptTracee struct {
 	guest, written Regs
 	rewrote        bool
 	stop           *ptStop
+	// curWS is the real status of T's current stop, heldWS that of the
+	// stop it is held in.
+	curWS, heldWS unix.WaitStatus
 	// resume lets T's real stop go when P resumes it (req: CONT, SYSCALL,
 	// LISTEN, SINGLESTEP; sig: the signal P passes).
 	resume func(req int, sig syscall.Signal)
@@ -229,6 +232,7 @@ func (t *Tracer) ptDetach(th *Thread, sig syscall.Signal) {
 func (t *Tracer) ptHold(th *Thread, st ptStop, resume func(req int, sig syscall.Signal)) {
 	th.pt.stop = &st
 	th.pt.resume = resume
+	th.pt.heldWS = th.pt.curWS
 	t.ptRealOptions(th)
 	t.logf(3, "ptrace: %d stops for %d: %#x", th.Tid, th.pt.tracer, uint32(st.status))
 	if t.flight != nil {

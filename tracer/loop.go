@@ -116,8 +116,13 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	}
 	if th.pt != nil {
 		if th.pt.stop != nil {
-			return // held for its emulated tracer: a second report of that stop (waitAwaiting)
+			if ws == th.pt.heldWS {
+				return // held for its emulated tracer: a second report of that stop (waitAwaiting)
+			}
+			// It left the held stop (SIGKILL): that stop is gone.
+			th.pt.stop, th.pt.resume = nil, nil
 		}
+		th.pt.curWS = ws
 		th.sysOp = syscallInfoNone
 		if sig == unix.SIGTRAP|0x80 {
 			th.sysOp = syscallInfoOp(th.Tid)

@@ -10,6 +10,7 @@
  *   seize     PTRACE_SEIZE, INTERRUPT, a signal-delivery stop, a group stop, LISTEN, KILL
  *   attach    PTRACE_ATTACH to a running child, DETACH, waitid
  *   errors    the errors of requests on non-tracees and of attaching to oneself
+ *   kill      SIGKILL of a tracee held in a syscall stop: its exit event, then its death
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -285,6 +286,30 @@ static void errors(void) {
 	printf("errors: wait with no children %s\n", strerror(errno));
 }
 
+static void kill_held(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		for (;;)
+			syscall(SYS_getppid);
+	}
+	waitfor(pid, 0);
+	ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXIT);
+	ptrace(PTRACE_SYSCALL, pid, 0, 0);
+	int st = waitfor(pid, 0);
+	printf("kill: held in %s\n", WSTOPSIG(st) == (SIGTRAP | 0x80) ? "a syscall stop" : "another stop");
+	kill(pid, SIGKILL);
+	for (;;) {
+		st = waitfor(pid, __WALL);
+		if (!WIFSTOPPED(st))
+			break;
+		printf("kill: %s\n", st >> 8 == (SIGTRAP | PTRACE_EVENT_EXIT << 8) ? "exit event" : "other stop");
+		ptrace(PTRACE_CONT, pid, 0, 0);
+	}
+	printf("kill: %s\n", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? "killed" : "other end");
+}
+
 int main(int argc, char **argv) {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -303,6 +328,8 @@ int main(int argc, char **argv) {
 			attach();
 		else if (!strcmp(argv[i], "errors"))
 			errors();
+		else if (!strcmp(argv[i], "kill"))
+			kill_held();
 	}
 	return 0;
 }
