@@ -880,8 +880,10 @@ func (s waitSel) match(tid, pid int, clone bool) bool {
 	case unix.P_PGID:
 		pg, err := unix.Getpgid(pid)
 		return err == nil && pg == s.id
+	case unix.P_ALL:
+		return true
 	}
-	return true
+	return false // P_PIDFD: the kernel answers (a tracee named by a pidfd is not emulated)
 }
 
 // waitSelOf decodes the selection of a wait4 (pid, options) or waitid

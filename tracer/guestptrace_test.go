@@ -82,6 +82,7 @@ func TestWaitSel(t *testing.T) {
 		{"other pid", waitSel{idtype: unix.P_PID, id: 12}, 10, 10, false, false},
 		{"process group", waitSel{idtype: unix.P_PGID, id: pg}, me, me, false, true},
 		{"other process group", waitSel{idtype: unix.P_PGID, id: pg + 1}, me, me, false, false},
+		{"pidfd: left to the kernel", waitSel{idtype: unix.P_PIDFD, id: 3}, 10, 10, false, false},
 	}
 	for _, tc := range tests {
 		if got := tc.sel.match(tc.tid, tc.pid, tc.clone); got != tc.hit {
