@@ -109,6 +109,10 @@ type ptState struct {
 	tracers map[int]int
 	exits   []ptExit
 	scope   int // Yama's ptrace_scope, -1 until read
+	// gen counts, per process, the changes its waits must look at again
+	// (ptRequeueWaiters): a wait that asked the kernel while one came does
+	// not park on that answer.
+	gen map[int]uint64
 }
 
 // Wait statuses (as wait4 reports them).
@@ -253,6 +257,10 @@ func (t *Tracer) ptNotify(pid int) {
 
 // ptRequeueWaiters makes the parked waits of process pid run again.
 func (t *Tracer) ptRequeueWaiters(pid int) {
+	if t.pt.gen == nil {
+		t.pt.gen = map[int]uint64{}
+	}
+	t.pt.gen[pid]++
 	for _, w := range t.threads {
 		if w.ptWaiting && w.Proc != nil && w.Proc.Pid == pid {
 			w.ptWaiting = false
@@ -931,18 +939,21 @@ func (t *Tracer) ptWaitEnter(c *Call, waitid bool) {
 	}
 	args[optArg] |= unix.WNOHANG
 	nr := c.Nr()
-	c.Run(nr, args, func(c *Call, ret int64) {
+	pid := me.Proc.Pid
+	gen := t.pt.gen[pid]
+	var then func(c *Call, ret int64)
+	then = func(c *Call, ret int64) {
 		t.logf(3, "ptrace: wait of %d: the kernel says %d", c.Tid(), ret)
-		if t.ptWaitAnswer(c, sel, waitid) {
-			return // a stop that came while the kernel was asked
-		}
 		if ret > 0 || ret < 0 && ret != -int64(unix.ECHILD) {
-			c.Return(ret) // a real child's state, or an error
+			c.Return(ret) // a real child's state (reaped: it must be the answer), or an error
 			return
 		}
 		if waitid && ret == 0 && t.waitidFilled(c) {
 			c.Return(0)
 			return
+		}
+		if t.ptWaitAnswer(c, sel, waitid) {
+			return // a stop that came while the kernel was asked
 		}
 		has := t.ptHasMatch(me, sel)
 		if ret == -int64(unix.ECHILD) && !has {
@@ -953,6 +964,13 @@ func (t *Tracer) ptWaitEnter(c *Call, waitid bool) {
 			c.Return(0) // children, none ready
 			return
 		}
+		if g := t.pt.gen[pid]; g != gen {
+			// A child changed while the kernel was asked (its exit is
+			// visible to this wait only once droidroot has reaped it): ask again.
+			gen = g
+			c.Run(nr, args, then)
+			return
+		}
 		// Sleep until an emulated stop or exit, a real child's exit or group
 		// stop (requeue), or a signal whose handler runs.
 		me.ptWaiting = true
@@ -961,7 +979,8 @@ func (t *Tracer) ptWaitEnter(c *Call, waitid bool) {
 			me.ptWaiting = false
 			return -int64(unix.EINTR)
 		})
-	})
+	}
+	c.Run(nr, args, then)
 }
 
 // waitidFilled reports whether a waitid that returned 0 found a child (the
