@@ -108,7 +108,7 @@ type ptState struct {
 	// tracers counts the tracees of each emulated tracer process.
 	tracers map[int]int
 	exits   []ptExit
-	scope   int // Yama's ptrace_scope, -1 until read
+	scope   int // Yama's ptrace_scope plus 1, 0 until read
 	// gen counts, per process, the changes its waits must look at again
 	// (ptRequeueWaiters): a wait that asked the kernel while one came does
 	// not park on that answer.
