@@ -40,7 +40,7 @@ traceme: chdir entry /tmp
 traceme: chdir exit 0, argument still /tmp
 traceme: exit event, status 5
 traceme: exited 5
-traceme: syscall stops few, other stops 0, SIGCHLD seen
+traceme: syscall stops seen, other stops 0, SIGCHLD seen
 fork: event 1, message names the child yes, child stop SIGSTOP, grandchild exit 3, child exit 13
 seize: interrupt stop PTRACE_EVENT_STOP
 seize: signal stop SIGSTOP
@@ -94,7 +94,7 @@ func TestStrace(t *testing.T) {
 	}
 	// -ff: one file per process, so that the order of lines does not depend on scheduling.
 	script := `mkdir -p d/e && cd d && strace -ff -qq -o /tmp/log ` +
-		`-e trace=execve,chdir,openat,readlink,readlinkat,getcwd,mkdir,unlinkat,newfstatat,access,faccessat2,wait4,exit_group ` +
+		`-e trace=execve,chdir,openat,?readlink,readlinkat,getcwd,?mkdir,mkdirat,unlinkat,newfstatat,?access,faccessat,faccessat2,wait4,exit_group ` + // ?: not on arm64
 		`sh -c 'cd e; pwd; readlink /proc/self/exe; cat /etc/hostname; /bin/true; ls -d ../e; rm -f nothing'; echo "strace: $?"
 for f in $(ls /tmp/log.* | sort -t. -k2 -n); do echo "== process"; grep -v -e 'locale' -e 'gconv' $f; done`
 	var outs []string

@@ -160,7 +160,7 @@ static void traceme(void) {
 			printf("traceme: chdir exit %ld, argument still %s\n", rval, path);
 		}
 	}
-	printf("traceme: syscall stops %s, other stops %d, SIGCHLD %s\n", syscall_stops >= 6 ? "many" : "few",
+	printf("traceme: syscall stops %s, other stops %d, SIGCHLD %s\n", syscall_stops >= 5 ? "seen" : "too few",
 		bad_status, sigchld > 0 ? "seen" : "missing");
 }
 
