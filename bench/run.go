@@ -234,19 +234,33 @@ type wholeRow struct {
 	// static: the program is drbench itself, which runs natively on the host
 	// whatever the rootfs (it needs nothing from it).
 	static bool
+	// script, when set, makes the row run /bin/sh -c script(work, program)
+	// (the program found among candidates), for a row of several commands.
+	script func(work, prog string) string
+}
+
+// gitScript is the git row's commands: a repository of the work tree's
+// files made, filled, committed and removed again, without the host's or
+// the user's git configuration.
+func gitScript(w, git string) string {
+	return fmt.Sprintf(`d=%[1]s/git-repo; rm -rf "$d" && export GIT_DIR="$d" GIT_WORK_TREE=%[1]s/files `+
+		`GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null && %[2]s init -q && %[2]s add -A && `+
+		`%[2]s -c user.name=bench -c user.email=bench@example.com commit -q -m bench && rm -rf "$d"`, w, git)
 }
 
 var wholeRows = []wholeRow{
 	{"startup", "start-up: run a static program that exits", nil,
-		func(w string) []string { return []string{filepath.Join(w, "drbench"), "exit"} }, false, true},
+		func(w string) []string { return []string{filepath.Join(w, "drbench"), "exit"} }, false, true, nil},
 	{"python3", "python3 start-up + 10 stdlib imports", []string{"/usr/bin/python3", "/bin/python3"},
 		func(string) []string {
 			return []string{"-c", "import json, os, re, email, unittest, argparse, subprocess, collections, pathlib, datetime"}
-		}, false, false},
+		}, false, false, nil},
 	{"tar", fmt.Sprintf("tar of %d files", TreeDirs*TreeFiles), []string{"/usr/bin/tar", "/bin/tar"},
-		func(w string) []string { return []string{"-cf", "-", "-C", w, "files"} }, true, false},
+		func(w string) []string { return []string{"-cf", "-", "-C", w, "files"} }, true, false, nil},
 	{"find", fmt.Sprintf("find over %d files", TreeDirs*TreeFiles), []string{"/usr/bin/find", "/bin/find"},
-		func(w string) []string { return []string{filepath.Join(w, "files")} }, true, false},
+		func(w string) []string { return []string{filepath.Join(w, "files")} }, true, false, nil},
+	{"git", fmt.Sprintf("git init, add and commit of %d files", TreeDirs*TreeFiles), []string{"/usr/bin/git", "/bin/git"},
+		nil, true, false, gitScript},
 }
 
 // runner runs a guest command in one mode.
@@ -741,9 +755,17 @@ func (s *session) newWholePrograms() *wholePrograms {
 				continue
 			}
 		}
-		if path != "" {
+		switch {
+		case row.script != nil && !inRootfs(s.root, "/bin/sh"):
+			for j := range s.runners {
+				w.res[i][j].State, w.res[i][j].Reason = StateSkipped, "no /bin/sh in the rootfs"
+			}
+			continue
+		case row.script != nil:
+			w.argv[i] = []string{"/bin/sh", "-c", row.script(s.work, path)}
+		case path != "":
 			w.argv[i] = append([]string{path}, row.args(s.work)...)
-		} else {
+		default:
 			w.argv[i] = row.args(s.work) // argv is complete
 		}
 		if s.root != "/" && !row.static {

@@ -45,9 +45,12 @@
 #define SYS_renameat2 276
 #define SYS_seccomp 277
 /* Also used by the fast path library (fastpath/csrc) and drbench's waitv call. */
+#define SYS_dup 23
 #define SYS_dup3 24
 #define SYS_fcntl 25
+#define SYS_mknodat 33
 #define SYS_linkat 37
+#define SYS_truncate 45
 #define SYS_ftruncate 46
 #define SYS_fchmodat 53
 #define SYS_fchownat 54
@@ -59,6 +62,7 @@
 #define SYS_gettid 178
 #define SYS_mremap 216
 #define SYS_statx 291
+#define SYS_openat2 437
 #define SYS_faccessat2 439
 #define SYS_futex_waitv 449
 #define SYS_fchmodat2 452

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +52,21 @@ with open("/etc/hostname") as f:
     out.append(f.read())
 out.append(os.readlink("/usr/lib/os-release") if os.path.islink("/usr/lib/os-release") else None)
 import email.mime.text, http.client, xml.dom.minidom, json.decoder, decimal
+import fcntl
+os.makedirs("/tmp/fp-dir/sub", exist_ok=True)
+d = os.open("/tmp/fp-dir", os.O_RDONLY | os.O_DIRECTORY)
+for dup in [fcntl.fcntl(d, fcntl.F_DUPFD, 100), fcntl.fcntl(d, fcntl.F_DUPFD_CLOEXEC, 200), os.dup(d)]:
+    out.append([os.stat("sub", dir_fd=dup).st_mode, os.stat("../fp-file", dir_fd=dup).st_size])
+os.mkfifo("/tmp/fp-dir/fifo", 0o600)
+os.mknod("/tmp/fp-dir/reg", 0o600)
+os.truncate("/tmp/fp-file", 2)
+os.utime("/tmp/fp-file", (10, 20))
+st = os.stat("/tmp/fp-file")
+out.append([oct(os.lstat("/tmp/fp-dir/fifo").st_mode), oct(os.lstat("/tmp/fp-dir/reg").st_mode), st.st_size, st.st_mtime])
+os.chdir("/tmp/fp-dir/sub")
+out.append([os.stat("../../fp-file").st_size, os.path.exists("../fifo"), os.path.exists("./../reg")])
+for f in ["/tmp/fp-dir/fifo", "/tmp/fp-dir/reg"]:
+    os.unlink(f)
 print(json.dumps(out))
 print(subprocess.run(["cat", "/etc/ld.so.preload"], capture_output=True).returncode)
 `
@@ -68,6 +86,13 @@ print(subprocess.run(["cat", "/etc/ld.so.preload"], capture_output=True).returnc
 		case "on":
 			if answered["stat"]+answered["statx"] < 10 || answered["open"] < 10 || answered["access"] < 3 {
 				t.Errorf("fast path on: answered in-process %v; want stat, open and access calls", answered)
+			}
+			// fstatat under the three copies of a directory descriptor,
+			// relative names with "..", and the write family's newer calls.
+			for fn, n := range map[string]int{"fstatat": 6, "mknod": 2, "truncate": 1, "utimensat": 1, "fstat": 3} {
+				if answered[fn] < n {
+					t.Errorf("fast path on: %s answered in-process %d times, want at least %d (all: %v)", fn, answered[fn], n, answered)
+				}
 			}
 		case "off":
 			if len(answered) != 0 {
@@ -109,6 +134,164 @@ func TestFastPathOracle(t *testing.T) {
 			got := probe(t, "droidroot-nofastpath", off, base, "pathprobe.dyn", name, ops)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("--no-fastpath differs from the chroot oracle on %s.ops (-chroot +droidroot):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+// TestFastPathAnswers runs ops under the chroot oracle and under droidroot
+// with the fast path's counters on: the same transcript, and each function's
+// calls answered in-process as often as the case says. The oracle guest
+// binds /fx/mp, /mnt/b1/nested and more, so /, /fx, /mnt and /mnt/b1 are bind
+// points' ancestors: names in them go to the tracer (a ".." landing there,
+// then a name), and so does ".." out of a bind's root (/mnt/b1/nested); the
+// cases mix those with ".." the library takes.
+func TestFastPathAnswers(t *testing.T) {
+	needRoot(t)
+	base := rootfs(t, "busybox")
+	droidrootBin(t)
+	for _, tc := range []struct {
+		name, ops string
+		want      map[string]int
+	}{
+		{"dotdot-cwd", "cd /fx/dir/sub/deep\nstat ../../file\nstat ../deep/f2\nstat ./f2\nstat .//f2\n" +
+			"stat ../../sub/./deep/../deep/f2\nstat ../../../dir/file\nstat ../nope/../deep/f2\n" +
+			"cd /mnt/b1/nested\nstat ../f\nstat ../../b1/f\ncd /mnt/alias/sub\nstat ../file\n",
+			map[string]int{"stat": 6}},
+		{"dotdot-dirfd", "fd 40 /fx/dir/sub rdonly,directory\nat 40 stat ../file\nat 40 stat deep/../deep/f2\n" +
+			"at 40 open ../file rdonly\nat 40 access ../file r\nat 40 readlink ../deeplink\nat 40 stat ../../dir/file\n",
+			map[string]int{"fstatat": 2, "open": 2, "access": 1, "readlink": 1}},
+		{"write-family", "cd /fx/scratch\nwrite t 0123456789\ntruncate t 4\ntruncate /fx/scratch/t 2\n" +
+			"truncate nope 1\ntruncate /fx/filelink 6\ncat t\nunlink t\n", map[string]int{"truncate": 3}},
+		{"openat2", "fd 40 /fx/dir/sub rdonly,directory\nopenat2 /fx/dir/file rdonly none\n" +
+			"openat2 /fx/dir/nope rdonly none\nopenat2 /fx/scratch/o2 wronly,creat,excl none 0640\n" +
+			"unlink /fx/scratch/o2\nat 40 openat2 ../file rdonly none\nopenat2 /fx/dir/file rdonly beneath\n" +
+			"openat2 /fx/dir/file rdonly none 0640\n",
+			map[string]int{"openat2": 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", tc.name, tc.ops)
+			argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
+			res := run(t, tc.ops, append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+			answered, rest := fastPathStats(res.Stderr)
+			if res.Code != 0 || rest != "" {
+				t.Fatalf("droidroot: %s", res)
+			}
+			if diff := cmp.Diff(want, res.Stdout); diff != "" {
+				t.Errorf("droidroot differs from the chroot oracle (-chroot +droidroot):\n%s", diff)
+			}
+			for fn, n := range tc.want {
+				if answered[fn] != n {
+					t.Errorf("%s answered in-process %d times, want %d (all: %v)", fn, answered[fn], n, answered)
+				}
+			}
+		})
+	}
+}
+
+// TestFastPathOwnFilter: a process that installs a seccomp filter of its
+// own, through seccomp(2) or prctl(PR_SET_SECCOMP), has the library turned
+// off from then on (its counters say "off"), and so do the programs it
+// runs (their library stays off: no counters at all).
+func TestFastPathOwnFilter(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	seccompNr := map[string]int{"amd64": 317, "arm64": 277}[runtime.GOARCH]
+	script := `
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+insns = (Insn * 1)(Insn(0x06, 0, 0, 0x7fff0000))  # ret SECCOMP_RET_ALLOW
+prog = Prog(1, insns)
+for i in range(5):
+    os.stat("/etc/hostname")
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+if sys.argv[1] == "prctl":
+    r = libc.prctl(22, 2, ctypes.byref(prog), 0, 0)  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+else:
+    r = libc.syscall(int(sys.argv[2]), 1, 0, ctypes.byref(prog))  # SECCOMP_SET_MODE_FILTER
+assert r == 0, ctypes.get_errno()
+for i in range(7):
+    os.stat("/etc/hostname")
+sys.stdout.flush()
+subprocess.run(["/usr/bin/stat", "-c", "%s", "/etc/hostname", "/usr/bin/stat"], check=True)
+print(os.getpid())
+`
+	re := regexp.MustCompile(`(?m)^droidroot-fastpath\[(\d+)\]: stat (.*)$`)
+	for _, how := range []string{"prctl", "seccomp"} {
+		t.Run(how, func(t *testing.T) {
+			argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script, how, strconv.Itoa(seccompNr))
+			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+			if res.Code != 0 {
+				t.Fatalf("%s", res)
+			}
+			lines := strings.Fields(res.Stdout)
+			pid := lines[len(lines)-1]
+			off := 0
+			for _, m := range re.FindAllStringSubmatch(res.Stderr, -1) {
+				if m[1] != pid {
+					t.Errorf("process %s (the program python ran after its filter) has the library on: %s", m[1], m[0])
+					continue
+				}
+				for _, f := range strings.Fields(m[2]) {
+					if v, ok := strings.CutPrefix(f, "off="); ok {
+						off, _ = strconv.Atoi(v)
+					}
+				}
+			}
+			if off < 7 {
+				t.Errorf("stat calls after the filter that went to the tracer as off: %d, want at least 7\n%s", off, res.Stderr)
+			}
+		})
+	}
+}
+
+// TestFastPathPreloadReaders: /etc/ld.so.preload as each reader sees it.
+// A dynamic program's ld.so gets the merged file (the library loads: its
+// counters show, and nothing says "cannot be preloaded"), and the program
+// itself then reads the guest's own; a static program (busybox, the static
+// pathprobe) reads the guest's own from its first open. 32-bit programs do
+// not run under droidroot (TestProgram32), so no other ABI's ld.so reads it.
+func TestFastPathPreloadReaders(t *testing.T) {
+	needRoot(t)
+	g := oracleGuest(t, rootfs(t, "busybox"))
+	own := "# the guest's own\n"
+	if err := os.WriteFile(filepath.Join(g.Root, "etc/ld.so.preload"), []byte(own), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := `"# the guest's own\n"`
+	for _, tc := range []struct {
+		name   string
+		cmd    []string
+		stdout string
+		lib    bool
+	}{
+		{"busybox cat", []string{"/bin/cat", "/etc/ld.so.preload"}, own, false},
+		{"static", []string{"/progs/pathprobe", "cat /etc/ld.so.preload"}, "cat /etc/ld.so.preload -> " + want + "\n", false},
+		{"static-pie", []string{"/progs/pathprobe.pie", "cat /etc/ld.so.preload"}, "cat /etc/ld.so.preload -> " + want + "\n", false},
+		{"dynamic", []string{"/progs/pathprobe.dyn", "cat /etc/ld.so.preload", "stat /fx/dir/file"}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := droidrootArgs(droidrootBin(t), g, tc.cmd...)
+			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+			answered, rest := fastPathStats(res.Stderr)
+			if res.Code != 0 || rest != "" {
+				t.Fatalf("%s", res)
+			}
+			if tc.stdout != "" && res.Stdout != tc.stdout {
+				t.Errorf("stdout = %q, want %q", res.Stdout, tc.stdout)
+			}
+			if tc.lib {
+				if first, _, _ := strings.Cut(res.Stdout, "\n"); first != "cat /etc/ld.so.preload -> "+want {
+					t.Errorf("the dynamic program read %q, want the guest's own", first)
+				}
+				if answered["stat"] == 0 {
+					t.Errorf("the library did not load in the dynamic program (counters %v)", answered)
+				}
 			}
 		})
 	}

@@ -19,14 +19,29 @@ import (
 // call, and consecutive chdirs to absolute paths settle nothing.
 
 // guestCwd returns the calling thread's guest cwd.
-func guestCwd(c *tracer.Call) string { return settleCwd(c, c.Tid(), c.FS()) }
+func guestCwd(c *tracer.Call) string { return settleCwdIn(c, c.Tid(), c.FS(), nil) }
+
+// guestCwdIn is guestCwd for a lookup in batch b.
+func guestCwdIn(c *tracer.Call, b *pathmap.Batch) string {
+	return settleCwdIn(c, c.Tid(), c.FS(), b)
+}
 
 // settleCwd returns the guest cwd of fs, which thread tid shares, after
 // settling its pending change.
 func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
+	return settleCwdIn(c, tid, fs, nil)
+}
+
+// settleCwdIn is settleCwd for a lookup in batch b.
+func settleCwdIn(c *tracer.Call, tid int, fs *tracer.FS, b *pathmap.Batch) string {
 	p := fs.Pending
 	if p == nil {
 		if !fs.Lost {
+			m := c.Mapper()
+			if fs.Host != "" && fs.HostTokenOf == fs.Host && m.DirUnchanged(fs.Host, fs.HostToken, b) {
+				// Nothing on the cwd's path was renamed since it was read.
+				return fs.Cwd
+			}
 			// A rename of the directory or of an ancestor (by this process,
 			// another, or the host) changes what the kernel's cwd reads.
 			kernel, err := readlinkHost(procCwd(tid))
@@ -36,6 +51,15 @@ func settleCwd(c *tracer.Call, tid int, fs *tracer.FS) string {
 				fs.Host = kernel // first read: what Cwd is
 			case kernel != fs.Host:
 				setCwdGuest(c, fs, kernel)
+			}
+			if err == nil && !fs.Lost && fs.Host == kernel {
+				// Watch the path, then read it once more: a rename from
+				// then on is reported.
+				if tok := m.DirToken(kernel); tok != nil {
+					if again, err := readlinkHost(procCwd(tid)); err == nil && again == kernel {
+						fs.HostToken, fs.HostTokenOf = tok, kernel
+					}
+				}
 			}
 		}
 		return fs.Cwd

@@ -28,6 +28,10 @@ type FastPath struct {
 // preloadPath is the file ld.so reads before it loads a program's libraries.
 const preloadPath = "/etc/ld.so.preload"
 
+// prSetSeccompBit is the bit of PR_SET_SECCOMP (22) the filter tests
+// prctl's option for: the fewest other options have it.
+const prSetSeccompBit = 1 << 4
+
 // fastPathState is the fast path layer's per-process state.
 type fastPathState struct {
 	blob  []byte // the handshake's answer
@@ -38,9 +42,9 @@ type fastPathState struct {
 
 // fastPathProc is one process's fast path state.
 type fastPathProc struct {
-	// armed: the process has exec'd and its ld.so has not opened
-	// /etc/ld.so.preload yet; that open (and the access before it) gets
-	// the merged file, every later one the guest's own.
+	// armed: the process has exec'd a dynamic program and its ld.so has
+	// not opened /etc/ld.so.preload yet; that open (and the access before
+	// it) gets the merged file, every later one the guest's own.
 	armed bool
 	// flag is the address of the library's enabled word (0: unknown).
 	flag uint64
@@ -96,11 +100,30 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 		enter := h.Enter
 		h.Enter = func(c *tracer.Call) {
 			enter(c)
-			if c.Arg(0) == unix.SECCOMP_SET_MODE_FILTER {
+			if op := c.Arg(0); op == unix.SECCOMP_SET_MODE_FILTER || op == unix.SECCOMP_SET_MODE_STRICT {
 				s.ownFilter(c)
 			}
 		}
 		b.set("seccomp", h)
+	}
+	// prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER or _STRICT, ...) installs a
+	// filter too. Where nothing else traces prctl, only the options with
+	// PR_SET_SECCOMP's bit 4 stop (16-31 and 48-63: rare ones; PR_SET_NAME,
+	// 15, is not among them).
+	prctlOff := func(c *tracer.Call) {
+		if c.Arg(0) == unix.PR_SET_SECCOMP && (c.Arg(1) == unix.SECCOMP_MODE_FILTER || c.Arg(1) == unix.SECCOMP_MODE_STRICT) {
+			s.ownFilter(c)
+		}
+	}
+	if h, ok := b.get("prctl"); ok {
+		enter := h.Enter
+		h.Enter = func(c *tracer.Call) {
+			prctlOff(c)
+			enter(c)
+		}
+		b.set("prctl", h)
+	} else {
+		b.set("prctl", tracer.Handler{Enter: prctlOff, TraceIf: &tracer.ArgMask{Arg: 0, Mask: prSetSeccompBit}})
 	}
 	for _, name := range []string{"open", "openat", "access", "faccessat"} {
 		if _, ok := b.get(name); !ok {
@@ -167,8 +190,12 @@ func (s *fastPathState) events(ev *tracer.Event) {
 			s.procs[ev.Pid] = &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter}
 		}
 	case tracer.EventExec:
+		// Only a dynamic program's ld.so reads the preload file before
+		// the program: a static one (or a static emulator under -q, whose
+		// guest's ld.so is of another ABI) reading the file gets the
+		// guest's own.
 		p := s.proc(ev.Pid)
-		p.armed, p.flag = true, 0
+		p.armed, p.flag = !ev.Static, 0
 	case tracer.EventProcessGone:
 		delete(s.procs, ev.Pid)
 	case tracer.EventGuestTraced:

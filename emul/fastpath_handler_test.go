@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/tracer"
 	tt "github.com/droidroot/droidroot/tracer/tracertest"
 )
 
@@ -81,5 +82,32 @@ func TestFastPathMarksTrampolineCalls(t *testing.T) {
 	}
 	if _, ok := New(Config{}).Table[fastpath.SyscallName]; ok {
 		t.Errorf("a handshake handler without the fast path")
+	}
+}
+
+// TestFastPathArmsDynamicOnly: only an exec of a dynamic program (or one
+// droidroot did not plan) arms the merged /etc/ld.so.preload; a static
+// program's, or a static -q emulator's (whose guest's ld.so is of another
+// ABI), first read of the file is the guest's own.
+func TestFastPathArmsDynamicOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []tracer.Event
+		want   bool
+	}{
+		{"dynamic", []tracer.Event{{Kind: tracer.EventExec, Pid: 7}}, true},
+		{"static", []tracer.Event{{Kind: tracer.EventExec, Pid: 7, Static: true}}, false},
+		{"static then dynamic", []tracer.Event{{Kind: tracer.EventExec, Pid: 7, Static: true}, {Kind: tracer.EventExec, Pid: 7}}, true},
+		{"dynamic then static", []tracer.Event{{Kind: tracer.EventExec, Pid: 7}, {Kind: tracer.EventExec, Pid: 7, Static: true}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			em := New(Config{FastPath: &FastPath{Lib: fastpath.Config{Root: "/"}, Dir: t.TempDir()}})
+			for i := range tc.events {
+				em.fastPath.events(&tc.events[i])
+			}
+			if got := em.fastPath.procs[7].armed; got != tc.want {
+				t.Errorf("armed = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -50,6 +50,7 @@ var layerOrder = []layer{
 			b.set(name, h)
 		}
 	}},
+	{"real-ids", func(c Config) bool { return c.RealIDs && c.Identity == nil && !c.EmulateSetID && c.Android == nil }, applyRealIDs},
 	{"fastpath", func(c Config) bool { return c.FastPath != nil }, applyFastPath},
 	// Last: it sees the other emulations (androidOthers).
 	{"android", func(c Config) bool { return c.Android != nil }, func(e *Emulation, b *tableBuilder) {

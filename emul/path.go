@@ -1,6 +1,7 @@
 package emul
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -108,6 +109,9 @@ type translated struct {
 	// directory deeper than PATH_MAX works as in the kernel.
 	keep bool
 	res  pathmap.Result
+	// pinned is host's name below its pinned parent (kernelName), when
+	// pinnedHost is host.
+	pinned, pinnedHost string
 }
 
 // kernelPath is the path to hand to the kernel for t.host: its relative
@@ -126,9 +130,47 @@ func translate(c *tracer.Call, a pathArg, extra pathmap.Flags) (translated, unix
 	return translateIn(c, a, extra, &pathmap.Batch{})
 }
 
+// staleTries bounds the lookups of one path argument whose parent directory
+// changed between the lookup and its pinning (pathmap.Stale).
+const staleTries = 4
+
 // translateIn is translate with its lookups in batch b: the path arguments
-// of one call share one (see pathmap.Batch).
+// of one call share one (see pathmap.Batch). It also pins the host path's
+// parent directory (kernelName), looking the path up again when that
+// directory changed since the lookup, which saw it before the change.
 func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batch) (translated, unix.Errno) {
+	for try := 1; ; try++ {
+		t, errno := translateOnce(c, a, extra, b)
+		if errno != 0 || !pinnable(c, t) {
+			return t, errno
+		}
+		if t.keep && t.host == t.res.Host && !strings.Contains(t.guest, "/") {
+			// One name in the cwd or dirfd, which the kernel resolves in
+			// the directory it holds (the one the lookup checked: the
+			// cwd's path is watched, a dirfd's read back), with nothing
+			// before it to swap: a copy of the guest's own, which no
+			// magic link makes dearer for the kernel.
+			t.pinned, t.pinnedHost = t.guest, t.host
+			return t, 0
+		}
+		name, pin, e := c.Mapper().PinnedName(t.host)
+		switch {
+		case pin == pathmap.Pinned:
+			t.pinned, t.pinnedHost = name, t.host
+		case pin == pathmap.Stale && try < staleTries:
+			b = &pathmap.Batch{} // see the change
+			continue
+		case pin == pathmap.Stale && e != 0:
+			return translated{}, e
+		case pin == pathmap.Stale:
+			return translated{}, unix.ENOENT // it changed back and forth all along
+		}
+		return t, 0
+	}
+}
+
+// translateOnce looks path argument a up once.
+func translateOnce(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batch) (translated, unix.Errno) {
 	addr := c.Arg(a.path)
 	if addr == 0 && (a.nullOK || a.emptyArg >= 0 && c.Arg(a.emptyArg)&a.emptyFlag != 0) {
 		// NULL, where allowed: as an empty path with AT_EMPTY_PATH it names
@@ -223,7 +265,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	switch {
 	case strings.HasPrefix(guest, "/"):
 	case dirfdArg < 0 || int32(c.Arg(dirfdArg)) == unix.AT_FDCWD:
-		cwd = guestCwd(c)
+		cwd = guestCwdIn(c, b)
 		pr.KernelCwd = !c.FS().Lost // the kernel's cwd is cwd's host directory
 	default:
 		var errno unix.Errno
@@ -370,14 +412,14 @@ func procExe(c *tracer.Call, host string) string {
 	return host
 }
 
-// rewrite makes argument i point at host path t.host (t.kernelPath()),
-// unless it equals what the guest passed or the kernel finds it from the
-// guest's own path.
+// rewrite makes argument i point at the name of t's host path the kernel
+// is given (kernelName), unless the guest's own path is left to it.
 func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
-	if !needsRewrite(t) {
+	name, ok := kernelName(c, t)
+	if !ok {
 		return 0
 	}
-	addr, err := c.PushString(t.kernelPath())
+	addr, err := c.PushString(name)
 	if err != nil {
 		return unix.EFAULT
 	}
@@ -385,10 +427,58 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 	return 0
 }
 
-// needsRewrite tells whether the kernel must be given t.host instead of
-// the guest's own path.
-func needsRewrite(t translated) bool {
-	return !t.skip && !(t.keep && t.host == t.res.Host) && t.kernelPath() != t.guest
+// pinnable tells whether t's host path may be pinned (kernelName): not a
+// magic link left to the kernel, nor a path the kernel resolves by itself
+// that names the directory it starts from ("." of a cwd that may have been
+// removed: nothing on it can be swapped), nor any path of a thread that
+// may have left the tracer's ids (pincreds.go).
+func pinnable(c *tracer.Call, t translated) bool {
+	if noPinDebug || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) {
+		return false
+	}
+	return !(t.keep && t.host == t.res.Host && onlyDots(t.guest))
+}
+
+// onlyDots tells whether relative path p names its starting directory
+// itself: "." components and slashes only.
+func onlyDots(p string) bool {
+	for _, s := range strings.Split(p, "/") {
+		if s != "" && s != "." {
+			return false
+		}
+	}
+	return true
+}
+
+// kernelName is the path the kernel must be given for t instead of the
+// guest's own (ok false: the guest's is left as it is). It is t's last
+// component below its parent directory as the lookup found it, held open
+// by the mapper (pathmap's PinnedName: "/proc/<tracer>/fd/N/last"), so
+// that no directory on the path can be swapped with a symlink between the
+// lookup and the kernel's walk (issue 18); the guest's own relative path
+// is not left in its memory either, where another thread could change it
+// before the kernel reads it again. Where the parent cannot be pinned (no
+// lookup cache, procfs and other filesystems the cache does not watch, a
+// magic link left to the kernel), it is t.kernelPath(), or nothing for a
+// path the kernel resolves by itself (t.keep).
+func kernelName(c *tracer.Call, t translated) (string, bool) {
+	if t.skip {
+		return "", false
+	}
+	if t.pinned != "" && t.pinnedHost == t.host {
+		return t.pinned, true
+	}
+	if pinnable(c, t) {
+		// A host path a handler changed after the lookup.
+		if p, pin, _ := c.Mapper().PinnedName(t.host); pin == pathmap.Pinned {
+			return p, true
+		}
+	}
+	if t.keep && t.host == t.res.Host {
+		return "", false
+	}
+	k := t.kernelPath()
+	return k, k != t.guest
 }
 
 // pathHandler translates the given path arguments and lets the kernel run
@@ -512,16 +602,19 @@ func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
 	var idx []int
 	var hosts []string
 	for k := range args {
-		if needsRewrite(ts[k]) {
-			idx, hosts = append(idx, k), append(hosts, ts[k].kernelPath())
+		if name, ok := kernelName(c, ts[k]); ok {
+			idx, hosts = append(idx, k), append(hosts, name)
 		}
 	}
 	switch len(idx) {
 	case 0:
 	case 1:
-		if errno := rewrite(c, args[idx[0]].path, ts[idx[0]]); errno != 0 {
-			c.Fail(errno)
+		addr, err := c.PushString(hosts[0])
+		if err != nil {
+			c.Fail(unix.EFAULT)
+			return
 		}
+		c.SetArg(args[idx[0]].path, addr)
 	default:
 		addrs, err := c.PushStrings(hosts...)
 		if err != nil {
@@ -533,3 +626,8 @@ func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
 		}
 	}
 }
+
+// noPinDebug is DROIDROOT_PIN=0: host paths are handed to the kernel as
+// before pinning (a switch to measure what pinning costs; it brings the
+// directory-swap race back).
+var noPinDebug = os.Getenv("DROIDROOT_PIN") == "0"

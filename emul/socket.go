@@ -150,7 +150,7 @@ func (s *sockets) translateAddr(c *tracer.Call, addr uint64, n int, flags pathma
 		return 0, 0, nil, 0
 	}
 	nsa := sockaddrUnBytes(host.path)
-	a, err := c.Push(nsa)
+	a, err := c.PushInput(nsa)
 	if err != nil {
 		return 0, 0, nil, unix.EFAULT
 	}

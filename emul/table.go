@@ -38,6 +38,11 @@ type Config struct {
 	// EmulateSetID answers the set*id family, setgroups and get*id in the
 	// tracer, starting from the real ids (Android blocks set*id).
 	EmulateSetID bool
+	// RealIDs says that the guest's set*id calls change its real ids
+	// (droidroot runs as root): without the identity emulation they are
+	// then traced, to stop pinning the paths of a thread that may no
+	// longer follow the tracer's /proc/<pid>/fd (pincreds.go).
+	RealIDs bool
 	// SysVIPC answers msg*/sem*/shm* in the tracer for the whole tree
 	// (termux proot's --sysvipc; Android forbids them to apps).
 	SysVIPC bool
@@ -124,6 +129,8 @@ type Emulation struct {
 	uname  *Uname        // -k, nil when off
 	// fastPath is the fast path layer's state, nil when off.
 	fastPath *fastPathState
+	// realIDs: the threads whose paths are not pinned (pincreds.go).
+	realIDs *realIDs
 }
 
 // New builds the handler table for cfg: every declared syscall's base

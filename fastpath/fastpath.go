@@ -4,10 +4,11 @@
 // protocol with the tracer.
 //
 // The library answers the common path calls (stat, lstat, fstatat, statx,
-// access, open, readlink and their glibc aliases, and the same calls made
-// through syscall()) inside the guest process when it can prove the tracer
-// would answer them the same way, and otherwise makes the ordinary system
-// call, which droidroot's filter traps as before. See docs/fastpath.md.
+// fstat, access, open, readlink, the write family and their glibc aliases,
+// and the same calls made through syscall(), openat2 included) inside the
+// guest process when it can prove the tracer would answer them the same
+// way, and otherwise makes the ordinary system call, which droidroot's
+// filter traps as before. See docs/fastpath.md.
 //
 // Protocol:
 //
@@ -64,7 +65,7 @@ const FileName = "libdroidroot-fastpath.so"
 // trampoline page, by native name: the filter lets exactly these through
 // from the page.
 var TrampolineCalls = []string{"openat", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close",
-	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat"}
+	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat"}
 
 // Library returns the library for goarch.
 func Library(goarch string) ([]byte, error) {

@@ -134,7 +134,9 @@ func TestLibraries(t *testing.T) {
 			"statx", "access", "faccessat", "open", "open64", "openat", "__open_2", "__openat64_2", "creat",
 			"readlink", "readlinkat", "syscall", "fopen", "fopen64", "opendir", "mkdir", "mkdirat", "unlink", "unlinkat",
 			"rmdir", "rename", "renameat", "renameat2", "symlink", "symlinkat", "link", "linkat", "chmod", "fchmodat",
-			"chown", "lchown", "fchownat", "utimensat", "dup2", "dup3", "mmap", "munmap", "mremap"} {
+			"chown", "lchown", "fchownat", "utimensat", "dup2", "dup3", "mmap", "munmap", "mremap", "dup", "fcntl", "fcntl64",
+			"truncate", "truncate64", "mknod", "mknodat", "mkfifo", "mkfifoat", "__xmknod", "__xmknodat", "utimes", "lutimes",
+			"utime", "fstat", "fstat64", "__fxstat", "__fxstat64"} {
 			if !exported[name] {
 				t.Errorf("%s does not export %s", goarch, name)
 			}

@@ -64,6 +64,22 @@ const ScriptGap = 4096
 // kernel puts the brk heap right after it.
 const LoadAddress uint64 = 0x2000000000
 
+// The scratch area (script.h's DR_SCRATCH_*): with Script.Scratch the
+// loader maps ScratchSize bytes of that file at ScratchAddr, shared and
+// read-only; the tracer writes the host paths it hands the kernel into its
+// own mapping of the file, one ScratchSlot-byte slot per guest thread (slot
+// 0 holds a cookie it checks in each process).
+const (
+	ScratchAddr uint64 = 0x1f00000000
+	ScratchSize uint64 = 64 << 20
+	ScratchSlot uint64 = 16 << 10
+)
+
+// FlagScratch in a script's flags says that a little-endian uint64 follows
+// the header, the ids block and AT_HWCAP (if any): the offset of
+// Script.Scratch.
+const FlagScratch = 4
+
 // Script is what the tracer tells the loader to run. The paths must not contain
 // NUL bytes (a path with one is cut short at it).
 type Script struct {
@@ -80,6 +96,9 @@ type Script struct {
 	// HWCap, when set, replaces AT_HWCAP (-k's hwcap field); nil leaves the
 	// kernel's.
 	HWCap *uint64
+	// Scratch, when set, is the path of the file the loader maps as the
+	// scratch area (flag FlagScratch): the tracer's /proc/<pid>/fd/<N>.
+	Scratch string
 }
 
 // IDs are the credentials a program reads from its auxiliary vector.
@@ -102,11 +121,12 @@ const FlagHWCap = 2
 // Encode returns the load script for s in the loader's layout: the header (magic,
 // size, originalSP, offsets of Program, Interp and ExecFn, flags), the ids block
 // when s.IDs is set (flag FlagIDs), AT_HWCAP when s.HWCap is (flag FlagHWCap),
-// then the NUL-terminated strings,
+// the offset of Scratch when it is set (flag FlagScratch), then the
+// NUL-terminated strings,
 // padded to a multiple of 16 bytes. originalSP is the stack
 // pointer the kernel gave the loader, which points at argc.
 func (s Script) Encode(originalSP uint64) []byte {
-	buf := make([]byte, HeaderSize, HeaderSize+IDsSize+8+len(s.Program)+len(s.Interp)+len(s.ExecFn)+3+15)
+	buf := make([]byte, HeaderSize, HeaderSize+IDsSize+16+len(s.Program)+len(s.Interp)+len(s.ExecFn)+len(s.Scratch)+4+15)
 	le := binary.LittleEndian
 	var flags uint64
 	if s.IDs != nil {
@@ -123,6 +143,12 @@ func (s Script) Encode(originalSP uint64) []byte {
 		flags |= FlagHWCap
 		buf = le.AppendUint64(buf, *s.HWCap)
 	}
+	scratchAt := -1
+	if s.Scratch != "" {
+		flags |= FlagScratch
+		scratchAt = len(buf)
+		buf = le.AppendUint64(buf, 0) // the offset, once the string is placed
+	}
 	put := func(str string) uint64 {
 		off := uint64(len(buf))
 		buf = append(buf, str...)
@@ -135,6 +161,9 @@ func (s Script) Encode(originalSP uint64) []byte {
 		interp = put(s.Interp)
 	}
 	execfn := put(s.ExecFn)
+	if scratchAt >= 0 {
+		le.PutUint64(buf[scratchAt:], put(s.Scratch))
+	}
 	for len(buf)%16 != 0 {
 		buf = append(buf, 0)
 	}

@@ -373,7 +373,7 @@ func TestTracedErrors(t *testing.T) {
 			"no load script (the loader is started by droidroot, not directly)"},
 		{"bad magic", &Script{Program: static, ExecFn: "/bin/x"}, func(b []byte) { b[0] ^= 0xff },
 			"bad load script (wrong magic)"},
-		{"bad flags", &Script{Program: static, ExecFn: "/bin/x"}, func(b []byte) { b[48] = 4 },
+		{"bad flags", &Script{Program: static, ExecFn: "/bin/x"}, func(b []byte) { b[48] = 8 },
 			"bad load script (size or flags)"},
 		{"offset out of range", &Script{Program: static, ExecFn: "/bin/x"},
 			func(b []byte) { binary.LittleEndian.PutUint64(b[24:], uint64(len(b))) },

@@ -58,6 +58,22 @@ struct dr_ids {
  */
 #define DR_FLAG_HWCAP 2
 
+/*
+ * With DR_FLAG_SCRATCH in flags, a uint64_t follows the header, the ids and the hwcap (if
+ * any), before the strings: the offset of a path (the tracer's /proc/<pid>/fd/<N>) that the
+ * loader opens read-only and maps, shared and read-only, as the scratch area (issue 18's third
+ * race): DR_SCRATCH_SIZE bytes at DR_SCRATCH_ADDR. The tracer writes the host paths it hands
+ * the kernel into its own, writable mapping of the same file, one DR_SCRATCH_SLOT-byte slot per
+ * guest thread (slot 0 holds a cookie the tracer checks in each process); no guest thread can
+ * write the area (its file is open read-only: mprotect cannot add PROT_WRITE). Below the
+ * loader (linked at 128 GiB), inside a 39-bit address space. Go mirror: loader.ScratchAddr,
+ * ScratchSize, ScratchSlot, FlagScratch.
+ */
+#define DR_FLAG_SCRATCH 4
+#define DR_SCRATCH_ADDR 0x1f00000000ULL
+#define DR_SCRATCH_SIZE (64ULL << 20)
+#define DR_SCRATCH_SLOT (16ULL << 10)
+
 /* The header is 56 bytes; the Go mirror (loader.HeaderSize) relies on it. */
 typedef char dr_load_script_size_check[sizeof(struct dr_load_script) == 56 ? 1 : -1];
 

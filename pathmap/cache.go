@@ -84,6 +84,12 @@ type cache struct {
 	buf []byte // inotify read buffer
 	evs [4]unix.EpollEvent
 	st  CacheStats
+
+	pid   string    // this process's pid, for /proc/<pid>/fd (pin.go)
+	grave []retired // dropped nodes' descriptors, closed after pinGrace
+	// npins is the number of nodes holding a descriptor, maxPins its
+	// bound (pinLimit).
+	npins, maxPins int
 }
 
 // centry holds what the host said about one path.
@@ -113,9 +119,12 @@ type dirNode struct {
 	// (vfat's 8.3 names and trailing dots, ...): any event about a name
 	// drops everything below the directory.
 	foldAll bool
-	fold    string                // foldKey(name)
-	kids    map[string][]*dirNode // by foldKey
-	ents    map[string][]*centry  // by foldKey
+	// pin: an O_PATH descriptor of the directory, 0 until one is needed
+	// (pin.go).
+	pin  int
+	fold string                // foldKey(name)
+	kids map[string][]*dirNode // by foldKey
+	ents map[string][]*centry  // by foldKey
 }
 
 // foldKey buckets names that a case-insensitive directory may take for
@@ -165,7 +174,7 @@ func newCache(tops []string, maxDirs, maxEntries int) (*cache, error) {
 		maxEntries = defaultCacheEntries
 	}
 	c := &cache{ifd: -1, epf: -1, mfd: -1, maxDirs: maxDirs, maxEntries: maxEntries,
-		pins: map[string]uint8{}, buf: make([]byte, 64<<10)}
+		pins: map[string]uint8{}, buf: make([]byte, 64<<10), pid: strconv.Itoa(os.Getpid()), maxPins: pinLimit()}
 	for _, t := range tops {
 		c.pins[t] |= pinTop
 		for a := t; a != "/"; {
@@ -211,6 +220,9 @@ func parentDir(p string) string {
 
 // reset empties the cache (the caller has a fresh inotify fd, or none).
 func (c *cache) reset() {
+	for _, n := range c.dirs {
+		c.retire(n)
+	}
 	c.entries = map[string]*centry{}
 	c.dirs = map[string]*dirNode{}
 	c.wds = map[int32][]*dirNode{}
@@ -252,6 +264,7 @@ func (c *cache) disable() {
 func (c *cache) close() {
 	c.mu.Lock()
 	c.disable()
+	c.reap(true)
 	c.mu.Unlock()
 }
 
@@ -428,6 +441,7 @@ func (c *cache) dropContents(n *dirNode) {
 func (c *cache) dropNode(n *dirNode) {
 	c.dropContents(n)
 	c.st.Invalidations++
+	c.retire(n)
 	delete(c.dirs, n.path)
 	if p := n.parent; p != nil {
 		ks := p.kids[n.fold]
@@ -657,7 +671,7 @@ func (c *cache) makeDir(dir []byte) (_ *dirNode, failed bool) {
 // watch) exists: statfs(2), then inotify_add_watch(2) when it is on a local
 // filesystem or leads to a mount top.
 func (c *cache) newNode(path, name string, parent *dirNode) *dirNode {
-	n := &dirNode{path: path, fold: foldKey(name), parent: parent, wd: -1}
+	n := &dirNode{path: path, name: name, fold: foldKey(name), parent: parent, wd: -1}
 	c.st.Syscalls++
 	var sfs unix.Statfs_t
 	err := unix.Statfs(path, &sfs)

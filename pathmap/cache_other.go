@@ -2,7 +2,10 @@
 
 package pathmap
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // Without inotify there is no lookup cache: WithCache is ignored.
 
@@ -16,3 +19,22 @@ func (*cache) close()                                       {}
 func (*cache) stats() CacheStats                            { return CacheStats{} }
 func (*cache) lstat(w *walker, path []byte) (uint32, error) { return sysLstat(w.cbuf) }
 func (*cache) readlink(w *walker, path []byte) (int, error) { return sysReadlink(w.cbuf, w.lbuf) }
+
+// Pin says what PinnedName found.
+type Pin int
+
+// PinnedName's answers.
+const (
+	Pinned Pin = iota
+	Unpinned
+	Stale
+)
+
+// PinnedName is not available without the lookup cache: Unpinned.
+func (m *Mapper) PinnedName(host string) (string, Pin, syscall.Errno) { return "", Unpinned, 0 }
+
+// DirToken is nil without the lookup cache.
+func (m *Mapper) DirToken(dir string) any { return nil }
+
+// DirUnchanged is false without the lookup cache.
+func (m *Mapper) DirUnchanged(dir string, tok any, b *Batch) bool { return false }

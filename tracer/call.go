@@ -63,6 +63,12 @@ type Call struct {
 	dirty bool
 	// scratch is the lowest address handed out so far below the stack.
 	scratch uint64
+	// slotLo, slotTop: the thread's scratch slot (scratch.go), slotTop 0
+	// until the first push, 1 when there is none; slotCur is the lowest
+	// address handed out in it.
+	slotLo, slotTop, slotCur uint64
+	// slotReserve is what Reserve left free at the top of the slot.
+	slotReserve uint64
 	// noExit cancels the exit stop of a handler that has an Exit.
 	noExit bool
 	// skipped is set when Return answered the call.
@@ -91,6 +97,7 @@ func (c *Call) reset(th *Thread) {
 	c.th = th
 	c.dirty = false
 	c.scratch = c.Regs.SP() - RedZone
+	c.slotTop, c.slotCur, c.slotReserve = 0, 0, 0
 	c.noExit = false
 	c.skipped = false
 	c.Data = nil
@@ -173,8 +180,9 @@ func (c *Call) undoRewrites() {
 	for k := range l.ents {
 		e := &l.ents[k]
 		// A guest never keeps data below its stack pointer's red zone
-		// (signal frames overwrite it): a pointer there is ours.
-		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to && e.to < c.Entry.SP()-RedZone {
+		// (signal frames overwrite it), nor in the scratch area: a
+		// pointer there is ours.
+		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to && (e.to < c.Entry.SP()-RedZone || inScratch(e.to)) {
 			c.Entry.SetArg(e.arg, e.from)
 			c.Regs.SetArg(e.arg, e.from)
 			c.dirty = true
@@ -312,7 +320,9 @@ func (c *Call) ReadMem(addr uint64, b []byte) error {
 func (c *Call) WriteMem(addr uint64, b []byte) error { return writeMem(c.th.Tid, addr, b) }
 
 // Push copies b onto the guest stack below the red zone and returns its
-// address. Data pushed during one call stays valid for that call.
+// address. Data pushed during one call stays valid for that call. It is
+// for structures, which the kernel may also write (results); strings go
+// through PushString.
 func (c *Call) Push(b []byte) (uint64, error) {
 	addr := (c.scratch - uint64(len(b))) &^ 15
 	if err := writeMem(c.th.Tid, addr, b); err != nil {
@@ -322,13 +332,29 @@ func (c *Call) Push(b []byte) (uint64, error) {
 	return addr, nil
 }
 
-// pushed reports whether v is an address Push handed out during this call.
-func (c *Call) pushed(v uint64) bool { return v >= c.scratch && v < c.Regs.SP()-RedZone }
+// pushed reports whether v is an address Push or PushString handed out
+// during this call.
+func (c *Call) pushed(v uint64) bool {
+	return v >= c.scratch && v < c.Regs.SP()-RedZone || c.slotTop > 1 && v >= c.slotCur && v < c.slotTop
+}
 
-// PushString copies s and a NUL onto the guest stack and returns its address.
+// PushString copies s and a NUL into guest memory that no other guest
+// thread writes, for the kernel to read (a path), and returns its address:
+// the calling thread's slot of the loader's read-only scratch area
+// (scratch.go), or the guest stack below the red zone. It stays valid for
+// the call.
 func (c *Call) PushString(s string) (uint64, error) {
 	b := make([]byte, len(s)+1)
 	copy(b, s)
+	return c.PushInput(b)
+}
+
+// PushInput copies b, which the kernel only reads (a path, a struct
+// sockaddr_un), where PushString copies strings, and returns its address.
+func (c *Call) PushInput(b []byte) (uint64, error) {
+	if addr, ok := c.pushScratch(b); ok {
+		return addr, nil
+	}
 	return c.Push(b)
 }
 
@@ -345,7 +371,7 @@ func (c *Call) PushStrings(ss ...string) ([]uint64, error) {
 		offs[i] = uint64(len(b))
 		b = append(append(b, s...), 0)
 	}
-	base, err := c.Push(b)
+	base, err := c.PushInput(b)
 	if err != nil {
 		return nil, err
 	}

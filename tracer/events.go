@@ -37,7 +37,11 @@ type Event struct {
 	Tid, Pid             int
 	ParentTid, ParentPid int
 	Flags                uint64
-	t                    *Tracer
+	// Static (EventExec): the new program has no ELF interpreter, as
+	// the exec's plan (Call.SetExec) says; false when droidroot did not
+	// plan the exec.
+	Static bool
+	t      *Tracer
 }
 
 // Tracer returns the tracer the event comes from.

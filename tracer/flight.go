@@ -3,7 +3,10 @@ package tracer
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // flight is the tracer's flight recorder, a developer's tool for rare
@@ -83,7 +86,7 @@ func (t *Tracer) flyCheck(th *Thread) {
 			if c.Regs.Arg(i) > 0x10000 {
 				s, err = readString(th.Tid, c.Regs.Arg(i), 4096, nil)
 			}
-			t.fly(th.Tid, "CHANGED", "arg%d %#x -> %#x %q %v", i, c.Entry.Arg(i), c.Regs.Arg(i), s, err)
+			t.fly(th.Tid, "CHANGED", "arg%d %#x -> %#x %q %v%s", i, c.Entry.Arg(i), c.Regs.Arg(i), s, err, pinnedDir(s))
 		}
 	}
 	if back.Nr() != c.Regs.Nr() {
@@ -96,4 +99,20 @@ func (t *Tracer) flyCheck(th *Thread) {
 func (t *Tracer) flyArgs(tid int, r *Regs) string {
 	s, _ := readString(tid, r.Arg(1), 256, nil)
 	return fmt.Sprintf("nr=%d pc=%#x sp=%#x args=%#x,%#x,%#x,%#x a1=%q", r.Nr(), r.PC(), r.SP(), r.Arg(0), r.Arg(1), r.Arg(2), r.Arg(3), s)
+}
+
+// pinnedDir says which directory a pinned name ("/proc/<tracer>/fd/N/last",
+// emul's kernelName) starts from: " (N = DIR)", or "" for other strings.
+func pinnedDir(s string) string {
+	pfx := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"
+	rest, ok := strings.CutPrefix(s, pfx)
+	if !ok {
+		return ""
+	}
+	n, _, _ := strings.Cut(rest, "/")
+	dir, err := os.Readlink("/proc/self/fd/" + n)
+	if err != nil {
+		return ""
+	}
+	return " (" + n + " = " + strconv.Quote(dir) + ")"
 }

@@ -193,8 +193,10 @@ func (t *Tracer) execEvent(th *Thread) {
 	plan := th.exec
 	th.exec = nil
 	if len(t.hooks) > 0 {
-		t.emit(Event{Kind: EventExec, Tid: th.Tid, Pid: th.Proc.Pid})
+		t.emit(Event{Kind: EventExec, Tid: th.Tid, Pid: th.Proc.Pid, Static: plan != nil && plan.InterpHost == ""})
 	}
+	// A new memory: the loader maps the scratch area again.
+	th.Proc.scratch = scratchUnknown
 	// Other threads of the process are gone; the process gets its own FS.
 	fs := *th.FS
 	th.FS = &fs
@@ -213,16 +215,20 @@ func (t *Tracer) execEvent(th *Thread) {
 		return
 	}
 	sp := r.SP()
-	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids, HWCap: t.cfg.HWCap}.Encode(sp)
+	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids, HWCap: t.cfg.HWCap}
+	if t.scratch != nil && t.scriptAreaSize != 0 { // droidroot's own loader
+		script.Scratch = t.scratch.path
+	}
+	scriptBytes := script.Encode(sp)
 	// The top of the loader's script area when it has one and the script
 	// leaves the loader its stack there (the loader runs just below the
 	// script): below sp, the stack is not mapped after an exec with large
 	// arguments.
-	addr := loader.Address(sp, len(script))
-	if uint64(len(script))+loaderStack <= t.scriptAreaSize {
-		addr = (t.scriptArea + t.scriptAreaSize - uint64(len(script))) &^ 15
+	addr := loader.Address(sp, len(scriptBytes))
+	if uint64(len(scriptBytes))+loaderStack <= t.scriptAreaSize {
+		addr = (t.scriptArea + t.scriptAreaSize - uint64(len(scriptBytes))) &^ 15
 	}
-	if err := writeMem(th.Tid, addr, script); err != nil {
+	if err := writeMem(th.Tid, addr, scriptBytes); err != nil {
 		t.warnOnce("script", "cannot hand the load script to process %d: %v", th.Tid, err)
 		unix.Kill(th.Tid, unix.SIGKILL)
 		return

@@ -208,6 +208,7 @@ func (t *Tracer) contReal(th *Thread, sig syscall.Signal) {
 
 func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	delete(t.threads, tid)
+	t.freeSlot(th)
 	if th != nil && (th.pt != nil || len(t.pt.tracers) > 0 || len(t.pt.exits) > 0) {
 		t.ptExited(tid, th, ws)
 	}

@@ -27,6 +27,12 @@ type FS struct {
 	// then). When the kernel's cwd reads otherwise, the directory or an
 	// ancestor was renamed or moved, by anyone, and Cwd follows it.
 	Host string
+	// HostToken, when HostTokenOf is Host, says that the lookup cache
+	// watches Host's path since Host was last read back
+	// (pathmap.Mapper.DirToken): while it reports no change, the kernel's
+	// cwd is not read again.
+	HostToken   any
+	HostTokenOf string
 }
 
 // PendingCwd describes a chdir or fchdir whose result the tracer did not
@@ -56,6 +62,9 @@ type Process struct {
 	// Parent is the process's real parent (0: outside the guest), and
 	// ParentTid the thread that made it (guest ptrace: PTRACE_TRACEME).
 	Parent, ParentTid int
+	// scratch says whether the process has the loader's scratch area
+	// (scratch.go).
+	scratch uint8
 }
 
 // Thread is one traced kernel task.
@@ -113,6 +122,8 @@ type Thread struct {
 	// process traced nobody then); it may still be blocked in it.
 	waitPassed bool
 	sysOp      int
+	// slot is the thread's scratch slot (scratch.go), 0 for none yet.
+	slot int
 }
 
 // birth is a new task's start-up, which the tracer learns of from two

@@ -273,10 +273,18 @@ func (c *Call) AtSIGSYS() bool { return c.sigsys }
 // Android returns the Android policy droidroot runs under, or nil.
 func (c *Call) Android() *seccomp.AndroidPolicy { return c.t.cfg.Android }
 
-// Reserve moves the scratch area below the stack n bytes further down, so
-// that what a handler pushes before Restart survives the pushes of the
-// handler of the restarted call (which start again below the red zone).
-func (c *Call) Reserve(n uint64) { c.scratch -= n }
+// Reserve moves the scratch area below the stack n bytes further down, and
+// the next string in the thread's scratch slot as far, so that what a
+// handler pushes before Restart survives the pushes of the handler of the
+// restarted call (which start again below the red zone and at the top of
+// the slot).
+func (c *Call) Reserve(n uint64) {
+	c.scratch -= n
+	c.slotReserve += n
+	if c.slotTop > 1 {
+		c.slotCur -= min(n, c.slotCur-c.slotLo)
+	}
+}
 
 // blockedAtEntry reports whether a ptrace-only syscall-entry stop is of a
 // call the simulated Android policy will trap right after it (seccomp runs

@@ -57,6 +57,9 @@ type Config struct {
 	// in wait4, while stops come quickly (DROIDROOT_SPIN): 0 means
 	// DefaultSpin, a negative value never polls.
 	Spin time.Duration
+	// NoScratch makes pushes go below the stack pointer, not into the
+	// loader's read-only scratch area (scratch.go); DROIDROOT_SCRATCH=0.
+	NoScratch bool
 	// Flight turns on the flight recorder (DROIDROOT_FLIGHT=1): each
 	// task's last stops, printed when the first process exits non-zero.
 	Flight bool
@@ -97,6 +100,12 @@ type Tracer struct {
 	goarch   string
 	handlers []*Handler // indexed by native syscall number
 	threads  map[int]*Thread
+	// scratch is the scratch area (scratch.go), nil when off
+	// (DROIDROOT_SCRATCH=0) or unavailable; freeSlots and nextSlot
+	// allocate its slots.
+	scratch   *scratch
+	freeSlots []int
+	nextSlot  int
 	// first is the pid of the first guest process.
 	first int
 	// killed is set once --kill-on-exit has killed the rest of the tree.
@@ -134,6 +143,9 @@ func New(cfg Config) (*Tracer, error) {
 	}
 	t := &Tracer{cfg: cfg, goarch: runtime.GOARCH, threads: map[int]*Thread{}, warned: map[string]bool{}}
 	t.spin = cfg.Spin
+	if !cfg.NoScratch {
+		t.scratch = newScratch()
+	}
 	if t.spin == 0 {
 		t.spin = DefaultSpin
 	}

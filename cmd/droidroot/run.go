@@ -343,6 +343,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		KillOnExit: o.KillOnExit,
 		Verbose:    o.Verbose,
 		Spin:       spinEnv(),
+		NoScratch:  os.Getenv("DROIDROOT_SCRATCH") == "0",
 		Flight:     os.Getenv("DROIDROOT_FLIGHT") == "1",
 	}, 0
 }
@@ -516,6 +517,7 @@ func emulConfig(o *Options, tmpDir string) emul.Config {
 	}
 	// Test switch: the set*id emulation without -0/-i (see e2e/doc.go).
 	c.EmulateSetID = os.Getenv("DROIDROOT_EMULATE_SETID") == "1"
+	c.RealIDs = os.Geteuid() == 0
 	return c
 }
 

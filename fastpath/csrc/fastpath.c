@@ -14,7 +14,7 @@
  * failing on the way leaves the library off: every call goes to the tracer.
  *
  * An answer in-process needs an absolute guest path without "." or ".."
- * components or a trailing slash, outside /proc, whose host parent directory
+ * components or a trailing slash (relative paths: map_rel), outside /proc, whose host parent directory
  * opens (O_PATH) to exactly the expected host path as /proc/self/fd names it (so
  * no component on the way was a symlink, and the binds it crosses are the ones
  * the longest-prefix rule picked), and whose last component is not a symlink
@@ -39,7 +39,9 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
+#include <utime.h>
 
 #if defined(__x86_64__)
 #include "arch-x86_64.h"
@@ -189,10 +191,12 @@ static int fmt_procfd(char *b, int fd)
 
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
-	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_NFN
+	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
+	F_FSTAT, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
-					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat"};
+					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
+					    "truncate", "mknod", "openat2", "fstat"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -452,20 +456,71 @@ static void release(struct parent *p)
 
 static int bind_parent(uint64_t dev, uint64_t ino);
 
-/* verify_rel opens the directories of rel (len bytes, components without
- * "." or "..") one by one under directory descriptor base, never following
- * a symlink, and checks that none is in /proc or a bind point's ancestor; it
- * returns the last one's descriptor and its dev/ino, or -1. */
+/* up_ok reports whether the kernel's ".." of directory fd is the tracer's:
+ * the directory, as the kernel names it now, lies strictly below the rootfs
+ * or a bind's host and is none of them (the guest's ".." of a mount's root
+ * is the guest parent of its mount point, and of "/" is "/"; a directory
+ * bound at a second guest path is such a root too). Anything else (outside
+ * the guest, removed) goes to the tracer. */
+static int up_ok(long fd)
+{
+	char proc[32], buf[FP_PATH_MAX];
+	fmt_procfd(proc, (int)fd);
+	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
+	if (n <= 1 || n >= (long)sizeof buf || buf[0] != '/')
+		return 0;
+	if (n >= 10 && fp_memeq(buf + n - 10, " (deleted)", 10))
+		return 0;
+	size_t len = (size_t)n;
+	int below = len > cfg.rootlen && fp_memeq(buf, cfg.root, cfg.rootlen) && buf[cfg.rootlen] == '/';
+	for (int i = 0; i < cfg.nbinds; i++) {
+		const struct fp_bind *b = &cfg.binds[i];
+		if (!b->host)
+			continue;
+		if (len == b->hlen && fp_memeq(buf, b->host, len))
+			return 0;
+		if (len > b->hlen && fp_memeq(buf, b->host, b->hlen) && buf[b->hlen] == '/')
+			below = 1;
+	}
+	return below;
+}
+
+/* verify_rel opens the directories of rel (len bytes: names and "..",
+ * without "" or ".") one by one under directory descriptor base, never
+ * following a symlink; it returns the last one's descriptor and its dev/ino,
+ * or -1. No directory may be in /proc; a name is looked up only in a
+ * directory that is no bind point's guest ancestor (that name, or the next
+ * one, could be a bind point), and ".." taken only where up_ok says the
+ * kernel's parent is the guest's. */
 static int verify_rel(int base, const char *rel, size_t len, struct stat *st)
 {
 	char comp[256];
 	long fd = base;
 	int own = 0;
-	for (size_t i = 0; i < len;) {
+	long r = fd == AT_FDCWD ? tr(SYS_newfstatat, AT_FDCWD, (long)".", (long)st, 0, 0, 0)
+				: tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0);
+	if (r != 0)
+		return -1;
+	for (size_t i = 0; i <= len;) {
 		size_t cl = 0;
 		while (i + cl < len && rel[i + cl] != '/')
 			cl++;
+		int up = cl == 2 && rel[i] == '.' && rel[i + 1] == '.';
+		/* A name (this one, or the call's own after the last) is looked
+		 * up here: not in a bind point's ancestor. */
+		if (!up && bind_parent(st->st_dev, st->st_ino))
+			goto fail;
+		if (i == len)
+			break;
 		if (cl == 0 || cl >= sizeof comp)
+			goto fail;
+		if (up && fd == AT_FDCWD) {
+			fd = tr(SYS_openat, AT_FDCWD, (long)".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+			if (fd < 0)
+				return -1;
+			own = 1;
+		}
+		if (up && !up_ok(fd))
 			goto fail;
 		fp_memcpy(comp, rel + i, cl);
 		comp[cl] = 0;
@@ -476,10 +531,11 @@ static int verify_rel(int base, const char *rel, size_t len, struct stat *st)
 		if (nfd < 0)
 			return -1;
 		fd = nfd, own = 1;
-		if (tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0) != 0 || st->st_dev == cfg.proc_dev ||
-		    bind_parent(st->st_dev, st->st_ino))
+		if (tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0) != 0 || st->st_dev == cfg.proc_dev)
 			goto fail;
 		i += cl + 1;
+		if (i > len)
+			i = len;
 	}
 	if (own)
 		return (int)fd;
@@ -680,29 +736,39 @@ static void remember_dir(long fd, uint64_t dev, uint64_t ino)
 	}
 }
 
-/* map_rel maps name relative to dirfd (AT_FDCWD: the kernel's cwd, which
- * droidroot keeps at the guest cwd's host directory) when name is one
- * component and the directory is one droidroot translated: the kernel's
- * lookup of one component under it is the tracer's, unless a bind point
- * lives there or it is in /proc. */
+/* map_rel maps path relative to dirfd (AT_FDCWD: the kernel's cwd, which
+ * droidroot keeps at the guest cwd's host directory) when the directory is
+ * one droidroot translated or the library opened. Components "" and "."
+ * before the last mean nothing once every directory on the way is opened
+ * O_DIRECTORY, and are dropped; the others are walked (verify_rel: names and
+ * ".." the kernel takes the tracer's way); the last one must be a name. */
 static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 {
-	/* Components: no "", ".", ".." or trailing slash; the last one is the
-	 * name, the others are walked (verify_rel). */
-	size_t n = 0, last = 0;
+	char dir[1024];
+	size_t dl = 0, n = 0, last = 0;
 	for (;; n++) {
-		if (path[n] == '/' || path[n] == 0) {
-			size_t cl = n - last;
-			const char *c = path + last;
-			if (cl == 0 || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.'))
+		if (n >= sizeof dir)
+			return W_LONG;
+		if (path[n] != '/' && path[n] != 0)
+			continue;
+		size_t cl = n - last;
+		const char *c = path + last;
+		int dot = cl == 1 && c[0] == '.', dotdot = cl == 2 && c[0] == '.' && c[1] == '.';
+		if (cl == 10 && fp_memeq(c, ".droidroot", 10))
+			return W_OPTION; /* the library's own bind, which the tracer places */
+		if (path[n] == 0) {
+			if (cl == 0 || dot || dotdot)
 				return W_DOTS;
-			if (path[n] == 0)
-				break;
-			last = n + 1;
+			break;
 		}
+		if (cl && !dot) {
+			if (dl)
+				dir[dl++] = '/';
+			fp_memcpy(dir + dl, c, cl);
+			dl += cl;
+		}
+		last = n + 1;
 	}
-	if (n >= 1024)
-		return W_LONG;
 	const char *name = path + last;
 	if (n - last >= 256)
 		return W_LONG;
@@ -725,26 +791,27 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 		return W_UNVERIFIED;
 	if (st.st_dev == cfg.proc_dev)
 		return W_PROC;
-	if (bind_parent(st.st_dev, st.st_ino) || (fp_memeq(path, ".droidroot", 10) && (path[10] == 0 || path[10] == '/')))
-		return W_OPTION;
 	t->ancestor = 0;
 	t->bindpoint = 0;
 	t->mount = (1L << 20) + dirfd;
 	t->name = name;
-	if (last == 0) {
+	if (dl == 0) {
+		if (bind_parent(st.st_dev, st.st_ino))
+			return W_OPTION;
 		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
 		return W_ANSWERED;
 	}
 	/* The directories on the way, cached under the base's identity. */
 	char key[C_KEY];
-	size_t dl = last - 1, kl = 17 + dl;
+	size_t kl = 17 + dl;
 	if (kl > sizeof key)
 		return W_LONG;
 	key[0] = 0;
 	fp_memcpy(key + 1, (const char *)&st.st_dev, 8);
 	fp_memcpy(key + 9, (const char *)&st.st_ino, 8);
-	fp_memcpy(key + 17, path, dl);
-	if (get_parent(key, kl, dirfd, path, dl, &t->parent) < 0)
+	fp_memcpy(key + 17, dir, dl);
+	dir[dl] = 0;
+	if (get_parent(key, kl, dirfd, dir, dl, &t->parent) < 0)
 		return W_UNVERIFIED;
 	return W_ANSWERED;
 }
@@ -771,6 +838,13 @@ static void fix_owner(uint32_t *uid, uint32_t *gid)
 		*uid = cfg.fake_uid;
 	if (*gid == cfg.real_gid && cfg.real_gid != cfg.fake_gid)
 		*gid = cfg.fake_gid;
+}
+
+static void fix_stat_owner(struct stat *st)
+{
+	uint32_t uid = st->st_uid, gid = st->st_gid;
+	fix_owner(&uid, &gid);
+	st->st_uid = uid, st->st_gid = gid;
 }
 
 static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || (fp_memeq(name, ".l2s", 4) && !name[4]); }
@@ -806,11 +880,8 @@ static long do_stat(enum fp_fn fn, int dirfd, const char *g, struct stat *st, in
 		count(fn, W_ERRNO);
 		return FP_DEFER;
 	}
-	if (r == 0) {
-		uint32_t uid = st->st_uid, gid = st->st_gid;
-		fix_owner(&uid, &gid);
-		st->st_uid = uid, st->st_gid = gid;
-	}
+	if (r == 0)
+		fix_stat_owner(st);
 	count(fn, W_ANSWERED);
 	return r;
 }
@@ -820,19 +891,73 @@ static long k_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 	return raw6(SYS_newfstatat, dirfd, (long)path, (long)st, flags, 0, 0);
 }
 
+/* A descriptor's own stat (fstat, or an empty path with AT_EMPTY_PATH,
+ * which glibc's fstat makes since 2.33): the kernel's answer is the
+ * tracer's, but for -l's and -L's patches (their layers patch descriptor
+ * stats too); -0/-i owners are fixed as the tracer fixes them. */
+static int fd_stat_ok(enum fp_fn fn)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp) {
+		count(fn, W_OFF);
+		return 0;
+	}
+	if (cfg.flags & (DR_FP_L2S | DR_FP_LSTAT_SIZE)) {
+		count(fn, W_OPTION);
+		return 0;
+	}
+	count(fn, W_ANSWERED);
+	return 1;
+}
+
+/* is_empty: path is a readable "" (a pointer the kernel would fault on is
+ * left to it). */
+static int is_empty(const char *path)
+{
+	return (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS) && !path[0];
+}
+
 static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *st, int flags)
 {
 	long r = FP_DEFER;
-	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
-		count(fn, W_FLAGS);
-	else
-		r = do_stat(fn, dirfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW));
+	int f = flags;
+	if ((f & AT_EMPTY_PATH) && is_empty(path) && !(f & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))) {
+		if (fd_stat_ok(fn) && (r = tr(SYS_newfstatat, dirfd, (long)"", (long)st, f, 0, 0)) == 0)
+			fix_stat_owner(st);
+	} else {
+		if ((f & AT_EMPTY_PATH) && (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS))
+			f &= ~AT_EMPTY_PATH; /* a path that is not empty: the flag changes nothing */
+		if (f & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
+			count(fn, W_FLAGS);
+		else
+			r = do_stat(fn, dirfd, path, st, !(f & AT_SYMLINK_NOFOLLOW));
+	}
 	if (r == FP_DEFER)
 		r = k_fstatat(dirfd, path, st, flags);
 	return fp_ret(r);
 }
 
 EXPORT int stat(const char *path, struct stat *st) { return (int)fp_fstatat(F_STAT, AT_FDCWD, path, st, 0); }
+
+/* fstat: answered with the kernel's fstat through the trampoline; deferred,
+ * it is glibc's own call (newfstatat with AT_EMPTY_PATH). */
+EXPORT int fstat(int fd, struct stat *st)
+{
+	long r;
+	if (fd_stat_ok(F_FSTAT)) {
+		if ((r = tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0)) == 0)
+			fix_stat_owner(st);
+	} else {
+		r = raw6(SYS_newfstatat, fd, (long)"", (long)st, AT_EMPTY_PATH, 0, 0);
+	}
+	return (int)fp_ret(r);
+}
+EXPORT int fstat64(int fd, struct stat64 *st) __attribute__((alias("fstat")));
+EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	(void)ver;
+	return fstat(fd, st);
+}
+EXPORT int __fxstat64(int ver, int fd, struct stat *st) __attribute__((alias("__fxstat")));
 EXPORT int stat64(const char *path, struct stat64 *st) { return stat(path, (struct stat *)st); }
 EXPORT int lstat(const char *path, struct stat *st)
 {
@@ -873,6 +998,20 @@ EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, i
 static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
 {
 	long r = FP_DEFER;
+	if ((flags & AT_EMPTY_PATH) && is_empty(path) &&
+	    !(flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE))) {
+		if (!fd_stat_ok(F_STATX))
+			return FP_DEFER;
+		r = tr(SYS_statx, dirfd, (long)"", flags, mask, (long)sx, 0);
+		if (r == 0 && sx->stx_mask & STATX_UID && sx->stx_mask & STATX_GID) {
+			uint32_t uid = sx->stx_uid, gid = sx->stx_gid;
+			fix_owner(&uid, &gid);
+			sx->stx_uid = uid, sx->stx_gid = gid;
+		}
+		return r;
+	}
+	if ((flags & AT_EMPTY_PATH) && (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS))
+		flags &= ~AT_EMPTY_PATH; /* a path that is not empty: the flag changes nothing */
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) {
 		count(F_STATX, W_FLAGS);
 		return FP_DEFER;
@@ -980,71 +1119,110 @@ EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 /* open family: the last component is checked with lstat first (a symlink
  * goes to the tracer), then opened relative to the verified parent. O_PATH
  * and O_TMPFILE go to the tracer. */
-static long fp_open_k(int dirfd, const char *path, int flags, unsigned mode)
+static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, unsigned mode)
 {
 	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
-		count(F_OPEN, W_FLAGS);
+		count(fn, W_FLAGS);
 		return FP_DEFER;
 	}
 	struct target t;
 	enum fp_why w = map_at(dirfd, path, &t);
 	if (w != W_ANSWERED) {
-		count(F_OPEN, w);
+		count(fn, w);
 		return FP_DEFER;
 	}
 	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
 		release(&t.parent);
-		count(F_OPEN, W_OPTION);
+		count(fn, W_OPTION);
 		return FP_DEFER;
 	}
 	struct stat st;
 	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
 	if (r == 0 && S_ISLNK(st.st_mode) && !(flags & O_NOFOLLOW)) {
 		release(&t.parent);
-		count(F_OPEN, W_SYMLINK);
+		count(fn, W_SYMLINK);
 		return FP_DEFER;
 	}
 	if (r == -ENOENT && (t.ancestor || !(flags & O_CREAT))) {
 		release(&t.parent);
 		if (t.ancestor) {
-			count(F_OPEN, W_ERRNO);
+			count(fn, W_ERRNO);
 			return FP_DEFER;
 		}
-		count(F_OPEN, W_ANSWERED);
+		count(fn, W_ANSWERED);
 		return -ENOENT;
 	}
 	if (r != 0 && r != -ENOENT) {
 		release(&t.parent);
-		count(F_OPEN, W_ERRNO);
+		count(fn, W_ERRNO);
 		return FP_DEFER;
 	}
 	int isdir = r == 0 && S_ISDIR(st.st_mode);
 	r = tr(SYS_openat, t.parent.fd, (long)t.name, flags, mode, 0, 0);
 	release(&t.parent);
 	if (r == -ELOOP || r == -EXDEV) {
-		count(F_OPEN, W_ERRNO); /* a symlink appeared meanwhile */
+		count(fn, W_ERRNO); /* a symlink appeared meanwhile */
 		return FP_DEFER;
 	}
 	if (r >= 0)
 		remember_dir(r, isdir ? st.st_dev : 0, isdir ? st.st_ino : 0);
-	count(F_OPEN, W_ANSWERED);
+	count(fn, W_ANSWERED);
 	return r;
+}
+
+/* note_open records what a descriptor the tracer opened names: a directory
+ * droidroot translated, under which relative names can be answered here (one
+ * fstat, next to the trap just paid). */
+static void note_open(long r)
+{
+	struct stat st;
+	if (r >= 0 && r < FP_MAX_DIRFD && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
+		if (tr(SYS_fstat, r, (long)&st, 0, 0, 0, 0) == 0 && S_ISDIR(st.st_mode))
+			remember_dir(r, st.st_dev, st.st_ino);
+		else
+			remember_dir(r, 0, 0);
+	}
 }
 
 static long fp_openat(int dirfd, const char *path, int flags, unsigned mode)
 {
-	long r = fp_open_k(dirfd, path, flags, mode);
+	long r = fp_open_k(F_OPEN, dirfd, path, flags, mode);
 	if (r == FP_DEFER) {
 		r = raw6(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
-		/* A directory droidroot translated: relative names under it can
-		 * be answered here (one fstat, next to the trap just paid). */
-		struct stat st;
-		if (r >= 0 && r < FP_MAX_DIRFD && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
-			if (tr(SYS_fstat, r, (long)&st, 0, 0, 0, 0) == 0 && S_ISDIR(st.st_mode))
-				remember_dir(r, st.st_dev, st.st_ino);
-			else
-				remember_dir(r, 0, 0);
-		}
+		note_open(r);
+	}
+	return r;
+}
+
+/* openat2 through syscall(): with no RESOLVE_* flags, the struct's size
+ * the kernel's own, and flags and mode the kernel takes (anything it would
+ * refuse with EINVAL or E2BIG goes to the tracer), it opens as openat. */
+struct fp_open_how {
+	uint64_t flags, mode, resolve;
+};
+#if defined(__x86_64__)
+#define FP_O_LARGEFILE 0100000
+#else
+#define FP_O_LARGEFILE 0400000
+#endif
+#define FP_OPENAT2_FLAGS                                                                                     \
+	((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | \
+		    O_SYNC | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME | O_DIRECT | FP_O_LARGEFILE))
+
+static long fp_openat2(int dirfd, const char *path, const struct fp_open_how *how, size_t size)
+{
+	long r = FP_DEFER;
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+		count(F_OPENAT2, W_OFF);
+	else if (size != sizeof *how || (uintptr_t)how < 65536 || (uintptr_t)how >> FP_VA_BITS || how->resolve ||
+		 (how->flags & ~FP_OPENAT2_FLAGS) || (how->flags & O_ACCMODE) == O_ACCMODE ||
+		 ((how->flags & O_CREAT) ? how->mode & ~(uint64_t)07777 : how->mode))
+		count(F_OPENAT2, W_FLAGS);
+	else
+		r = fp_open_k(F_OPENAT2, dirfd, path, (int)how->flags, (unsigned)how->mode);
+	if (r == FP_DEFER) {
+		r = raw6(SYS_openat2, dirfd, (long)path, (long)how, (long)size, 0, 0);
+		note_open(r);
 	}
 	return r;
 }
@@ -1145,6 +1323,9 @@ EXPORT long syscall(long nr, ...)
 	case SYS_newfstatat:
 		r = fp_fstatat(F_FSTATAT, (int)a, (const char *)b, (struct stat *)c, (int)d);
 		return r; /* fp_fstatat returned libc-style already */
+	case SYS_openat2:
+		r = fp_openat2((int)a, (const char *)b, (const struct fp_open_how *)c, (size_t)d);
+		break;
 	case SYS_statx:
 		r = fp_statx((int)a, (const char *)b, (int)c, (unsigned)d, (struct statx *)e);
 		break;
@@ -1189,8 +1370,23 @@ EXPORT long syscall(long nr, ...)
 	return fp_ret(r);
 }
 
-/* dup2 and dup3: a directory the library knows keeps being known under its
- * new number (pathprobe's "fd N", shells' redirections). */
+/* carry_dir: descriptor new (a result: negative for none) is a copy of old,
+ * so it names the directory old names, if the library knows that one. */
+static void carry_dir(int old, long new)
+{
+	if (new < 0 || new >= FP_MAX_DIRFD)
+		return;
+	uint64_t ino = 0, dev = 0;
+	if (old >= 0 && old < FP_MAX_DIRFD) {
+		ino = __atomic_load_n(&dirfds[old].ino, __ATOMIC_ACQUIRE);
+		dev = __atomic_load_n(&dirfds[old].dev, __ATOMIC_RELAXED);
+	}
+	remember_dir(new, dev, ino);
+}
+
+/* dup, dup2, dup3 and fcntl's F_DUPFD: a directory the library knows keeps
+ * being known under its new number (pathprobe's "fd N", shells'
+ * redirections). */
 static long fp_dup3(int old, int new, int flags, int two)
 {
 #if defined(__x86_64__)
@@ -1201,19 +1397,37 @@ static long fp_dup3(int old, int new, int flags, int two)
 	if (two && old == new) /* dup2(fd, fd): the fd if valid (dup3 would say EINVAL) */
 		r = raw6(SYS_fcntl, old, F_GETFD, 0, 0, 0, 0) < 0 ? -EBADF : new;
 #endif
-	if (r >= 0 && r < FP_MAX_DIRFD && old != new) {
-		uint64_t ino = 0, dev = 0;
-		if (old >= 0 && old < FP_MAX_DIRFD) {
-			ino = __atomic_load_n(&dirfds[old].ino, __ATOMIC_ACQUIRE);
-			dev = __atomic_load_n(&dirfds[old].dev, __ATOMIC_RELAXED);
-		}
-		remember_dir(r, dev, ino);
-	}
+	if (old != new)
+		carry_dir(old, r);
 	return r;
 }
 
 EXPORT int dup2(int old, int new) { return (int)fp_ret(fp_dup3(old, new, 0, 1)); }
 EXPORT int dup3(int old, int new, int flags) { return (int)fp_ret(fp_dup3(old, new, flags, 0)); }
+EXPORT int dup(int old)
+{
+	long r = raw6(SYS_dup, old, 0, 0, 0, 0, 0);
+	carry_dir(old, r);
+	return (int)fp_ret(r);
+}
+
+/* fcntl: F_DUPFD and F_DUPFD_CLOEXEC carry the entry like dup; everything
+ * is libc's own fcntl (F_SETLKW is a cancellation point there). */
+static int (*real_fcntl)(int, int, ...);
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	if (!real_fcntl)
+		real_fcntl = libc_lookup("fcntl");
+	long r = real_fcntl ? real_fcntl(fd, cmd, arg) : fp_ret(raw6(SYS_fcntl, fd, cmd, arg, 0, 0, 0));
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		carry_dir(fd, r);
+	return (int)r;
+}
+EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 /* mmap and munmap: shared file mappings are tracked while the futex_waitv
  * emulation is on (a word's key is its file's). */
@@ -1570,6 +1784,116 @@ static long fp_utimensat(int dirfd, const char *path, const struct timespec *ts,
 	long r = tr(SYS_utimensat, t.parent.fd, (long)t.name, (long)ts, flags, 0, 0);
 	release(&t.parent);
 	return r;
+}
+
+/* truncate takes no directory descriptor: the file is opened O_PATH (never
+ * following a symlink, which goes to the tracer) under the verified parent
+ * and truncated through its /proc/self/fd link, which names exactly that
+ * file; the kernel's checks (write permission, EISDIR, EINVAL for what is not
+ * a regular file) are the same as through its path. */
+static long fp_truncate(const char *path, long len)
+{
+	struct target t;
+	enum fp_why w = map_attr(AT_FDCWD, path, 1, &t);
+	long r = FP_DEFER;
+	if (w == W_ANSWERED) {
+		long fd = tr(SYS_openat, t.parent.fd, (long)t.name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+		release(&t.parent);
+		struct stat st;
+		if (fd >= 0) {
+			if (tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0)
+				w = W_ERRNO;
+			else if (S_ISLNK(st.st_mode))
+				w = W_SYMLINK;
+			else {
+				char proc[32];
+				fmt_procfd(proc, (int)fd);
+				r = tr(SYS_truncate, (long)proc, len, 0, 0, 0, 0);
+			}
+			tr(SYS_close, fd, 0, 0, 0, 0, 0);
+		} else if (fd == -ENOENT) {
+			r = fd;
+		} else {
+			w = W_ERRNO;
+		}
+	}
+	count(F_TRUNCATE, w);
+	if (r == FP_DEFER)
+		r = raw6(SYS_truncate, (long)path, len, 0, 0, 0, 0);
+	return r;
+}
+
+/* mknod of a FIFO or a regular file is an entry call like mkdir; devices
+ * and sockets (a fake root's devices are the tracer's) and emulated ids go
+ * to the tracer. */
+static long fp_mknodat(int dirfd, const char *path, unsigned mode, unsigned long dev)
+{
+	struct target t;
+	unsigned type = mode & S_IFMT;
+	enum fp_why w = type && type != S_IFREG && type != S_IFIFO ? W_FLAGS
+			: (cfg.flags & DR_FP_IDS)                 ? W_OPTION
+								  : map_entry(dirfd, path, &t);
+	count(F_MKNOD, w);
+	if (w != W_ANSWERED)
+		return raw6(SYS_mknodat, dirfd, (long)path, mode, (long)dev, 0, 0);
+	long r = tr(SYS_mknodat, t.parent.fd, (long)t.name, mode, (long)dev, 0, 0);
+	release(&t.parent);
+	return r;
+}
+
+EXPORT int truncate(const char *path, off_t len) { return (int)fp_ret(fp_truncate(path, len)); }
+EXPORT int truncate64(const char *path, off_t len) __attribute__((alias("truncate")));
+EXPORT int mknod(const char *path, mode_t mode, dev_t dev) { return (int)fp_ret(fp_mknodat(AT_FDCWD, path, mode, dev)); }
+EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+	return (int)fp_ret(fp_mknodat(dirfd, path, mode, dev));
+}
+EXPORT int mkfifo(const char *path, mode_t mode) { return (int)fp_ret(fp_mknodat(AT_FDCWD, path, mode | S_IFIFO, 0)); }
+EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+	return (int)fp_ret(fp_mknodat(dirfd, path, mode | S_IFIFO, 0));
+}
+/* glibc < 2.33 programs bind to these (_MKNOD_VER is 0 on both ABIs). */
+EXPORT int __xmknod(int ver, const char *path, mode_t mode, dev_t *dev)
+{
+	if (ver != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return mknod(path, mode, *dev);
+}
+EXPORT int __xmknodat(int ver, int dirfd, const char *path, mode_t mode, dev_t *dev)
+{
+	if (ver != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return mknodat(dirfd, path, mode, *dev);
+}
+
+/* utimes, lutimes and utime: glibc's convert to utimensat. */
+EXPORT int utimes(const char *path, const struct timeval tv[2])
+{
+	struct timespec ts[2];
+	if (tv)
+		for (int i = 0; i < 2; i++)
+			ts[i].tv_sec = tv[i].tv_sec, ts[i].tv_nsec = tv[i].tv_usec * 1000;
+	return (int)fp_ret(fp_utimensat(AT_FDCWD, path, tv ? ts : NULL, 0));
+}
+EXPORT int lutimes(const char *path, const struct timeval tv[2])
+{
+	struct timespec ts[2];
+	if (tv)
+		for (int i = 0; i < 2; i++)
+			ts[i].tv_sec = tv[i].tv_sec, ts[i].tv_nsec = tv[i].tv_usec * 1000;
+	return (int)fp_ret(fp_utimensat(AT_FDCWD, path, tv ? ts : NULL, AT_SYMLINK_NOFOLLOW));
+}
+EXPORT int utime(const char *path, const struct utimbuf *times)
+{
+	struct timespec ts[2];
+	if (times)
+		ts[0].tv_sec = times->actime, ts[0].tv_nsec = 0, ts[1].tv_sec = times->modtime, ts[1].tv_nsec = 0;
+	return (int)fp_ret(fp_utimensat(AT_FDCWD, path, times ? ts : NULL, 0));
 }
 
 EXPORT int mkdir(const char *path, mode_t mode) { return (int)fp_ret(fp_mkdirat(AT_FDCWD, path, mode)); }

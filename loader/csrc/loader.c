@@ -60,6 +60,8 @@
 #define MAP_PRIVATE 0x02
 #define MAP_FIXED 0x10
 #define MAP_ANONYMOUS 0x20
+#define MAP_SHARED 0x01
+#define MAP_FIXED_NOREPLACE 0x100000
 #define O_RDONLY 0
 #define O_CLOEXEC 02000000
 #define AT_FDCWD (-100)
@@ -478,13 +480,32 @@ static const char *script_string(const struct dr_load_script *s, uint64_t off)
 	die(0, "bad load script (unterminated string)", 0, 0);
 }
 
+/*
+ * map_scratch maps the tracer's scratch area (script.h) from path: shared, read-only. Without
+ * it (an address in use, a kernel that takes MAP_FIXED_NOREPLACE as a hint, a path this
+ * process may not open) the tracer finds no cookie there and writes below the stack pointer.
+ */
+static void map_scratch(const char *path)
+{
+	long fd = syscall4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	long r;
+
+	if (failed(fd))
+		return;
+	r = sys_mmap(DR_SCRATCH_ADDR, DR_SCRATCH_SIZE, PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE,
+		     (int)fd, 0);
+	if (!failed(r) && (uint64_t)r != DR_SCRATCH_ADDR)
+		syscall2(SYS_munmap, r, DR_SCRATCH_SIZE);
+	syscall1(SYS_close, fd);
+}
+
 void loader_main(const struct dr_load_script *s)
 {
 	const char *program, *interp = 0, *execfn;
 	uint64_t *sp, *envp, *auxv, *a, pagesz = 4096, entry, base = 0, len;
 	struct image prog, ld;
 	const struct dr_ids *ids = 0;
-	const uint64_t *hwcap = 0;
+	const uint64_t *hwcap = 0, *scratch = 0;
 	struct dr_ids idv;
 	char *copy;
 	long r;
@@ -494,14 +515,20 @@ void loader_main(const struct dr_load_script *s)
 	if (s->magic != DR_SCRIPT_MAGIC)
 		die(0, "bad load script (wrong magic)", 0, 0);
 	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX ||
-	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP)) ||
+	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP | DR_FLAG_SCRATCH)) ||
 	    s->size < sizeof *s + ((s->flags & DR_FLAG_IDS) ? sizeof *ids : 0) +
-			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0))
+			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0) +
+			      ((s->flags & DR_FLAG_SCRATCH) ? sizeof *scratch : 0))
 		die(0, "bad load script (size or flags)", 0, 0);
 	if (s->flags & DR_FLAG_IDS)
 		ids = (const struct dr_ids *)(s + 1);
 	if (s->flags & DR_FLAG_HWCAP)
 		hwcap = (const uint64_t *)((const char *)(s + 1) + (ids ? sizeof *ids : 0));
+	if (s->flags & DR_FLAG_SCRATCH) {
+		scratch = (const uint64_t *)((const char *)(s + 1) + (ids ? sizeof *ids : 0) +
+					     (hwcap ? sizeof *hwcap : 0));
+		map_scratch(script_string(s, *scratch));
+	}
 	if (s->original_sp & 7 || s->original_sp < (uint64_t)s + s->size)
 		die(0, "bad load script (original sp)", 0, 0);
 	program = script_string(s, s->program);

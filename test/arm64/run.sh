@@ -230,8 +230,10 @@ else
 	mapfile -t plines < <(grep -Ev '^[[:space:]]*(#|$)' "$here/parts")
 	wanted=,${DROIDROOT_ARM64_PARTS:-},
 	for line in "${plines[@]}"; do
-		read -r name limit_s deb bins runre extra <<<"$line"
+		read -r name limit_s deb bins runre penv extra <<<"$line"
 		[[ -n $runre && -z $extra ]] || die "test/arm64/parts: bad line: $line"
+		[[ -z $penv || $penv == - || $penv =~ ^[A-Z_][A-Z0-9_]*=[^,]*(,[A-Z_][A-Z0-9_]*=[^,]*)*$ ]] ||
+			die "test/arm64/parts: bad ENV in line: $line"
 		[[ $wanted == ,, || $wanted == *",$name,"* ]] || continue
 		# Only the binaries that were built.
 		keep=()
@@ -245,7 +247,9 @@ else
 			# Skip what the other parts of the same binaries run.
 			others=()
 			for other in "${plines[@]}"; do
-				read -r _ _ _ obins orun _ <<<"$other"
+				read -r _ _ _ obins orun oenv _ <<<"$other"
+				# A part with an ENV repeats tests in another setting: they still run here.
+				[[ -n $oenv && $oenv != - ]] && continue
 				[[ $obins == "$bins" && $orun != rest && $orun != - ]] && others+=("$orun")
 			done
 			if [[ ${#others[@]} -gt 0 ]]; then
@@ -254,6 +258,7 @@ else
 		elif [[ $runre != - ]]; then
 			env+=" DROIDROOT_TEST_RUN=$runre"
 		fi
+		[[ -z $penv || $penv == - ]] || env+=" ${penv//,/ }"
 		# Go's own timeout first: its panic names the tests that were running.
 		env+=" DROIDROOT_TEST_TIMEOUT=$((limit_s - 60))s"
 		[[ ${#debian_args[@]} -gt 0 ]] || deb=no

@@ -1,0 +1,92 @@
+package emul
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/tracer"
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+// TestPinnedPaths: with the lookup cache (as droidroot runs), a translated path argument is
+// handed to the kernel as its last component below the parent directory the lookup found,
+// which the tracer holds open ("/proc/<tracer>/fd/N/last"), absolute or relative (a relative
+// path the kernel would resolve by itself is no longer left in guest memory; one name in the
+// cwd is a copy of the guest's, which the kernel resolves in the cwd it holds); "." stays the
+// guest's, as
+// do magic links left to the kernel. The answers are the kernel's. (The child here is not
+// started by the loader: its paths go below the stack pointer; TestScratchSlots and the e2e
+// TestRaces cover the scratch area.)
+func TestPinnedPaths(t *testing.T) {
+	pinned := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"
+	cases := []struct {
+		kcase
+		want string // the suffix of the pinned name, "" for the guest's own path
+	}{
+		{kcase{name: "absolute", step: access("/etc/hostname")}, "/hostname"},
+		{kcase{name: "relative", step: access("dir/file")}, "/file"},
+		{kcase{name: "one name", step: access("etc")}, "=etc"},
+		{kcase{name: "through a symlink", step: access("/link/file")}, "/file"},
+		{kcase{name: "bind", step: access("/mnt/inside")}, "/inside"},
+		{kcase{name: "missing", step: access("/dir/nofile")}, "/nofile"},
+		{kcase{name: "open", step: openat(cwdFD, "/dir/file", unix.O_RDONLY)}, "/file"},
+		{kcase{name: "trailing slash", step: fstatat(cwdFD, "/dir/sub/", 0), stat: []int{2}}, "/sub/"},
+		{kcase{name: "dot", step: fstatat(cwdFD, ".", 0), stat: []int{2}}, ""},
+		{kcase{name: "proc", step: access("/proc/self/status")}, "-"},
+	}
+	var steps []tt.Step
+	for _, c := range cases {
+		steps = append(steps, c.step)
+	}
+	gt, gk := newGuestFS(t), newGuestFS(t)
+	m, err := pathmap.New(gt.root, gt.binds, nil, pathmap.WithCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	addrs := map[int]uint64{}
+	em := New(Config{})
+	got := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: "/", Observe: func(_ *tracer.Call, s *tt.Stop) {
+		if !s.Exit && s.Regs.Arg(1) != s.Entry.Arg(1) {
+			addrs[s.Step] = s.Regs.Arg(1)
+		}
+	}}, steps...)
+	want := gk.oracle(t, "/", steps...)
+	for k, c := range cases {
+		g, w := got.Steps[k], want[k]
+		if g.Ret != w.Ret {
+			t.Errorf("%s: droidroot %d (%v), kernel %d (%v)", c.name, g.Ret, g.Errno(), w.Ret, w.Errno())
+		}
+		for _, i := range c.stat {
+			if gm, wm := statModeSize(g.Mem[i]), statModeSize(w.Mem[i]); gm != wm {
+				t.Errorf("%s: stat mode/size: droidroot %v, kernel %v", c.name, gm, wm)
+			}
+		}
+		var path string
+		for _, s := range got.StopsOf(k) {
+			if p, ok := s.Paths[1]; ok && !s.Exit {
+				path = p
+			}
+		}
+		switch {
+		case c.want == "" && path != "":
+			t.Errorf("%s: the guest's path was replaced by %q", c.name, path)
+		case c.want == "-" && strings.HasPrefix(path, pinned):
+			t.Errorf("%s: pinned as %q", c.name, path)
+		case strings.HasPrefix(c.want, "="):
+			if path != c.want[1:] {
+				t.Errorf("%s: the kernel was given %q, want a copy of the guest's %q", c.name, path, c.want[1:])
+			}
+		case c.want != "" && c.want != "-" && !strings.HasPrefix(c.want, "=") && (!strings.HasPrefix(path, pinned) || !strings.HasSuffix(path, c.want)):
+			t.Errorf("%s: the kernel was given %q, want %s<N>...%s", c.name, path, pinned, c.want)
+		}
+	}
+	if len(addrs) == 0 {
+		t.Error("no path was rewritten")
+	}
+}

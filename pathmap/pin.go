@@ -1,0 +1,280 @@
+//go:build linux
+
+package pathmap
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Pinned directories: the race between a lookup and the kernel's use of its
+// host path (issue 18). A host path that Lookup returns holds no symlink,
+// but by the time the kernel walks it for the tracee, another process may
+// have swapped a directory on it with a symlink (renameat2
+// RENAME_EXCHANGE), which the kernel would follow in the host's view. So
+// the kernel is given the path's last component below a directory the
+// mapper's process holds open instead: "/proc/<pid>/fd/<N>/<last>" (the
+// magic link is followed for the tracee as for the anchors of anchor.go),
+// N an O_PATH descriptor of the parent directory that no later rename can
+// change. Each cached directory node (cache.go) at or below a mount top
+// (the rootfs, a directory binding's source) holds one, opened the first
+// time it is needed: a top by its path (as a bind mount pins its source),
+// every other directory with openat(2) of its one name below its parent's
+// descriptor with O_NOFOLLOW, so a descriptor is always a directory the
+// guest reaches by names, never through a symlink. A node is dropped when a
+// change on its path is reported, and the next lookup opens its
+// replacement; a call whose walk ran before the change uses the directory it
+// checked, as if it had run before the change.
+//
+// A dropped node's descriptor is closed only after pinGrace, so that a
+// tracee resumed with its number, which has not walked it yet, never finds
+// another directory under that number; every descriptor the mapper holds
+// open is a guest directory anyway.
+
+// pinGrace is how long a dropped node's descriptor stays open.
+const pinGrace = 2 * time.Second
+
+// maxPinsCap bounds the descriptors the nodes hold (a quarter of the
+// process's RLIMIT_NOFILE if that is less, at least minPins): past it, all
+// are retired and opened again as needed.
+const (
+	maxPinsCap = 4096
+	minPins    = 64
+)
+
+// pinLimit is the number of descriptors the nodes may hold.
+func pinLimit() int {
+	var rl unix.Rlimit
+	n := maxPinsCap
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur/4 < uint64(n) {
+		n = int(rl.Cur / 4)
+	}
+	return max(n, minPins)
+}
+
+// retired is a descriptor waiting to be closed.
+type retired struct {
+	fd int
+	at time.Time
+}
+
+// Pin says what PinnedName found.
+type Pin int
+
+const (
+	// Pinned: the name is below the pinned parent directory.
+	Pinned Pin = iota
+	// Unpinned: the parent cannot be pinned (see PinnedName); use the
+	// host path as it is.
+	Unpinned
+	// Stale: the parent is no longer the directory the cache knew (it was
+	// renamed or replaced since the lookup, whose answer is out of date):
+	// look the path up again.
+	Stale
+)
+
+// PinnedName returns the name of host path host (a path Lookup returned)
+// that the kernel resolves below its parent directory as the mapper found
+// it: "/proc/<pid>/fd/<N>/<last>". It is Unpinned, and host must be used
+// as it is, when the parent cannot be pinned: no lookup cache, a parent
+// outside every mount top or on a filesystem the cache does not watch
+// (procfs, FUSE, ...), a last component "." or "..". It is Stale when the
+// directory at the parent's path (or one above it) is not the one the
+// cache knew: the lookup must be made again, the change being reported by
+// then; errno is then what the kernel would answer if the path stayed as it
+// is now (ENOENT: the parent is missing, ENOTDIR: it is no directory).
+func (m *Mapper) PinnedName(host string) (name string, pin Pin, errno syscall.Errno) {
+	if m.cache == nil || len(host) < 2 || host[0] != '/' {
+		return "", Unpinned, 0
+	}
+	return m.cache.pinnedName(host)
+}
+
+func (c *cache) pinnedName(host string) (string, Pin, syscall.Errno) {
+	h := host
+	slash := strings.HasSuffix(h, "/")
+	if slash {
+		h = strings.TrimRight(h, "/")
+	}
+	i := strings.LastIndexByte(h, '/')
+	if i < 0 {
+		return "", Unpinned, 0
+	}
+	last := h[i+1:]
+	if last == "" || last == "." || last == ".." {
+		return "", Unpinned, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ifd < 0 {
+		return "", Unpinned, 0
+	}
+	c.reap(false)
+	dir := h[:max(i, 1)]
+	n, failed := c.dirFor([]byte(h))
+	if n == nil {
+		if e := c.gone(dir); failed && e != 0 {
+			return "", Stale, e
+		}
+		return "", Unpinned, 0
+	}
+	fd, p := c.pinFd(n, 0)
+	if p == Stale {
+		return "", p, c.gone(dir)
+	}
+	if p != Pinned {
+		return "", p, 0
+	}
+	b := make([]byte, 0, len("/proc//fd//")+len(c.pid)+10+len(last)+1)
+	b = append(b, "/proc/"...)
+	b = append(b, c.pid...)
+	b = append(b, "/fd/"...)
+	b = strconv.AppendInt(b, int64(fd), 10)
+	b = append(b, '/')
+	b = append(b, last...)
+	if slash {
+		b = append(b, '/')
+	}
+	return string(b), Pinned, 0
+}
+
+// gone tells whether directory dir, whose node could not be watched or
+// opened, is missing (ENOENT) or no directory (ENOTDIR; a symlink now: the
+// lookup that found one there is out of date), rather than unwatchable (0:
+// the watch limit, a filesystem the cache does not watch).
+func (c *cache) gone(dir string) syscall.Errno {
+	var st unix.Stat_t
+	c.st.Syscalls++
+	switch err := unix.Lstat(dir, &st); {
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		return err.(syscall.Errno)
+	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return unix.ENOTDIR
+	}
+	return 0
+}
+
+// pinFd returns n's descriptor, opening it (and its parents') when needed:
+// Stale when a directory is no longer at its name. c.mu is held.
+func (c *cache) pinFd(n *dirNode, depth int) (int, Pin) {
+	if n.pin > 0 {
+		return n.pin, Pinned
+	}
+	if !n.cacheable || depth > 4096 {
+		return 0, Unpinned
+	}
+	if c.npins >= c.maxPins {
+		// Before n's parents are opened: their descriptors go too.
+		for _, d := range c.dirs {
+			c.retire(d)
+		}
+	}
+	var fd int
+	var err error
+	const flags = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if c.pins[n.path]&pinTop != 0 {
+		fd, err = unix.Open(n.path, flags, 0)
+	} else {
+		p := n.parent
+		if p == nil || n.name == "" {
+			return 0, Unpinned
+		}
+		pfd, pin := c.pinFd(p, depth+1)
+		if pin != Pinned {
+			return 0, pin
+		}
+		fd, err = unix.Openat(pfd, n.name, flags|unix.O_NOFOLLOW, 0)
+	}
+	c.st.Syscalls++
+	switch {
+	case err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP:
+		return 0, Stale
+	case err != nil:
+		return 0, Unpinned
+	case fd <= 2: // never hand out a standard descriptor's number
+		unix.Close(fd)
+		return 0, Unpinned
+	}
+	n.pin = fd
+	c.npins++
+	return fd, Pinned
+}
+
+// retire schedules n's descriptor for closing. c.mu is held.
+func (c *cache) retire(n *dirNode) {
+	if n.pin > 0 {
+		c.grave = append(c.grave, retired{n.pin, time.Now()})
+		n.pin = 0
+		c.npins--
+	}
+}
+
+// reap closes the retired descriptors older than pinGrace, or all of them.
+// c.mu is held.
+func (c *cache) reap(all bool) {
+	if len(c.grave) == 0 {
+		return
+	}
+	now := time.Now()
+	k := 0
+	for k < len(c.grave) && (all || now.Sub(c.grave[k].at) >= pinGrace) {
+		unix.Close(c.grave[k].fd)
+		k++
+	}
+	if k > 0 {
+		c.grave = append(c.grave[:0], c.grave[k:]...)
+	}
+}
+
+// DirToken returns a token for host directory dir (a clean absolute path)
+// that DirUnchanged checks: the cache's node of dir, which lives as long as
+// no name on dir's path, from "/" down, changes (see "Lookup cache"); nil
+// when dir's names are not watched. Take it, then confirm that dir is still
+// what it should be (one read of /proc/<tid>/cwd): from then on a change is
+// reported.
+func (m *Mapper) DirToken(dir string) any {
+	c := m.cache
+	if c == nil || !cleanAbs([]byte(dir)) {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ifd < 0 {
+		return nil
+	}
+	n := c.dirs[dir]
+	if n == nil {
+		n, _ = c.makeDir([]byte(dir))
+	}
+	if n == nil || !n.cacheable {
+		return nil
+	}
+	return n
+}
+
+// DirUnchanged tells whether no name on dir's path changed since tok was
+// taken (DirToken), after applying the changes reported so far (once per
+// batch b, which the lookups that share it then skip; b may be nil).
+func (m *Mapper) DirUnchanged(dir string, tok any, b *Batch) bool {
+	n, ok := tok.(*dirNode)
+	c := m.cache
+	if !ok || n == nil || c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ifd < 0 {
+		return false
+	}
+	if b == nil || !b.synced {
+		c.sync()
+		if b != nil {
+			b.synced = true
+		}
+	}
+	return c.dirs[dir] == n
+}

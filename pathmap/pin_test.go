@@ -1,0 +1,234 @@
+//go:build linux
+
+package pathmap
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pinnedTree makes root/{d/f ("in d"), e/f ("in e")} and a host directory outside
+// root with f ("host"), and a cached Mapper of root with host bound at /b.
+func pinnedTree(t *testing.T) (root, outside string, m *Mapper) {
+	t.Helper()
+	dir := t.TempDir()
+	root, outside = filepath.Join(dir, "root"), filepath.Join(dir, "outside")
+	for p, s := range map[string]string{"root/d/f": "in d", "root/e/f": "in e", "outside/f": "host", "bound/g": "g"} {
+		p = filepath.Join(dir, p)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(s), 0o644))
+	}
+	must(t, os.MkdirAll(filepath.Join(root, "b"), 0o755))
+	return root, outside, newCached(t, root, []Binding{{Host: filepath.Join(dir, "bound"), Guest: "/b"}})
+}
+
+// readPinned looks guest path p up and reads the file through its pinned name.
+func readPinned(t *testing.T, m *Mapper, p string) string {
+	t.Helper()
+	r, err := m.Lookup(Proc{}, "/", p, Follow)
+	if err != nil {
+		t.Fatalf("Lookup(%s): %v", p, err)
+	}
+	name, pin, e := m.PinnedName(r.Host)
+	if pin != Pinned {
+		t.Fatalf("PinnedName(%s) = %v (%v), want Pinned", r.Host, pin, e)
+	}
+	if want := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"; !strings.HasPrefix(name, want) || !strings.HasSuffix(name, "/"+filepath.Base(r.Host)) {
+		t.Fatalf("PinnedName(%s) = %q, want %s<N>/%s", r.Host, name, want, filepath.Base(r.Host))
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatalf("reading %s (%s): %v", name, r.Host, err)
+	}
+	return string(b)
+}
+
+// TestPinnedName: a pinned name reaches the file below the directory the lookup found, in the
+// rootfs and in a binding; once that directory is swapped with a symlink to a host directory
+// (what a racing guest thread does between droidroot's lookup and the kernel's walk), a name
+// pinned before still reaches the directory that was looked up (the kernel never follows the
+// symlink), PinnedName of the old host path is Stale until the change is seen, and the next
+// lookup follows the symlink in the guest's terms.
+func TestPinnedName(t *testing.T) {
+	root, outside, m := pinnedTree(t)
+	if got := readPinned(t, m, "/d/f"); got != "in d" {
+		t.Fatalf("/d/f through its pinned name: %q", got)
+	}
+	if got := readPinned(t, m, "/b/g"); got != "g" {
+		t.Fatalf("/b/g through its pinned name: %q", got)
+	}
+	r, err := m.Lookup(Proc{}, "/", "/d/f", Follow)
+	must(t, err)
+	name, _, _ := m.PinnedName(r.Host)
+	// Swap d with a symlink to the host directory.
+	must(t, os.Symlink(outside, filepath.Join(root, "s")))
+	must(t, unix.Renameat2(unix.AT_FDCWD, filepath.Join(root, "d"), unix.AT_FDCWD, filepath.Join(root, "s"), unix.RENAME_EXCHANGE))
+	if b, err := os.ReadFile(name); err != nil || string(b) != "in d" {
+		t.Errorf("the name pinned before the swap reads %q, %v; want the looked-up directory's \"in d\"", b, err)
+	}
+	if b, _ := os.ReadFile(r.Host); string(b) != "host" {
+		t.Fatalf("the unpinned host path should reach the host through the swapped symlink (the race); got %q", b)
+	}
+	// The cache has not seen the change yet: d's node is still there, its directory is not.
+	m.cache.mu.Lock()
+	for _, n := range m.cache.dirs {
+		if n.path == filepath.Join(root, "d") && n.pin > 0 {
+			m.cache.retire(n) // as if its descriptor had never been opened
+		}
+	}
+	m.cache.mu.Unlock()
+	if _, pin, e := m.PinnedName(r.Host); pin != Stale || e != unix.ENOTDIR {
+		t.Errorf("PinnedName of the swapped directory's file: %v, %v; want Stale, ENOTDIR", pin, e)
+	}
+	// A new lookup sees the symlink and follows it in the guest: the rootfs's own
+	// (missing) copy of the outside directory.
+	if r, err := m.Lookup(Proc{}, "/", "/d/f", Follow); err == nil {
+		if name, pin, _ := m.PinnedName(r.Host); pin == Pinned {
+			if b, err := os.ReadFile(name); err == nil {
+				t.Errorf("after the swap, /d/f reads %q through %s (%s)", b, name, r.Host)
+			}
+		}
+	}
+}
+
+// TestPinnedNameUnpinned: paths whose parent is outside every mount top, on procfs, or whose
+// last component is "." or "..", and every path of a Mapper without a cache, are left as they
+// are.
+func TestPinnedNameUnpinned(t *testing.T) {
+	root, outside, m := pinnedTree(t)
+	for _, host := range []string{
+		filepath.Join(outside, "f"),
+		filepath.Dir(root),
+		"/proc/self/status",
+		root + "/d/.",
+		root + "/d/..",
+		"relative/path",
+	} {
+		if name, pin, _ := m.PinnedName(host); pin != Unpinned {
+			t.Errorf("PinnedName(%s) = %q, %v; want Unpinned", host, name, pin)
+		}
+	}
+	plain, err := New(root, nil, nil)
+	must(t, err)
+	if _, pin, _ := plain.PinnedName(filepath.Join(root, "d", "f")); pin != Unpinned {
+		t.Errorf("without a cache: %v, want Unpinned", pin)
+	}
+	// A trailing slash is kept.
+	if name, pin, _ := m.PinnedName(filepath.Join(root, "d") + "/"); pin != Pinned || !strings.HasSuffix(name, "/d/") {
+		t.Errorf("PinnedName(d/) = %q, %v", name, pin)
+	}
+}
+
+// TestPinnedNameRetired: a dropped node's descriptor stays open for pinGrace (a tracee
+// resumed with its number may not have walked it yet) and is closed after; Close closes them
+// all.
+func TestPinnedNameRetired(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	readPinned(t, m, "/d/f")
+	c := m.cache
+	c.mu.Lock()
+	var fd int
+	for _, n := range c.dirs {
+		if n.path == filepath.Join(root, "d") {
+			fd = n.pin
+		}
+	}
+	c.mu.Unlock()
+	if fd <= 0 {
+		t.Fatal("no descriptor for d")
+	}
+	must(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "d2")))
+	c.mu.Lock()
+	c.sync() // what the next lookup does first: d's node is dropped
+	c.mu.Unlock()
+	open := func() bool { _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); return err == nil }
+	c.mu.Lock()
+	n := len(c.grave)
+	c.mu.Unlock()
+	if n == 0 || !open() {
+		t.Fatalf("after the rename: %d retired, descriptor open %v; want it retired and open", n, open())
+	}
+	c.mu.Lock()
+	for i := range c.grave {
+		c.grave[i].at = c.grave[i].at.Add(-pinGrace - time.Second)
+	}
+	c.reap(false) // what the next PinnedName does first
+	closed, left := !open(), len(c.grave)
+	c.mu.Unlock()
+	if !closed || left != 0 {
+		t.Errorf("after pinGrace: descriptor closed %v, %d retired left", closed, left)
+	}
+	readPinned(t, m, "/d2/f")
+	m.Close()
+	c.mu.Lock()
+	n = len(c.grave)
+	c.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d retired descriptors left after Close", n)
+	}
+}
+
+// TestPinnedNameLimit: past the bound on held descriptors, all are retired and the next ones
+// opened again: the count never passes it.
+func TestPinnedNameLimit(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	for i := 0; i < 20; i++ {
+		must(t, os.MkdirAll(filepath.Join(root, "many", strconv.Itoa(i)), 0o755))
+	}
+	m.cache.mu.Lock()
+	m.cache.maxPins = 5
+	m.cache.mu.Unlock()
+	for i := 0; i < 20; i++ {
+		p := "/many/" + strconv.Itoa(i) + "/x"
+		r, err := m.Lookup(Proc{}, "/", p, 0)
+		must(t, err)
+		if _, pin, _ := m.PinnedName(r.Host); pin != Pinned {
+			t.Fatalf("%s: %v", p, pin)
+		}
+		m.cache.mu.Lock()
+		n := m.cache.npins
+		m.cache.mu.Unlock()
+		if n > 5 {
+			t.Fatalf("after %s: %d descriptors held, bound 5", p, n)
+		}
+	}
+}
+
+// TestDirToken: a directory's token stays good until a name on its path changes (the directory
+// renamed, or an ancestor), and is never good without the cache.
+func TestDirToken(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	dir := filepath.Join(root, "d")
+	tok := m.DirToken(dir)
+	if tok == nil {
+		t.Fatal("no token for a watched directory")
+	}
+	if !m.DirUnchanged(dir, tok, nil) {
+		t.Fatal("the token is not good right after it was taken")
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "new"), nil, 0o644)) // a change inside: not on the path
+	if !m.DirUnchanged(dir, tok, &Batch{}) {
+		t.Error("a file created inside the directory made its token stale")
+	}
+	must(t, os.Rename(dir, filepath.Join(root, "d2")))
+	must(t, os.Mkdir(dir, 0o755))
+	if m.DirUnchanged(dir, tok, nil) {
+		t.Error("the token is still good after the directory was renamed and replaced")
+	}
+	tok = m.DirToken(dir)
+	must(t, os.Rename(root, root+"-moved"))
+	if m.DirUnchanged(dir, tok, nil) {
+		t.Error("the token is still good after an ancestor was renamed")
+	}
+	plain, err := New(root+"-moved", nil, nil)
+	must(t, err)
+	if tok := plain.DirToken(root + "-moved/d"); tok != nil || plain.DirUnchanged(root+"-moved/d", tok, nil) {
+		t.Error("a token without the cache")
+	}
+}
