@@ -200,16 +200,22 @@ func TestMagicLinks(t *testing.T) {
 
 // TestCloneUntraced: clone(CLONE_UNTRACED), through glibc's clone() and as a raw syscall,
 // gives a child droidroot traces (test/progs/untraced.c): its path calls are translated (it
-// reads the guest's /etc/hostname), its TracerPid is set, and its guest parent cannot seize
-// it. Before, the child ran untraced: ENOSYS for every traced call under the filter (and the
-// host's files without one, PROOT_NO_SECCOMP=1), seizable by the guest, which could then let
-// its calls through. In both modes, static and dynamic.
+// reads the guest's /etc/hostname), its TracerPid is set, and its guest parent's seize of it is
+// emulated (docs/ptrace.md: droidroot stays its real tracer, its calls stay translated; the
+// seized child is then killed), or refused (EPERM) with DROIDROOT_GUEST_PTRACE=0. Before, the
+// child ran untraced: ENOSYS for every traced call under the filter (and the host's files
+// without one, PROOT_NO_SECCOMP=1), seizable by the guest for real, which could then let its
+// calls through. In both modes, static and dynamic.
 func TestCloneUntraced(t *testing.T) {
 	needRoot(t)
 	progs := progsDir(t, "untraced")
 	var want strings.Builder
 	for _, way := range []string{"glibc-clone", "raw-clone"} {
-		fmt.Fprintf(&want, "%[1]s hostname droidroot-busybox\n%[1]s traced yes\n%[1]s seize EPERM\n%[1]s exit 0\n", way)
+		if os.Getenv("DROIDROOT_GUEST_PTRACE") == "0" {
+			fmt.Fprintf(&want, "%[1]s hostname droidroot-busybox\n%[1]s traced yes\n%[1]s seize EPERM\n%[1]s exit 0\n", way)
+		} else {
+			fmt.Fprintf(&want, "%[1]s hostname droidroot-busybox\n%[1]s traced yes\n%[1]s seize ok\n%[1]s signal 9\n", way)
+		}
 	}
 	for _, prog := range []string{"untraced", "untraced.dyn"} {
 		for _, mode := range []struct{ name, env string }{{"seccomp", ""}, {"ptrace-only", "PROOT_NO_SECCOMP=1"}} {

@@ -163,8 +163,9 @@ func (s *fastPathState) proc(pid int) *fastPathProc {
 func (s *fastPathState) handshake(c *tracer.Call) {
 	p := s.proc(c.Pid())
 	switch {
-	case p.ownFilter:
-		c.Fail(unix.ENOSYS)
+	case p.ownFilter || c.GuestTraced():
+		c.Fail(unix.ENOSYS) // off: a filter of its own, or a guest tracer would see its calls
+
 	case c.Arg(1) < uint64(len(s.blob)):
 		c.Fail(unix.ERANGE)
 	case c.WriteMem(c.Arg(0), s.blob) != nil:
@@ -206,6 +207,13 @@ func (s *fastPathState) events(ev *tracer.Event) {
 		p.armed, p.flag = !ev.Static, 0
 	case tracer.EventProcessGone:
 		delete(s.procs, ev.Pid)
+	case tracer.EventGuestTraced:
+		// A guest tracer attached: the library's own calls must not show
+		// to it, so it goes off in the process (and in its forks, which
+		// copy the word; an exec's new library asks the handshake again).
+		if p := s.procs[ev.Pid]; p != nil && p.flag != 0 {
+			ev.WriteMem(p.flag, []byte{0, 0, 0, 0})
+		}
 	}
 }
 
@@ -215,7 +223,9 @@ func (s *fastPathState) preloadHandler(inner tracer.Handler, a pathArg, isOpen b
 	h := inner
 	h.Enter = func(c *tracer.Call) {
 		p := s.procs[c.Pid()]
-		if p == nil || !p.armed {
+		if p == nil || !p.armed || c.GuestTraced() {
+			// A process a guest tracer follows loads no library: its
+			// ld.so reads the guest's own preload file.
 			inner.Enter(c)
 			return
 		}

@@ -1,6 +1,10 @@
 package emul
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/droidroot/droidroot/tracer"
+)
 
 // layer is one option's change to the table: it replaces or wraps the
 // handlers of declared syscalls, or adds the calls it emulates whole. Its
@@ -40,6 +44,11 @@ var layerOrder = []layer{
 	}},
 	{"identity", func(c Config) bool { return c.Identity != nil || c.EmulateSetID }, func(e *Emulation, b *tableBuilder) {
 		addIdentity(b, e.cfg)
+	}},
+	{"ptrace", func(c Config) bool { return c.GuestPtrace }, func(_ *Emulation, b *tableBuilder) {
+		for name, h := range tracer.GuestPtrace() {
+			b.set(name, h)
+		}
 	}},
 	{"real-ids", func(c Config) bool { return c.RealIDs && c.Identity == nil && !c.EmulateSetID && c.Android == nil }, applyRealIDs},
 	{"fastpath", func(c Config) bool { return c.FastPath != nil }, applyFastPath},

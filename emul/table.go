@@ -92,6 +92,10 @@ type Config struct {
 	// FastPath turns on the fast path library's support (its handshake,
 	// the merged /etc/ld.so.preload, the trampoline's calls); nil: off.
 	FastPath *FastPath
+	// GuestPtrace emulates ptrace between guest processes (strace, gdb
+	// inside the guest; tracer.GuestPtrace, docs/ptrace.md): ptrace,
+	// wait4 and waitid are traced.
+	GuestPtrace bool
 }
 
 // WithAndroid returns cfg with policy p active and the emulations Android

@@ -77,6 +77,9 @@ func TestLayers(t *testing.T) {
 		{"at2", Config{EmulateAt2: true}, map[string][]string{
 			"faccessat2": {"base", "at2"}, "fchmodat2": {"base", "at2"}, "close_range": {"at2"},
 		}},
+		{"guest ptrace", Config{GuestPtrace: true}, map[string][]string{
+			"ptrace": {"ptrace"}, "wait4": {"ptrace"}, "waitid": {"ptrace"},
+		}},
 		{"robust list", Config{EmulateRobustList: true}, map[string][]string{
 			"set_robust_list": {"robust-list"}, "get_robust_list": {"robust-list"},
 		}},

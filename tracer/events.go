@@ -25,6 +25,10 @@ const (
 	// EventProcessGone: the last thread of process Pid has been reaped
 	// (after its EventThreadGone).
 	EventProcessGone
+	// EventGuestTraced: thread Tid of process Pid got an emulated tracer
+	// (a guest's ptrace, guestptrace.go): in-process shortcuts that a
+	// tracer would see through (the fast path library) must go off.
+	EventGuestTraced
 )
 
 // Event is one process-tree event.
@@ -82,6 +86,9 @@ func (t *Tracer) exitingStop(th *Thread) {
 		pid = th.Proc.Pid
 	}
 	t.emit(Event{Kind: EventExiting, Tid: th.Tid, Pid: pid})
+	if t.ptEvent(th, unix.PTRACE_EVENT_EXIT) {
+		return
+	}
 	t.resumeThread(th, unix.PTRACE_CONT, 0)
 }
 

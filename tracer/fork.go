@@ -53,6 +53,13 @@ func (t *Tracer) forked(th *Thread, event int) {
 	}
 	ct.inSyscall = th.inSyscall
 	ct.creds = th.creds
+	if flags&unix.CLONE_THREAD == 0 {
+		ct.Proc.Parent, ct.Proc.ParentTid = th.Proc.Pid, th.Tid
+		if flags&unix.CLONE_PARENT != 0 {
+			ct.Proc.Parent, ct.Proc.ParentTid = th.Proc.Parent, th.Proc.ParentTid
+		}
+	}
+	t.ptForked(th, ct, event)
 	if len(t.hooks) > 0 {
 		t.emit(Event{Kind: EventFork, Tid: child, Pid: ct.Proc.Pid, ParentTid: th.Tid, ParentPid: th.Proc.Pid, Flags: flags})
 	}
@@ -65,7 +72,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 			// traced call, which must be translated, not just resumed.
 			ct.held = 0
 			t.dispatch(ct, held)
-		} else {
+		} else if !t.ptInitial(ct) {
 			t.cont(ct, 0)
 		}
 	} else {
@@ -79,6 +86,9 @@ func (t *Tracer) forked(th *Thread, event int) {
 			t.awaiting = map[int]*Thread{}
 		}
 		t.awaiting[child] = ct
+	}
+	if t.ptEvent(th, event) {
+		return
 	}
 	t.cont(th, 0)
 }
@@ -117,7 +127,11 @@ func (t *Tracer) waitAwaiting(ws *unix.WaitStatus) (int, error) {
 			if t.flight != nil {
 				t.fly(tid, "AWAIT", "siginfo signo=%d code=%#x", si.Signo, si.Code)
 			}
-			if st := stopStatus(&si); !initialStop(st) {
+			if st := stopStatus(&si); !initialStop(st) || th.pt != nil && (th.pt.initial || th.pt.interrupted) {
+				if initialStop(st) {
+					th.birth = born // its emulated tracer sees this stop (initial, or its interrupt)
+					delete(t.awaiting, tid)
+				}
 				t.logf(2, "task %d: stopped without an initial stop", tid)
 				*ws = st
 				return tid, nil
@@ -188,7 +202,9 @@ func (t *Tracer) execEvent(th *Thread) {
 	th.FS = &fs
 	ids := t.execCreds(th)
 	if plan == nil {
-		t.cont(th, 0)
+		if !t.ptExecEvent(th) {
+			t.cont(th, 0)
+		}
 		return
 	}
 	th.loading = true
@@ -221,7 +237,7 @@ func (t *Tracer) execEvent(th *Thread) {
 		return
 	}
 	r.SetEntryArg(addr)
-	if t.setRegs(th, &r) {
+	if t.setRegs(th, &r) && !t.ptExecEvent(th) {
 		t.cont(th, 0)
 	}
 }

@@ -114,11 +114,28 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	if t.flight != nil {
 		t.fly(th.Tid, "DISPATCH", "ws=%#x sig=%d event=%d op=%v pendingExit=%v", uint32(ws), sig, event, th.op != nil, th.pendingExit != nil)
 	}
+	if th.pt != nil {
+		if th.pt.stop != nil {
+			if ws == th.pt.heldWS {
+				return // held for its emulated tracer: a second report of that stop (waitAwaiting)
+			}
+			// It left the held stop (SIGKILL): that stop is gone.
+			th.pt.stop, th.pt.resume = nil, nil
+		}
+		th.pt.curWS = ws
+		th.sysOp = syscallInfoNone
+		if sig == unix.SIGTRAP|0x80 {
+			th.sysOp = syscallInfoOp(th.Tid)
+		}
+	}
 	if th.op != nil && t.opStop(th, sig, event) {
 		return
 	}
 	switch {
 	case sig == unix.SIGTRAP|0x80:
+		if th.pt != nil && th.sysOp == syscallInfoEntry && t.ptSyscallEntry(th) {
+			return // reported to the emulated tracer
+		}
 		t.syscallStop(th)
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
 		t.seccompStop(th)
@@ -129,8 +146,11 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
 		t.exitingStop(th)
 	case event == unix.PTRACE_EVENT_STOP:
-		if th.birth == resumedEarly && sig == unix.SIGTRAP {
-			// The initial stop waitAwaiting already resumed, reported late.
+		var si Siginfo
+		if th.birth == resumedEarly && sig == unix.SIGTRAP && (th.pt == nil || !th.pt.interrupted || getSiginfo(th.Tid, &si) != nil) {
+			// The initial stop waitAwaiting already resumed, reported late
+			// (not the stop of an emulated tracer's PTRACE_INTERRUPT: the
+			// thread is not in a stop then).
 			th.birth = born
 			if t.flight != nil {
 				t.fly(th.Tid, "DROP", "late initial stop")
@@ -140,8 +160,14 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		if th.birth == orphan {
 			return // stays stopped until its parent's event (forked)
 		}
+		if th.pt != nil && t.ptEventStop(th, sig) {
+			return
+		}
 		switch sig {
 		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+			if len(t.pt.tracers) > 0 && th.Proc != nil && th.Proc.Parent != 0 {
+				t.ptRequeueWaiters(th.Proc.Parent) // a parked wait may want WUNTRACED
+			}
 			// Group stop: stay stopped but let SIGCONT through.
 			t.resumeThread(th, unix.PTRACE_LISTEN, 0)
 		default:
@@ -151,14 +177,27 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		if sig == unix.SIGSYS && t.sigsysStop(th) {
 			return // a blocked call, answered
 		}
+		if th.pt != nil {
+			t.ptSignalStop(th, sig)
+			return
+		}
 		// Signal-delivery stop: deliver it.
 		t.cont(th, sig)
 	}
 }
 
 func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
+	if th.pt != nil && t.ptSyscallExit(th) {
+		return // the exit stop of a call an emulated tracer saw enter
+	}
+	t.contReal(th, sig)
+}
+
+// contReal resumes th with signal sig: PTRACE_SYSCALL when droidroot or an
+// emulated tracer needs the next syscall stop, else resumeReq.
+func (t *Tracer) contReal(th *Thread, sig syscall.Signal) {
 	req := t.resumeReq()
-	if th.pendingExit != nil || th.op != nil || th.fix != nil {
+	if th.pendingExit != nil || th.op != nil || th.fix != nil || th.pt != nil && (th.pt.syscalls || th.pt.inSys) {
 		req = unix.PTRACE_SYSCALL
 	}
 	if t.flight != nil {
@@ -170,6 +209,9 @@ func (t *Tracer) cont(th *Thread, sig syscall.Signal) {
 func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	delete(t.threads, tid)
 	t.freeSlot(th)
+	if th != nil && (th.pt != nil || len(t.pt.tracers) > 0 || len(t.pt.exits) > 0) {
+		t.ptExited(tid, th, ws)
+	}
 	if th != nil && th.Proc != nil && len(t.hooks) > 0 {
 		th.op = nil
 		t.emit(Event{Kind: EventThreadGone, Tid: tid, Pid: th.Proc.Pid})

@@ -61,6 +61,8 @@ type threadOp struct {
 	woken  bool
 	result int64
 	end    func(ParkEnd) int64
+	// again: woken to make the call again from its start (requeue).
+	again bool
 
 	// Run.
 	nr      int
@@ -138,6 +140,19 @@ func (t *Tracer) Wake(tid int, v int64) {
 	}
 }
 
+// requeue wakes th's parked call so that the thread makes it again, from
+// its syscall instruction with its entry registers (an emulated wait
+// whose answer may have changed): handlers see it anew.
+func (t *Tracer) requeue(th *Thread) {
+	if th.op == nil || !th.op.park || th.op.woken {
+		return
+	}
+	th.op.woken, th.op.again = true, true
+	if err := ptrace(unix.PTRACE_INTERRUPT, th.Tid, 0, 0); err != nil {
+		t.logf(1, "interrupt %d: %v", th.Tid, err)
+	}
+}
+
 // startOp starts the op a handler set up on th. restart is false at a
 // syscall-entry stop (the first syscall replaces the call in place) and
 // true at a signal-delivery stop of a skipped call (SIGSYS): the thread is
@@ -203,10 +218,15 @@ func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
 	}
 	r.restoreSyscallReg(&op.entry)
 	r.SetNr(-1) // no restart, and skip the call at an entry stop
-	if op.reissue >= 0 {
+	if op.reissue >= 0 || op.again {
 		// Back to the syscall instruction with the call's number (rax on
-		// x86_64, x8 on arm64, whose x0 is the first argument again).
-		r.setSyscallReg(op.reissue)
+		// x86_64, x8 on arm64, whose x0 is the first argument again):
+		// Reissue's number, or the call's own to make it again (requeue).
+		nr := op.reissue
+		if op.again {
+			nr = op.entry.Nr()
+		}
+		r.setSyscallReg(nr)
 		r.SetPC(op.contPC - SyscallInsnLen)
 	} else {
 		r.SetRet(v)
@@ -275,6 +295,13 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 		op.next, op.answer = false, nil
 		op.then(c, ret)
 		switch {
+		case th.op != op && th.op != nil && th.op.park:
+			// The continuation parked the call: sleep in its place.
+			np := th.op
+			np.entry, np.contPC = op.entry, op.contPC
+			np.nr, _ = seccomp.NativeABI(t.goarch).Nr("ppoll")
+			np.args = [6]uint64{}
+			t.setupSyscall(th, &r, np, false)
 		case op.answer != nil:
 			t.answer(th, op, *op.answer, 0)
 		case op.next:

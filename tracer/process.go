@@ -59,6 +59,9 @@ type Process struct {
 	Exe string
 	// ExeHost is the host path of that program.
 	ExeHost string
+	// Parent is the process's real parent (0: outside the guest), and
+	// ParentTid the thread that made it (guest ptrace: PTRACE_TRACEME).
+	Parent, ParentTid int
 	// scratch says whether the process has the loader's scratch area
 	// (scratch.go).
 	scratch uint8
@@ -109,6 +112,16 @@ type Thread struct {
 	// signal handler may run first, and its calls stop too.
 	skipEntryStop bool
 	restartNr     int
+	// pt is the thread's emulated tracer, nil when the guest traces it not
+	// (guestptrace.go); ptWaiting is set while it is parked in an emulated
+	// wait; sysOp is what its current syscall stop is (syscallInfoEntry or
+	// Exit) when it has an emulated tracer.
+	pt        *ptTracee
+	ptWaiting bool
+	// waitPassed: its last wait4/waitid went to the kernel as it was (its
+	// process traced nobody then); it may still be blocked in it.
+	waitPassed bool
+	sysOp      int
 	// slot is the thread's scratch slot (scratch.go), 0 for none yet.
 	slot int
 }

@@ -165,6 +165,9 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	switch {
 	case c.restart:
 		t.logf(3, "SIGSYS %d: restarted as %d", s.nr, c.restartNr)
+		if th.pt != nil {
+			th.pt.sigsysExit = false // the restarted call's exit stop is the one to report
+		}
 	case !c.skipped:
 		if t.handlerOf(s.nr) != nil {
 			t.logf(2, "SIGSYS %d: the handler did not answer; ENOSYS", s.nr)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +35,10 @@ func (t *Tracer) Run() (int, error) {
 	t.osThread = unix.Gettid()
 	if err := QuietStops(); err != nil {
 		t.logf(1, "SA_NOCLDSTOP on SIGCHLD: %v", err)
+	}
+
+	if name, pid := nestedIn(); name != "" {
+		return 1, fmt.Errorf("%w: droidroot runs inside %s (pid %d), which traces it: a nested droidroot or proot needs the outer one to emulate seccomp stops, which droidroot does not yet", ErrPtrace, name, pid)
 	}
 
 	var filter []byte
@@ -120,6 +126,9 @@ func (t *Tracer) Run() (int, error) {
 }
 
 func ptraceHint(err error) string {
+	if tracer := tracerPid(); err == unix.EPERM && tracer != 0 {
+		return fmt.Sprintf("droidroot is itself traced (TracerPid %d): droidroot or proot nested in droidroot or proot needs the outer one to emulate seccomp stops, which it does not yet", tracer)
+	}
 	switch err {
 	case unix.EPERM:
 		return "ptrace is forbidden here: a container without CAP_SYS_PTRACE, a seccomp profile, or /proc/sys/kernel/yama/ptrace_scope = 3"
@@ -127,4 +136,38 @@ func ptraceHint(err error) string {
 		return "this kernel or emulator has no ptrace (qemu-user cannot run a tracer)"
 	}
 	return "check that ptrace is allowed"
+}
+
+// tracerPid is the TracerPid of /proc/self/status: the process tracing
+// droidroot, 0 for none.
+func tracerPid() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// nestedIn returns the name and pid of the droidroot or proot that traces
+// droidroot (TracerPid, named by its comm), or "" when there is none.
+func nestedIn() (string, int) {
+	pid := tracerPid()
+	if pid == 0 {
+		return "", 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return "", 0
+	}
+	name := strings.TrimSpace(string(b))
+	if name == "droidroot" || name == "libproot.so" || strings.HasPrefix(name, "proot") {
+		return name, pid
+	}
+	return "", 0
 }

@@ -60,6 +60,9 @@ func (t *Tracer) enter(th *Thread) {
 		if !t.setRegs(th, &c.Regs) {
 			return // killed: the call never runs with the guest's arguments
 		}
+		if th.pt != nil {
+			t.ptEnterHandled(th, &c.Entry, &c.Regs)
+		}
 		if t.flight != nil {
 			t.flyCheck(th)
 		}

@@ -132,6 +132,8 @@ type Tracer struct {
 	exitStops bool
 	// policy is the seccomp policy of Table and Classes.
 	policy seccomp.Policy
+	// pt is the state of guest ptrace emulation (guestptrace.go).
+	pt ptState
 }
 
 // New prepares a tracer; nothing runs until Run.

@@ -507,6 +507,9 @@ func emulConfig(o *Options, tmpDir string) emul.Config {
 		LstatLinkSize:     o.LstatSize,
 		AshmemMemfd:       o.AshmemMemfd,
 		Qemu:              qemuCommand(o.Qemu),
+		// Guest ptrace (strace, gdb in the guest; docs/ptrace.md); =0 turns
+		// it off, and with it the stop every wait4 and waitid costs.
+		GuestPtrace: os.Getenv("DROIDROOT_GUEST_PTRACE") != "0",
 	}
 	if o.ChangeID != "" {
 		uid, gid, _ := parseChangeID(o.ChangeID) // checked when parsed

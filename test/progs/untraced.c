@@ -5,13 +5,15 @@
  * For each way, the child reads /etc/hostname (a translated path call: under droidroot an
  * untraced child gets ENOSYS from the filter's RET_TRACE with no tracer, or, without a filter,
  * the host's file) and its TracerPid, then waits; the parent tries PTRACE_SEIZE on it (EPERM
- * when droidroot traces it; a guest that could seize it would let its calls through), then lets
- * it exit. Under droidroot every line reads:
+ * when droidroot traces it and emulates no guest ptrace; a guest that could really seize it
+ * would let its calls through; with droidroot's guest ptrace emulation the seize works and
+ * droidroot stays its real tracer), then lets it exit, or kills it once seized. Under droidroot
+ * every line reads (with DROIDROOT_GUEST_PTRACE=0: seize EPERM, exit 0):
  *
  *   WAY hostname droidroot-busybox
  *   WAY traced yes
- *   WAY seize EPERM
- *   WAY exit 0
+ *   WAY seize ok
+ *   WAY signal 9
  *
  * usage: untraced
  */
@@ -98,10 +100,12 @@ static void parent(pid_t pid)
 		kill(pid, SIGKILL); /* a seized child cannot be detached unstopped */
 	} else {
 		dprintf(1, "%s seize %s\n", way, errname(errno));
+		/* The word only for a child that reads it: left in the pipe, the next child would
+		   take it and exit before its parent looks at it. */
+		c = 0;
+		if (write(go[1], &c, 1) != 1)
+			dprintf(1, "%s go: %s\n", way, errname(errno));
 	}
-	c = 0;
-	if (write(go[1], &c, 1) != 1)
-		dprintf(1, "%s go: %s\n", way, errname(errno));
 	int st;
 	if (waitpid(pid, &st, __WALL) != pid)
 		dprintf(1, "%s waitpid %s\n", way, errname(errno));

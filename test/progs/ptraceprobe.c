@@ -1,0 +1,335 @@
+/* ptraceprobe.c - a guest that traces its children with ptrace(2), for droidroot's guest ptrace
+ * emulation (docs/ptrace.md). Each check prints one line; the e2e test compares them with the
+ * same program run in a real chroot (the kernel's own ptrace).
+ *
+ *   traceme   PTRACE_TRACEME, the SIGSTOP stop, GETSIGINFO, SETOPTIONS, PTRACE_SYSCALL stops
+ *             with GET_SYSCALL_INFO, GETREGSET, PEEKDATA/POKEDATA, process_vm_readv of a path
+ *             argument at entry and exit (the guest's path), the exit event, EXITKILL, SIGCHLD
+ *   fork      PTRACE_O_TRACEFORK: the fork event, GETEVENTMSG, the child's auto-attach stop
+ *             and its exit, reported to the tracer, which is not its parent
+ *   seize     PTRACE_SEIZE, INTERRUPT, a signal-delivery stop, a group stop, LISTEN, KILL
+ *   attach    PTRACE_ATTACH to a running child, DETACH, waitid
+ *   errors    the errors of requests on non-tracees and of attaching to oneself
+ *   kill      SIGKILL of a tracee held in a syscall stop: its exit event, then its death
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile long word = 0x1122334455667788L;
+static volatile int sigchld;
+
+static void on_chld(int sig) { (void)sig; sigchld++; }
+
+static void die(const char *what) {
+	printf("FAIL %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static int waitfor(pid_t pid, int flags) {
+	int st;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, flags);
+		if (r == pid || (pid == -1 && r > 0))
+			return st;
+		if (r < 0 && errno == EINTR)
+			continue;
+		die("waitpid");
+	}
+}
+
+/* syscall_info reads the stop's syscall info: op, nr (entry) or rval (exit). */
+static int syscall_info(pid_t pid, long *nr, long *rval, unsigned long *arg0) {
+	struct __ptrace_syscall_info si;
+	memset(&si, 0, sizeof si);
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof si, &si) <= 0)
+		die("GET_SYSCALL_INFO");
+	if (si.op == PTRACE_SYSCALL_INFO_ENTRY) {
+		*nr = si.entry.nr;
+		*arg0 = si.entry.args[0];
+	} else if (si.op == PTRACE_SYSCALL_INFO_EXIT) {
+		*rval = si.exit.rval;
+	}
+	return si.op;
+}
+
+/* arg0 reads the first argument register from the NT_PRSTATUS register set. */
+static unsigned long regs_arg0(pid_t pid, long *nr) {
+	struct user_regs_struct r;
+	struct iovec iov = {&r, sizeof r};
+	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &iov) < 0)
+		die("GETREGSET");
+#if defined(__x86_64__)
+	*nr = r.orig_rax;
+	return r.rdi;
+#elif defined(__aarch64__)
+	*nr = r.regs[8];
+	return r.regs[0];
+#endif
+}
+
+static void read_string(pid_t pid, unsigned long addr, char *buf, size_t n) {
+	struct iovec local = {buf, n - 1}, remote = {(void *)addr, n - 1};
+	memset(buf, 0, n);
+	ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (got <= 0) { /* a page boundary: PEEKDATA word by word */
+		for (size_t i = 0; i + 8 < n; i += 8) {
+			errno = 0;
+			long w = ptrace(PTRACE_PEEKDATA, pid, (void *)(addr + i), 0);
+			if (errno)
+				break;
+			memcpy(buf + i, &w, 8);
+			if (memchr(&w, 0, 8))
+				break;
+		}
+	}
+}
+
+static void traceme(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0) < 0)
+			_exit(100);
+		raise(SIGSTOP);
+		syscall(SYS_getppid);
+		if (chdir("/tmp") < 0)
+			_exit(101);
+		_exit((int)(word & 0x7f));
+	}
+	int st = waitfor(pid, 0);
+	printf("traceme: first stop %s\n", WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP ? "SIGSTOP" : "other");
+	siginfo_t si;
+	if (ptrace(PTRACE_GETSIGINFO, pid, 0, &si) < 0)
+		die("GETSIGINFO");
+	printf("traceme: siginfo signo %s\n", si.si_signo == SIGSTOP ? "SIGSTOP" : "other");
+	if (ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL) < 0)
+		die("SETOPTIONS");
+	int in_getppid = 0, in_chdir = 0, syscall_stops = 0, bad_status = 0;
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, pid, 0, 0) < 0)
+			die("PTRACE_SYSCALL");
+		st = waitfor(pid, 0);
+		if (WIFEXITED(st)) {
+			printf("traceme: exited %d\n", WEXITSTATUS(st));
+			break;
+		}
+		if (st >> 8 == (SIGTRAP | PTRACE_EVENT_EXIT << 8)) {
+			unsigned long msg;
+			ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg);
+			printf("traceme: exit event, status %lu\n", msg >> 8);
+			continue;
+		}
+		if (!WIFSTOPPED(st) || WSTOPSIG(st) != (SIGTRAP | 0x80)) {
+			bad_status++;
+			continue;
+		}
+		syscall_stops++;
+		long nr = -1, rval = 0, rnr = -1;
+		unsigned long arg0 = 0;
+		int op = syscall_info(pid, &nr, &rval, &arg0);
+		char path[64];
+		if (op == PTRACE_SYSCALL_INFO_ENTRY && nr == SYS_getppid) {
+			in_getppid = 1;
+			regs_arg0(pid, &rnr);
+			printf("traceme: getppid entry, regset nr %s\n", rnr == SYS_getppid ? "ok" : "wrong");
+			errno = 0;
+			long w = ptrace(PTRACE_PEEKDATA, pid, (void *)&word, 0);
+			printf("traceme: peekdata %s\n", w == 0x1122334455667788L && !errno ? "ok" : "wrong");
+			if (ptrace(PTRACE_POKEDATA, pid, (void *)&word, (void *)0x1122334455667705L) < 0)
+				die("POKEDATA");
+		} else if (op == PTRACE_SYSCALL_INFO_EXIT && in_getppid) {
+			in_getppid = 0;
+			printf("traceme: getppid exit %s\n", rval == getpid() ? "= tracer" : "wrong");
+		} else if (op == PTRACE_SYSCALL_INFO_ENTRY && nr == SYS_chdir) {
+			in_chdir = 1;
+			read_string(pid, arg0, path, sizeof path);
+			printf("traceme: chdir entry %s\n", path);
+		} else if (op == PTRACE_SYSCALL_INFO_EXIT && in_chdir) {
+			in_chdir = 0;
+			read_string(pid, regs_arg0(pid, &rnr), path, sizeof path);
+			printf("traceme: chdir exit %ld, argument still %s\n", rval, path);
+		}
+	}
+	printf("traceme: syscall stops %s, other stops %d, SIGCHLD %s\n", syscall_stops >= 5 ? "seen" : "too few",
+		bad_status, sigchld > 0 ? "seen" : "missing");
+}
+
+static void fork_event(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0) < 0)
+			_exit(100);
+		raise(SIGSTOP);
+		pid_t g = fork();
+		if (g == 0)
+			_exit(3);
+		int st;
+		waitpid(g, &st, 0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) + 10 : 99);
+	}
+	waitfor(pid, 0);
+	if (ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACEFORK) < 0)
+		die("SETOPTIONS");
+	ptrace(PTRACE_CONT, pid, 0, 0);
+	unsigned long msg = 0;
+	pid_t grandchild = 0;
+	int event = 0, gstop = 0, gexit = -1, cexit = -1;
+	while (cexit < 0 || gexit < 0) {
+		int st;
+		pid_t w = waitpid(-1, &st, __WALL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			die("waitpid");
+		}
+		if (WIFEXITED(st)) {
+			if (w == pid)
+				cexit = WEXITSTATUS(st);
+			else
+				gexit = WEXITSTATUS(st);
+			continue;
+		}
+		if (w == pid && st >> 8 == (SIGTRAP | PTRACE_EVENT_FORK << 8)) {
+			ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg);
+			event = 1;
+			grandchild = msg;
+		} else if (w != pid && WSTOPSIG(st) == SIGSTOP) {
+			gstop = 1;
+		}
+		ptrace(PTRACE_CONT, w, 0, 0);
+	}
+	printf("fork: event %d, message names the child %s, child stop %s, grandchild exit %d, child exit %d\n",
+		event, grandchild > 0 ? "yes" : "no", gstop ? "SIGSTOP" : "none", gexit, cexit);
+}
+
+static void seize(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD) < 0)
+		die("SEIZE");
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
+		die("INTERRUPT");
+	int st = waitfor(pid, 0);
+	printf("seize: interrupt stop %s\n", st >> 16 == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP ? "PTRACE_EVENT_STOP" : "other");
+	ptrace(PTRACE_CONT, pid, 0, 0);
+	kill(pid, SIGSTOP);
+	st = waitfor(pid, 0);
+	printf("seize: signal stop %s\n", st >> 16 == 0 && WSTOPSIG(st) == SIGSTOP ? "SIGSTOP" : "other");
+	ptrace(PTRACE_CONT, pid, 0, SIGSTOP);
+	st = waitfor(pid, 0);
+	printf("seize: group stop %s\n", st >> 16 == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGSTOP ? "PTRACE_EVENT_STOP SIGSTOP" : "other");
+	printf("seize: listen %s\n", ptrace(PTRACE_LISTEN, pid, 0, 0) == 0 ? "ok" : strerror(errno));
+	errno = 0;
+	int r = waitpid(pid, &st, WNOHANG);
+	printf("seize: listening, wait %s\n", r == 0 ? "has nothing" : "has a stop");
+	if (ptrace(PTRACE_KILL, pid, 0, 0) < 0)
+		kill(pid, SIGKILL);
+	st = waitfor(pid, __WALL);
+	while (WIFSTOPPED(st)) {
+		ptrace(PTRACE_CONT, pid, 0, 0);
+		st = waitfor(pid, __WALL);
+	}
+	printf("seize: killed %s\n", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? "SIGKILL" : "other");
+}
+
+static void attach(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	if (ptrace(PTRACE_ATTACH, pid, 0, 0) < 0)
+		die("ATTACH");
+	int st = waitfor(pid, 0);
+	printf("attach: stop %s\n", WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP ? "SIGSTOP" : "other");
+	printf("attach: detach %s\n", ptrace(PTRACE_DETACH, pid, 0, 0) == 0 ? "ok" : strerror(errno));
+	errno = 0;
+	printf("attach: after detach, peek %s\n", ptrace(PTRACE_PEEKDATA, pid, (void *)&word, 0) == -1 && errno == ESRCH ? "ESRCH" : "works");
+	kill(pid, SIGTERM);
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	while (waitid(P_PID, pid, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	printf("attach: waitid %s %s\n", si.si_code == CLD_KILLED ? "CLD_KILLED" : "other", si.si_status == SIGTERM ? "SIGTERM" : "other");
+}
+
+static void errors(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	errno = 0;
+	ptrace(PTRACE_CONT, pid, 0, 0);
+	printf("errors: CONT of a non-tracee %s\n", strerror(errno));
+	errno = 0;
+	ptrace(PTRACE_ATTACH, getpid(), 0, 0);
+	printf("errors: ATTACH to itself %s\n", strerror(errno));
+	kill(pid, SIGKILL);
+	waitfor(pid, 0);
+	errno = 0;
+	int st;
+	waitpid(-1, &st, WNOHANG);
+	printf("errors: wait with no children %s\n", strerror(errno));
+}
+
+static void kill_held(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		for (;;)
+			syscall(SYS_getppid);
+	}
+	waitfor(pid, 0);
+	ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXIT);
+	ptrace(PTRACE_SYSCALL, pid, 0, 0);
+	int st = waitfor(pid, 0);
+	printf("kill: held in %s\n", WSTOPSIG(st) == (SIGTRAP | 0x80) ? "a syscall stop" : "another stop");
+	kill(pid, SIGKILL);
+	for (;;) {
+		st = waitfor(pid, __WALL);
+		if (!WIFSTOPPED(st))
+			break;
+		printf("kill: %s\n", st >> 8 == (SIGTRAP | PTRACE_EVENT_EXIT << 8) ? "exit event" : "other stop");
+		ptrace(PTRACE_CONT, pid, 0, 0);
+	}
+	printf("kill: %s\n", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? "killed" : "other end");
+}
+
+int main(int argc, char **argv) {
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_chld;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGCHLD, &sa, 0);
+	setvbuf(stdout, 0, _IONBF, 0);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "traceme"))
+			traceme();
+		else if (!strcmp(argv[i], "fork"))
+			fork_event();
+		else if (!strcmp(argv[i], "seize"))
+			seize();
+		else if (!strcmp(argv[i], "attach"))
+			attach();
+		else if (!strcmp(argv[i], "errors"))
+			errors();
+		else if (!strcmp(argv[i], "kill"))
+			kill_held();
+	}
+	return 0;
+}
