@@ -1,7 +1,6 @@
 package emul
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -433,7 +432,7 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 // removed: nothing on it can be swapped), nor any path of a thread that
 // may have left the tracer's ids (pincreds.go).
 func pinnable(c *tracer.Call, t translated) bool {
-	if noPinDebug || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) {
+	if emulationOf(c).cfg.NoPin || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) {
 		return false
 	}
 	return !(t.keep && t.host == t.res.Host && onlyDots(t.guest))
@@ -626,8 +625,3 @@ func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
 		}
 	}
 }
-
-// noPinDebug is DROIDROOT_PIN=0: host paths are handed to the kernel as
-// before pinning (a switch to measure what pinning costs; it brings the
-// directory-swap race back).
-var noPinDebug = os.Getenv("DROIDROOT_PIN") == "0"

@@ -43,6 +43,10 @@ type Config struct {
 	// then traced, to stop pinning the paths of a thread that may no
 	// longer follow the tracer's /proc/<pid>/fd (pincreds.go).
 	RealIDs bool
+	// NoPin hands host paths to the kernel as before pinning (a switch to
+	// measure what pinning costs, DROIDROOT_PIN=0; it brings the
+	// directory-swap race back, docs/security.md).
+	NoPin bool
 	// SysVIPC answers msg*/sem*/shm* in the tracer for the whole tree
 	// (termux proot's --sysvipc; Android forbids them to apps).
 	SysVIPC bool

@@ -510,6 +510,8 @@ func emulConfig(o *Options, tmpDir string) emul.Config {
 		// Guest ptrace (strace, gdb in the guest; docs/ptrace.md); =0 turns
 		// it off, and with it the stop every wait4 and waitid costs.
 		GuestPtrace: os.Getenv("DROIDROOT_GUEST_PTRACE") != "0",
+		// Pinned parents off (docs/security.md): to measure what they cost.
+		NoPin: os.Getenv("DROIDROOT_PIN") == "0",
 	}
 	if o.ChangeID != "" {
 		uid, gid, _ := parseChangeID(o.ChangeID) // checked when parsed
