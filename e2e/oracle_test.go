@@ -210,6 +210,12 @@ func TestOracleSelfCheck(t *testing.T) {
 		"proc: readlink /proc/self/fd/21":   `"/mnt/b1/nested"`,
 		"mounts: rename c /mnt/b1/c":        "EXDEV",
 		"mounts: rmdir /mnt/b1":             "EBUSY",
+		"nullpath: nullstat none":           "EFAULT", // NULL without AT_EMPTY_PATH, any kernel
+		"nullpath: inotify 32 @bad":         "EINVAL", // the fd before the path
+		"nullpath: inotify 33 @bad":         "EBADF",  // O_PATH
+		"nullpath: inotify 999 @bad":        "EBADF",
+		"nullpath: inotify new @bad":        "EFAULT",
+		"nullpath: inotify new /mnt/b1/f":   "ok",
 		"sockets: connect /tmp/s2":          `peername len=5 path="s2"`, // the binder's own (relative) path,
 		"sockets: connect /tmp/{103*y}":     `peername len=111 path="/tmp/` + strings.Repeat("y", 103) + `"`,
 	} {

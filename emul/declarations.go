@@ -1,6 +1,8 @@
 package emul
 
 import (
+	"sync"
+
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 	"golang.org/x/sys/unix"
@@ -59,25 +61,63 @@ func baseSocket(f func(s *sockets) tracer.Handler) func(*Emulation, decl) tracer
 	return func(e *Emulation, _ decl) tracer.Handler { return f(e.socks) }
 }
 
-// baseInotifyAddWatch is inotify_add_watch's: the kernel checks its fd
-// (EBADF, then EINVAL for one that is not an inotify instance) before it
-// reads the path, so the tracer does too.
+// baseInotifyAddWatch is inotify_add_watch's. The kernel checks the mask
+// and the fd before it reads the path, in an order that depends on its
+// version (Linux 6.18: unknown or no event bits are EINVAL, then a bad or
+// O_PATH fd EBADF, then IN_MASK_ADD with IN_MASK_CREATE or a fd that is not
+// an inotify instance EINVAL). The tracer asks the running kernel about the
+// mask with calls of its own that cannot reach a path (inotifyMaskErrno),
+// and answers as it would before it reads the path. The call is never let
+// through with the guest's path: its fd may become an inotify instance
+// meanwhile.
 func baseInotifyAddWatch(_ *Emulation, d decl) tracer.Handler {
 	h := pathHandler(d.args...)
 	enter := h.Enter
 	h.Enter = func(c *tracer.Call) {
 		fd := int(int32(c.Arg(0)))
+		mask := uint32(c.Arg(2))
 		target, err := readlinkHost(procFd(c.Tid(), fd))
+		flags, _ := fdFlags(c, fd)
 		switch {
-		case fd < 0 || err != nil:
-			c.Fail(unix.EBADF)
+		case fd < 0 || err != nil || flags&unix.O_PATH != 0:
+			// EBADF, unless the mask is rejected before the fd.
+			c.Fail(inotifyMaskErrno(-1, mask))
 		case target != "anon_inode:inotify":
+			// EINVAL: for the mask, IN_MASK_ADD with IN_MASK_CREATE, or the fd.
+			c.Fail(unix.EINVAL)
+		case inotifyMaskErrno(inotifyProbe(), mask) == unix.EINVAL:
 			c.Fail(unix.EINVAL)
 		default:
 			enter(c)
 		}
 	}
 	return h
+}
+
+// inotifyProbe is the tracer's own inotify instance, for inotifyMaskErrno
+// (-1 if it could not be made).
+var inotifyProbe = sync.OnceValue(func() int {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
+
+// inotifyMaskErrno is the running kernel's answer to inotify_add_watch(fd,
+// NULL, mask) in the tracer: with fd -1, EINVAL if it rejects the mask
+// before it looks at the fd, else EBADF; with an inotify instance, EINVAL if
+// it rejects the mask before it reads the path, else EFAULT. (Should the
+// tracer have no inotify instance, the guest's is asked about as fd -1: its
+// pre-fd answer only.)
+func inotifyMaskErrno(fd int, mask uint32) unix.Errno {
+	r, _, e := unix.Syscall(unix.SYS_INOTIFY_ADD_WATCH, uintptr(fd), 0, uintptr(mask))
+	if e == 0 {
+		// It cannot watch NULL; should it ever, the watch goes.
+		unix.Syscall(unix.SYS_INOTIFY_RM_WATCH, uintptr(fd), r, 0)
+		return unix.EFAULT
+	}
+	return e
 }
 
 // pathDecl and entryDecl declare a call whose handler translates args (the

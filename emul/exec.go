@@ -233,20 +233,27 @@ func elfInterp(f *os.File) (string, unix.Errno) {
 	return "", 0
 }
 
-// fdCloexec reports whether the caller's descriptor fd is close-on-exec
-// (the flags line of /proc/<tid>/fdinfo/<fd>, octal).
+// fdCloexec reports whether the caller's descriptor fd is close-on-exec.
 func fdCloexec(c *tracer.Call, fd int) bool {
+	f, ok := fdFlags(c, fd)
+	return ok && f&unix.O_CLOEXEC != 0
+}
+
+// fdFlags gives the file status flags of the caller's descriptor fd (the
+// flags line of /proc/<tid>/fdinfo/<fd>, octal), and false if it cannot be
+// read.
+func fdFlags(c *tracer.Call, fd int) (uint64, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.Tid()) + "/fdinfo/" + strconv.Itoa(fd))
 	if err != nil {
-		return false
+		return 0, false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "flags:"); ok {
 			f, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
-			return err == nil && f&unix.O_CLOEXEC != 0
+			return f, err == nil
 		}
 	}
-	return false
+	return 0, false
 }
 
 // readArgv reads a NULL-terminated array of string pointers.

@@ -143,6 +143,10 @@ func TestPathHandlersKernel(t *testing.T) {
 		// inotify_add_watch checks the fd before it reads the path.
 		{name: "inotify not inotify, bad path", step: tt.Call("inotify_add_watch", tt.Int(0), tt.Int(1), tt.Int(unix.IN_ALL_EVENTS))},
 		{name: "inotify bad fd, bad path", step: tt.Call("inotify_add_watch", tt.Int(999), tt.Int(1), tt.Int(unix.IN_ALL_EVENTS))},
+		// ... and its mask, before or after the fd as the running kernel does.
+		{name: "inotify bad fd, no event bit", step: tt.Call("inotify_add_watch", tt.Int(999), tt.Int(1), tt.Int(0))},
+		{name: "inotify bad fd, add and create", step: tt.Call("inotify_add_watch", tt.Int(999), tt.Int(1), tt.Int(unix.IN_MASK_ADD|unix.IN_MASK_CREATE|unix.IN_ACCESS))},
+		{name: "inotify not inotify, unknown bit", step: tt.Call("inotify_add_watch", tt.Int(0), tt.Int(1), tt.Int(0x10001))},
 		// Entry calls on a bind point (/mnt), in the kernel's order: for rename the
 		// parents' mounts (EXDEV), the source (ENOENT), then EBUSY; for link the source,
 		// then EEXIST.

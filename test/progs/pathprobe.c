@@ -38,7 +38,16 @@
  *   openat2 P FLAGS RESOLVE [MODE]  openat2(2); RESOLVE: comma list of noxdev nomagiclinks
  *                            nosymlinks beneath inroot cached, or none; prints fstat of the fd
  *   at FD OP ARGS...         *at variant with dirfd FD: stat lstat empty statx readlink open
- *                            openat2 access mkdir rmdir unlink rename link symlink
+ *                            openat2 access mkdir rmdir unlink rename link symlink nullstat
+ *                            nullstatx
+ *   nullstat FLAGS | nullstatx FLAGS  the raw newfstatat(2) / statx(2) with a NULL path (FLAGS:
+ *                            comma list of empty nofollow, or none); prints the stat and
+ *                            "dirfd=same" or "dirfd=other": whether it is the file of the
+ *                            dirfd (fstat), or of "." for cwd
+ *   inotify FD P [MASK]      inotify_add_watch(FD, P, MASK) (default IN_ALL_EVENTS; a number,
+ *                            0x for hex); FD "new" is a fresh inotify instance (closed
+ *                            afterwards); P "@bad" is an unmapped address, "@null" NULL;
+ *                            prints ok or the errno
  *   bind P                   AF_UNIX stream socket bound at P and listening (kept open);
  *                            prints getsockname
  *   connect P                new AF_UNIX socket connected to P; prints getpeername, closes
@@ -71,6 +80,7 @@
 #include <sys/un.h>
 #include <linux/openat2.h>
 #include <sys/auxv.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -623,6 +633,79 @@ static int do_connect(const char *p)
 	return 0;
 }
 
+/*
+ * do_nullstat runs newfstatat(dirfd, NULL, &st, flags) or statx(dirfd, NULL, flags, ...) as
+ * raw system calls (glibc may check or rewrite the NULL). From Linux 6.11 a NULL path with
+ * AT_EMPTY_PATH names the dirfd as "" does; before, it is EFAULT. Prints the stat and whether
+ * it is the dirfd's file (the cwd's for AT_FDCWD).
+ */
+static int do_nullstat(int dirfd, const char *flags, int isstatx)
+{
+	char buf[64], *tok, *save;
+	struct stat st, ref;
+	struct statx sx;
+	int f = 0;
+	long r;
+	snprintf(buf, sizeof buf, "%s", flags);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "empty"))
+			f |= AT_EMPTY_PATH;
+		else if (!strcmp(tok, "nofollow"))
+			f |= AT_SYMLINK_NOFOLLOW;
+		else if (strcmp(tok, "none")) {
+			bad_op2("BADFLAG", tok);
+			return -1;
+		}
+	}
+	if (isstatx) {
+		memset(&sx, 0, sizeof sx);
+		r = syscall(SYS_statx, dirfd, (const char *)NULL, f, STATX_BASIC_STATS, &sx);
+	} else {
+		memset(&st, 0, sizeof st);
+		r = syscall(SYS_newfstatat, dirfd, (const char *)NULL, &st, f);
+	}
+	if (r < 0)
+		return fail();
+	if (isstatx) {
+		put_statx(&sx);
+		st.st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+		st.st_ino = sx.stx_ino;
+	} else {
+		put_stat(&st);
+	}
+	if ((dirfd == AT_FDCWD ? stat(".", &ref) : fstat(dirfd, &ref)) < 0)
+		printf(" dirfd:%s", errname(errno));
+	else
+		printf(" dirfd=%s", ref.st_dev == st.st_dev && ref.st_ino == st.st_ino ? "same" : "other");
+	return 0;
+}
+
+/* do_inotify runs inotify_add_watch(fd, p, mask); fd "new" is a fresh instance. */
+static int do_inotify(const char *fdarg, const char *p, uint32_t mask)
+{
+	const char *path = p;
+	int fd, r, e;
+	if (!strcmp(p, "@bad"))
+		path = (const char *)1;
+	else if (!strcmp(p, "@null"))
+		path = NULL;
+	if (!strcmp(fdarg, "new")) {
+		fd = inotify_init1(IN_CLOEXEC);
+		if (fd < 0) {
+			printf("inotify_init1:");
+			return fail();
+		}
+	} else if (parse_fd(fdarg, &fd) < 0) {
+		return -1;
+	}
+	r = (int)syscall(SYS_inotify_add_watch, fd, path, mask);
+	e = errno;
+	if (!strcmp(fdarg, "new"))
+		close(fd);
+	errno = e;
+	return okay(r < 0 ? -1 : 0);
+}
+
 /* run_at executes OP with dirfd (AT_FDCWD for the plain forms). */
 static int run_at(int dirfd, int argc, char **argv)
 {
@@ -640,6 +723,10 @@ static int run_at(int dirfd, int argc, char **argv)
 	if (!strcmp(op, "statx") || !strcmp(op, "lstatx")) {
 		NEED(1);
 		return do_statx(dirfd, argv[1], op[0] == 'l' ? AT_SYMLINK_NOFOLLOW : 0);
+	}
+	if (!strcmp(op, "nullstat") || !strcmp(op, "nullstatx")) {
+		NEED(1);
+		return do_nullstat(dirfd, argv[1], !strcmp(op, "nullstatx"));
 	}
 	if (!strcmp(op, "readlink")) {
 		NEED(1);
@@ -870,6 +957,14 @@ static int run(int argc, char **argv)
 		put_str(fn ? fn : "(null)", fn ? strlen(fn) : 6);
 		printf("\n");
 		exit(0);
+	}
+	if (!strcmp(op, "inotify")) {
+		if (argc != 3 && argc != 4) {
+			bad_op("USAGE");
+			return -1;
+		}
+		return do_inotify(argv[1], argv[2],
+				  argc == 4 ? (uint32_t)strtoul(argv[3], NULL, 0) : (uint32_t)IN_ALL_EVENTS);
 	}
 	if (!strcmp(op, "closesocks")) {
 		NEED(0);
