@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -137,4 +139,80 @@ func TestNestedDroidroot(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], "runs inside droidroot") || strings.Contains(lines[0], "container") {
 		t.Errorf("want one line naming the nesting, got %s", res)
 	}
+}
+
+// TestExecStop builds test/progs/execstop.c in the Debian rootfs and compares what a tracer
+// sees at the exec stop of a static and a dynamic program (issue 16) with a real chroot: the
+// stop comes where the program (or ld.so) starts, with the registers and /proc/PID/auxv of a
+// kernel exec, a breakpoint at AT_ENTRY is hit, and PTRACE_SYSCALL across the exec shows none
+// of droidroot's loader's calls.
+func TestExecStop(t *testing.T) {
+	needRoot(t)
+	needGuestPtrace(t)
+	rootfs(t, "debian")
+	script := `set -e
+gcc -O1 -Wall -o /tmp/execstop /mnt/work/execstop.c
+gcc -O1 -Wall -static -o /tmp/execstop-static /mnt/work/execstop.c
+for m in legacy event syscall; do /tmp/execstop $m /tmp/execstop-static /tmp/execstop; done
+/tmp/execstop-static exit || [ $? = 7 ]
+/tmp/execstop exit || [ $? = 7 ]`
+	// At a PTRACE_EVENT_EXEC stop x86_64's rax still holds syscall entry's -ENOSYS.
+	eventRegs := "0"
+	if runtime.GOARCH == "amd64" {
+		eventRegs = "not 0: rax"
+	}
+	var want strings.Builder
+	for _, m := range []string{"legacy", "event", "syscall"} {
+		for _, target := range []string{"/tmp/execstop-static", "/tmp/execstop"} {
+			static := target == "/tmp/execstop-static"
+			fmt.Fprintf(&want, "%s %s\n", m, target)
+			if m == "syscall" {
+				fmt.Fprintf(&want, "%s: execve entry\n", m)
+			}
+			regs := "0"
+			if m == "legacy" {
+				fmt.Fprintf(&want, "%s: exec stop SIGTRAP (event 0)\n", m)
+			} else {
+				fmt.Fprintf(&want, "%s: exec stop PTRACE_EVENT_EXEC, message the pid, siginfo code 0x405\n", m)
+				regs = eventRegs
+			}
+			if static {
+				fmt.Fprintf(&want, "%s: auxv AT_ENTRY found, AT_BASE 0, task auxv same\n%s: pc == AT_ENTRY\n", m, m)
+			} else {
+				fmt.Fprintf(&want, "%s: auxv AT_ENTRY found, AT_BASE ld.so, task auxv same\n%s: pc == AT_BASE + ld.so's e_entry\n", m, m)
+			}
+			fmt.Fprintf(&want, "%s: sp at argc 2\n%s: other registers %s\n", m, m, regs)
+			phdr := 6
+			if static {
+				phdr = 1
+			}
+			fmt.Fprintf(&want, "%s: AT_PHDR's first type %d, AT_EXECFN the path\n", m, phdr)
+			if m == "syscall" {
+				fmt.Fprintf(&want, "%s: then a syscall stop, op 2, rval 0\n%s: then op 1 nr %d, pc the program's\n", m, m, firstCallNr())
+			} else {
+				fmt.Fprintf(&want, "%s: breakpoint hit, pc at it\n", m)
+			}
+			fmt.Fprintf(&want, "  target: /proc/self/auxv AT_ENTRY ==, AT_BASE ==, AT_PHDR == getauxval\n%s: exited 7\n", m)
+		}
+	}
+	// Untraced, /proc/self/auxv is the program's too.
+	want.WriteString(strings.Repeat("  target: /proc/self/auxv AT_ENTRY ==, AT_BASE ==, AT_PHDR == getauxval\n", 2))
+	for _, r := range runners {
+		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
+		if res.Stdout != want.String() || res.Code != 0 {
+			t.Errorf("%s: got %s\nwant exit 0, stdout:\n%s", r.Name, res, want.String())
+			if r.Name == "chroot" {
+				t.Fatal("the expectation is wrong: the chroot oracle disagrees")
+			}
+		}
+	}
+}
+
+// firstCallNr is the number of the first system call of ld.so and of a static glibc
+// program: brk.
+func firstCallNr() int {
+	if runtime.GOARCH == "arm64" {
+		return 214 // brk
+	}
+	return 12 // brk
 }

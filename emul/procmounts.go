@@ -249,7 +249,8 @@ func formatMounts(lines []mountLine) string {
 }
 
 // procMountFile recognises a host path naming a traced process's mount
-// table: it returns the process id and "mountinfo" or "mounts".
+// table or auxiliary vector: it returns the process id and "mountinfo",
+// "mounts" or "auxv".
 func procMountFile(c *tracer.Call, host string) (int, string, bool) {
 	s, ok := strings.CutPrefix(host, "/proc/")
 	if !ok {
@@ -274,7 +275,7 @@ func procMountFile(c *tracer.Call, host string) (int, string, bool) {
 	if strings.HasPrefix(rest, "task/") {
 		_, rest, _ = strings.Cut(rest[len("task/"):], "/")
 	}
-	if rest != "mountinfo" && rest != "mounts" {
+	if rest != "mountinfo" && rest != "mounts" && rest != "auxv" {
 		return 0, "", false
 	}
 	if c.Tracer().Process(pid) == nil {
@@ -290,17 +291,28 @@ type procViews struct {
 	dir    string
 }
 
-// file writes the guest's mount table of pid in format kind and returns
-// its host path.
+// file writes the guest's mount table of pid in format kind, or its
+// auxiliary vector (kind "auxv"), and returns its host path.
 func (v *procViews) file(c *tracer.Call, pid int, kind string) (string, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	lines := guestMounts(parseMountinfo(string(data)), c.Mapper().Root(), c.Mapper().Bindings())
-	content := formatMountinfo(lines)
-	if kind == "mounts" {
-		content = formatMounts(lines)
+	var content string
+	if kind == "auxv" {
+		// The vector the loader built for the program, where the kernel's
+		// file has the loader's (AT_ENTRY, AT_PHDR, AT_BASE, AT_EXECFN).
+		b, err := c.Tracer().Auxv(pid)
+		if err != nil {
+			return "", err
+		}
+		content = string(b)
+	} else {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+		if err != nil {
+			return "", err
+		}
+		lines := guestMounts(parseMountinfo(string(data)), c.Mapper().Root(), c.Mapper().Bindings())
+		content = formatMountinfo(lines)
+		if kind == "mounts" {
+			content = formatMounts(lines)
+		}
 	}
 	if v.dir == "" {
 		tmp := v.tmpDir

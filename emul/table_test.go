@@ -78,7 +78,7 @@ func TestLayers(t *testing.T) {
 			"faccessat2": {"base", "at2"}, "fchmodat2": {"base", "at2"}, "close_range": {"at2"},
 		}},
 		{"guest ptrace", Config{GuestPtrace: true}, map[string][]string{
-			"ptrace": {"ptrace"}, "wait4": {"ptrace"}, "waitid": {"ptrace"},
+			"ptrace": {"ptrace"}, "wait4": {"ptrace"}, "waitid": {"ptrace"}, "droidroot_execstop": {"ptrace"},
 		}},
 		{"robust list", Config{EmulateRobustList: true}, map[string][]string{
 			"set_robust_list": {"robust-list"}, "get_robust_list": {"robust-list"},

@@ -103,6 +103,9 @@ type Script struct {
 	// filter that traces the FUTEX_WAKE calls made from the program's (the
 	// interpreter's) code.
 	Wakes uint64
+	// ExecStop asks for the droidroot_execstop call at the hand-over
+	// (FlagExecStop): a process a guest tracer follows.
+	ExecStop bool
 }
 
 // IDs are the credentials a program reads from its auxiliary vector.
@@ -137,6 +140,16 @@ const (
 // size, originalSP, offsets of Program, Interp and ExecFn, flags), the ids block
 // when s.IDs is set (flag FlagIDs), AT_HWCAP when s.HWCap is (flag FlagHWCap),
 // the offset of Scratch when it is set (flag FlagScratch), then the
+// FlagExecStop in a script's flags makes the loader call
+// droidroot_execstop(entry, sp) (ExecStopNr) right before it jumps to the
+// program: the tracer then jumps for it, and reports the exec stop of an
+// emulated tracer there. Nothing follows the header for it.
+const FlagExecStop = 32
+
+// ExecStopNr is the number of the droidroot_execstop call on every ABI
+// (seccomp.OwnSyscalls).
+const ExecStopNr = 25715
+
 // NUL-terminated strings,
 // padded to a multiple of 16 bytes. originalSP is the stack
 // pointer the kernel gave the loader, which points at argc.
@@ -165,6 +178,9 @@ func (s Script) Encode(originalSP uint64) []byte {
 		buf = le.AppendUint64(buf, 0) // the offset, once the string is placed
 	}
 	flags |= s.Wakes & (FlagWakesProgram | FlagWakesInterp)
+	if s.ExecStop {
+		flags |= FlagExecStop
+	}
 	put := func(str string) uint64 {
 		off := uint64(len(buf))
 		buf = append(buf, str...)

@@ -315,6 +315,21 @@ func TestTraced(t *testing.T) {
 				checkEntryRegs(t, run, ps.interp, p.dynamic)
 			}
 		})
+		// FlagExecStop without droidroot: the droidroot_execstop call fails
+		// (ENOSYS) and the loader jumps itself.
+		t.Run(p.name+"/execstop", func(t *testing.T) {
+			s := Script{Program: p.path, ExecFn: "/guest/usr/bin/probe-" + p.name, ExecStop: true}
+			want := probeWant{argv: argv, env: "hello world", execfn: s.ExecFn, vdso: true}
+			if p.dynamic {
+				s.Interp = ps.interp
+				want.interp = ps.interp
+			}
+			run := runTraced(t, loader, argv, env, &s, nil, false)
+			if !run.status.Exited() || run.status.ExitStatus() != 42 {
+				t.Fatalf("status %#x, want exit 42\nstderr: %s\nstdout: %s", uint32(run.status), run.stderr, run.stdout)
+			}
+			checkProbe(t, run.stdout, want)
+		})
 	}
 }
 
@@ -373,7 +388,7 @@ func TestTracedErrors(t *testing.T) {
 			"no load script (the loader is started by droidroot, not directly)"},
 		{"bad magic", &Script{Program: static, ExecFn: "/bin/x"}, func(b []byte) { b[0] ^= 0xff },
 			"bad load script (wrong magic)"},
-		{"bad flags", &Script{Program: static, ExecFn: "/bin/x"}, func(b []byte) { b[48] = 32 },
+		{"bad flags", &Script{Program: static, ExecFn: "/bin/x"}, func(b []byte) { b[48] = 64 },
 			"bad load script (size or flags)"},
 		{"offset out of range", &Script{Program: static, ExecFn: "/bin/x"},
 			func(b []byte) { binary.LittleEndian.PutUint64(b[24:], uint64(len(b))) },

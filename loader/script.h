@@ -85,6 +85,18 @@ struct dr_ids {
 #define DR_FLAG_WAKES_PROGRAM 4
 #define DR_FLAG_WAKES_INTERP 8
 
+/*
+ * DR_FLAG_EXECSTOP: right before it jumps, the loader calls droidroot_execstop(entry, sp)
+ * (DR_SYS_EXECSTOP, a number no kernel has; droidroot's filter traces it). The tracer sets
+ * the registers a kernel exec leaves (pc = entry, sp = the original sp, the others 0) and
+ * skips the call: that stop is the exec stop an emulated tracer (issue 16) sees. The tracer
+ * sets the flag only for a process a guest tracer follows. Should the call return, the loader
+ * jumps as without the flag. Nothing follows the header for it. Go mirror: loader.FlagExecStop,
+ * loader.ExecStopNr.
+ */
+#define DR_FLAG_EXECSTOP 32
+#define DR_SYS_EXECSTOP 25715
+
 /* The header is 56 bytes; the Go mirror (loader.HeaderSize) relies on it. */
 typedef char dr_load_script_size_check[sizeof(struct dr_load_script) == 56 ? 1 : -1];
 

@@ -101,8 +101,9 @@ func (a *ABI) Nr(name string) (int, bool) {
 
 // OwnSyscalls are droidroot's own system calls, by name: numbers no kernel
 // has, which only droidroot's tracer answers (the droidroot_fastpath
-// handshake of the fast path library, fastpath.SyscallNr).
-var OwnSyscalls = map[string]int{"droidroot_fastpath": 25714}
+// handshake of the fast path library, fastpath.SyscallNr; the loader's
+// droidroot_execstop, loader.ExecStopNr).
+var OwnSyscalls = map[string]int{"droidroot_fastpath": 25714, "droidroot_execstop": 25715}
 
 // String returns the ABI's name.
 func (a *ABI) String() string { return a.Name }

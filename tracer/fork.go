@@ -180,7 +180,9 @@ func (t *Tracer) cloneFlags(th *Thread) uint64 {
 // execEvent handles PTRACE_EVENT_EXEC: the loader has just been exec'd;
 // hand it the program to load.
 func (t *Tracer) execEvent(th *Thread) {
+	formerTid := th.Tid
 	if former, err := eventMsg(th.Tid); err == nil && int(former) != th.Tid {
+		formerTid = int(former)
 		// A non-leader thread exec'd: it takes over the leader's tid.
 		if ft := t.threads[int(former)]; ft != nil {
 			delete(t.threads, int(former))
@@ -197,6 +199,7 @@ func (t *Tracer) execEvent(th *Thread) {
 	}
 	// A new memory: the loader maps the scratch area again.
 	th.Proc.scratch = scratchUnknown
+	th.Proc.auxvSP = 0
 	// Other threads of the process are gone; the process gets its own FS.
 	fs := *th.FS
 	th.FS = &fs
@@ -215,7 +218,10 @@ func (t *Tracer) execEvent(th *Thread) {
 		return
 	}
 	sp := r.SP()
+	th.Proc.auxvSP = sp
 	script := loader.Script{Program: plan.ProgramHost, Interp: plan.InterpHost, ExecFn: plan.ExecFn, IDs: ids, HWCap: t.cfg.HWCap}
+	deferred := t.ptExecDeferred(th, formerTid)
+	script.ExecStop = deferred
 	if t.scriptAreaSize != 0 { // droidroot's own loader
 		script.Wakes = plan.Wakes
 		if t.scratch != nil {
@@ -237,7 +243,7 @@ func (t *Tracer) execEvent(th *Thread) {
 		return
 	}
 	r.SetEntryArg(addr)
-	if t.setRegs(th, &r) && !t.ptExecEvent(th) {
+	if t.setRegs(th, &r) && (deferred || !t.ptExecEvent(th)) {
 		t.cont(th, 0)
 	}
 }

@@ -57,6 +57,11 @@ type ptTracee struct {
 	// execed: the reported call exec'd (its exit registers are the new
 	// program's, not the call's).
 	execed bool
+	// execPending: T exec'd and droidroot's loader runs; the exec stop is
+	// reported at its droidroot_execstop call (ptHandover), where the
+	// program starts; execFormer is the tid that exec'd (the event message).
+	execPending bool
+	execFormer  int
 	// guest and written are T's registers at the seccomp stop of the
 	// reported call, before and after droidroot's handler (rewrote: they
 	// differ): the exit stop shows the guest's own arguments again.
@@ -132,6 +137,9 @@ func GuestPtrace() Table {
 		"ptrace": {Enter: func(c *Call) { c.t.ptraceEnter(c) }},
 		"wait4":  {Enter: func(c *Call) { c.t.ptWaitEnter(c, false) }},
 		"waitid": {Enter: func(c *Call) { c.t.ptWaitEnter(c, true) }},
+		// The loader's call is taken at its stop (Tracer.enter): from
+		// anywhere else it is no call.
+		"droidroot_execstop": {Enter: func(c *Call) { c.Fail(unix.ENOSYS) }},
 	}
 }
 
@@ -320,6 +328,9 @@ func (t *Tracer) ptSysStatus(pt *ptTracee) unix.WaitStatus {
 // stop is held instead, with the guest's own argument registers back.
 func (t *Tracer) ptSyscallExit(th *Thread) bool {
 	pt := th.pt
+	if pt.execPending {
+		return false // the loader runs: its calls are droidroot's, the exec's exit comes at the hand-over
+	}
 	if !pt.inSys || pt.stop != nil || th.sysOp != syscallInfoExit && !pt.sigsysExit || th.op != nil || th.fix != nil {
 		return false
 	}
@@ -488,6 +499,96 @@ func (t *Tracer) ptExecEvent(th *Thread) bool {
 		unix.Tgkill(th.Proc.Pid, th.Tid, unix.SIGTRAP)
 	}
 	return false
+}
+
+// ptExecDeferred reports whether the exec stop of th (at the real exec
+// event, former the tid that exec'd) waits for the loader's hand-over: th
+// has an emulated tracer and the loader is droidroot's own. The loader then
+// gets FlagExecStop.
+func (t *Tracer) ptExecDeferred(th *Thread, former int) bool {
+	if th.pt == nil || t.scriptAreaSize == 0 {
+		return false
+	}
+	th.pt.execPending, th.pt.execFormer = true, former
+	t.logf(3, "ptrace: %d exec'd: its exec stop comes at the loader's hand-over", th.Tid)
+	return true
+}
+
+// ptIsHandover reports whether th, stopped at a droidroot_execstop call
+// with registers r, is droidroot's loader handing over to the program of
+// an exec whose stop its emulated tracer waits for.
+func (t *Tracer) ptIsHandover(th *Thread, r *Regs) bool {
+	pc := r.PC()
+	return th.pt != nil && th.pt.execPending && pc >= t.loaderLo && pc < t.loaderHi
+}
+
+// ptHandover is the loader's droidroot_execstop(entry, sp) call of th (r
+// its registers at the seccomp stop, or at the SIGSYS stop of an Android
+// policy that blocks the call: atSigsys): droidroot starts the program as
+// the kernel's exec would (pc at entry, sp at argc, the other registers 0,
+// the call skipped: number -1 at a seccomp stop; at a SIGSYS stop the
+// kernel skipped it, and the SIGSYS is not delivered, every resume passes
+// the emulated tracer's signal or none) and reports the exec stop there:
+// the exec event, or the legacy SIGTRAP, then execve's exit stop when the
+// tracer follows syscalls. At a seccomp stop that exit stop is the skipped
+// call's real one; at a SIGSYS stop the kernel has made it already, in the
+// loader, and it is made up here.
+func (t *Tracer) ptHandover(th *Thread, r *Regs, atSigsys bool) {
+	pt := th.pt
+	pt.execPending = false
+	t.logf(3, "ptrace: %d: the loader hands over (entry %#x, sp %#x)", th.Tid, r.Arg(0), r.Arg(1))
+	r.startAt(r.Arg(0), r.Arg(1))
+	if !t.setRegs(th, r) {
+		return
+	}
+	th.Proc.auxvSP = r.SP()
+	pt.execed = true
+	// after runs once the exec stop is left (req: the tracer's resume).
+	after := func(req int, sig syscall.Signal) {
+		if atSigsys && pt.inSys && req == unix.PTRACE_SYSCALL {
+			pt.inSys = false
+			st := t.ptSysStatus(pt)
+			si := &Siginfo{Signo: int32(unix.SIGTRAP), Code: int32(st>>8) & 0xff}
+			t.ptHold(th, ptStop{kind: ptSyscallExit, status: st, si: si}, func(req int, sig syscall.Signal) {
+				t.ptResumeReal(th, req, sig)
+			})
+			return
+		}
+		if atSigsys {
+			pt.inSys = false
+		}
+		t.ptResumeReal(th, req, sig)
+	}
+	if ptEventWanted(pt.opts, unix.PTRACE_EVENT_EXEC) {
+		// The event comes before execve returns: the result register
+		// holds what the kernel put there at entry (x86_64: -ENOSYS),
+		// and gets execve's 0 when the tracee goes on.
+		if v := execEventRet; v != 0 {
+			r.SetRet(v)
+			t.setRegs(th, r)
+		}
+		si := &Siginfo{Signo: int32(unix.SIGTRAP), Code: int32(unix.SIGTRAP) | unix.PTRACE_EVENT_EXEC<<8}
+		t.ptHold(th, ptStop{kind: ptEvent, status: stoppedStatus(unix.SIGTRAP, unix.PTRACE_EVENT_EXEC), si: si, msg: uint64(pt.execFormer), hasMsg: true}, func(req int, sig syscall.Signal) {
+			var r Regs
+			if getRegs(th.Tid, &r) == nil && r.Ret() != 0 {
+				r.SetRet(0)
+				t.setRegs(th, &r)
+			}
+			if req != unix.PTRACE_SYSCALL && !atSigsys {
+				pt.inSys = false // no exit stop for execve: the tracer stopped following syscalls
+			}
+			after(req, sig)
+		})
+		return
+	}
+	if !pt.seized {
+		unix.Tgkill(th.Proc.Pid, th.Tid, unix.SIGTRAP) // delivered once the exit stop, if any, is left
+	}
+	if pt.syscalls {
+		after(unix.PTRACE_SYSCALL, 0)
+		return
+	}
+	after(unix.PTRACE_CONT, 0)
 }
 
 // ptExited handles the exit of traced thread th (reaped by droidroot): its

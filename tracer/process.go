@@ -65,6 +65,10 @@ type Process struct {
 	// scratch says whether the process has the loader's scratch area
 	// (scratch.go).
 	scratch uint8
+	// auxvSP is the stack pointer the exec gave the loader (argc, argv,
+	// envp, then the auxiliary vector the loader rewrites for the
+	// program); 0 when unknown (auxv.go).
+	auxvSP uint64
 }
 
 // Thread is one traced kernel task.

@@ -87,3 +87,20 @@ func (r *Regs) setSyscallReg(nr int) { r.r.Rax = uint64(int64(nr)) }
 // restoreSyscallReg restores the syscall-number register the ops changed:
 // on x86_64 that is rax, which holds the result anyway.
 func (r *Regs) restoreSyscallReg(from *Regs) {}
+
+// startAt makes r the registers a kernel exec leaves at a program's first
+// instruction (start_thread): pc, sp, flags IF, every other general
+// register 0 (rdx: no atexit function); the segments and bases stay. The
+// call the thread is stopped in is skipped (orig_rax -1).
+func (r *Regs) startAt(pc, sp uint64) {
+	g := &r.r
+	g.R15, g.R14, g.R13, g.R12, g.Rbp, g.Rbx = 0, 0, 0, 0, 0, 0
+	g.R11, g.R10, g.R9, g.R8, g.Rax, g.Rcx, g.Rdx, g.Rsi, g.Rdi = 0, 0, 0, 0, 0, 0, 0, 0, 0
+	g.Orig_rax = ^uint64(0)
+	g.Rip, g.Rsp = pc, sp
+	g.Eflags = 0x200
+}
+
+// execEventRet is the result register at an exec event: execve has not
+// returned yet, rax still holds the -ENOSYS of syscall entry.
+const execEventRet = -int64(unix.ENOSYS)

@@ -68,3 +68,20 @@ func (r *Regs) setSyscallReg(nr int) { r.r.Regs[8] = uint64(int64(nr)) }
 
 // restoreSyscallReg restores x8, which the ops changed, from from.
 func (r *Regs) restoreSyscallReg(from *Regs) { r.r.Regs[8] = from.r.Regs[8] }
+
+// startAt makes r the registers a kernel exec leaves at a program's first
+// instruction (start_thread): pc, sp, x0-x30 0 (x0: no atexit function),
+// NZCV clear. The call the thread is stopped in is skipped (number -1);
+// x0, its result, stays 0.
+func (r *Regs) startAt(pc, sp uint64) {
+	for i := range r.r.Regs {
+		r.r.Regs[i] = 0
+	}
+	r.r.Pc, r.r.Sp = pc, sp
+	r.r.Pstate &^= 0xf0000000
+	r.SetNr(-1)
+}
+
+// execEventRet is the result register at an exec event: x0 is 0 (the
+// kernel's start_thread cleared it).
+const execEventRet int64 = 0

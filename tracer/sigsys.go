@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/seccomp"
 )
 
@@ -140,6 +141,14 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	c.reset(th)
 	c.sigsys = true
 	c.callAddr = s.callAddr
+	if s.nr == loader.ExecStopNr && t.ptIsHandover(th, &c.Regs) {
+		// The Android policy blocked the loader's hand-over call (the
+		// kernel skipped it): the exec stop, at this SIGSYS stop, which
+		// droidroot swallows.
+		c.sigsys = false
+		t.ptHandover(th, &c.Regs, true)
+		return true
+	}
 	if h := t.handlerOf(s.nr); h != nil {
 		h.Enter(c)
 		if p := th.pretranslated; p != nil && c.restart {

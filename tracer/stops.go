@@ -1,5 +1,7 @@
 package tracer
 
+import "github.com/droidroot/droidroot/loader"
+
 // This file: syscall stops (seccomp entry, syscall entry and exit) and the
 // handlers they run.
 
@@ -23,10 +25,17 @@ func (t *Tracer) enter(th *Thread) {
 	}
 	if th.loading {
 		if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+			if c.Regs.Nr() == loader.ExecStopNr && t.ptIsHandover(th, &c.Regs) {
+				t.ptHandover(th, &c.Regs, false) // the hand-over: the exec stop
+				return
+			}
 			t.cont(th, 0) // the loader opening the program: host paths
 			return
 		}
 		th.loading = false
+		if th.pt != nil && th.pt.execPending {
+			th.pt.execPending = false // the hand-over was missed: its calls are the guest's again
+		}
 	}
 	if th.isPretranslated(&c.Regs) {
 		t.cont(th, 0) // restarted by SetNr at a SIGSYS stop: translated already

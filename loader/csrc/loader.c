@@ -598,7 +598,8 @@ void loader_main(const struct dr_load_script *s)
 	if (s->magic != DR_SCRIPT_MAGIC)
 		die(0, "bad load script (wrong magic)", 0, 0);
 	if (s->size < sizeof *s || s->size > DR_SCRIPT_MAX ||
-	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP | DR_FLAG_SCRATCH | DR_FLAG_WAKES_PROGRAM | DR_FLAG_WAKES_INTERP)) ||
+	    (s->flags & ~(uint64_t)(DR_FLAG_IDS | DR_FLAG_HWCAP | DR_FLAG_SCRATCH | DR_FLAG_WAKES_PROGRAM | DR_FLAG_WAKES_INTERP |
+					 DR_FLAG_EXECSTOP)) ||
 	    s->size < sizeof *s + ((s->flags & DR_FLAG_IDS) ? sizeof *ids : 0) +
 			      ((s->flags & DR_FLAG_HWCAP) ? sizeof *hwcap : 0) +
 			      ((s->flags & DR_FLAG_SCRATCH) ? sizeof *scratch : 0))
@@ -739,6 +740,12 @@ void loader_main(const struct dr_load_script *s)
 	}
 
 	grow_stack(s->original_sp);
+	if (flags & DR_FLAG_EXECSTOP) {
+		/* The exec stop of a guest tracer: the tracer jumps (see script.h). */
+		uint64_t osp = s->original_sp;
+		syscall2(DR_SYS_EXECSTOP, entry, osp);
+		dr_jump(entry, osp);
+	}
 	dr_jump(entry, s->original_sp);
 }
 
