@@ -77,9 +77,14 @@ static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, l
 	register long x4 __asm__("x4") = e;
 	register long x5 __asm__("x5") = f;
 
+	/*
+	 * x1-x5 are outputs too: a tracer may rewrite argument registers (droidroot points a path
+	 * argument at its translation) and leaves them so after the call, so the compiler must not
+	 * reuse them afterwards as the values it put there.
+	 */
 	__asm__ volatile("svc #0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3), "+r"(x4), "+r"(x5)
+			 : "r"(x8)
 			 : "memory");
 	return x0;
 }

@@ -82,9 +82,14 @@ static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, l
 	register long r9 __asm__("r9") = f;
 	long ret;
 
+	/*
+	 * The argument registers are outputs too: a tracer may rewrite them (droidroot points a
+	 * path argument at its translation) and leaves them so after the call, so the compiler
+	 * must not reuse them afterwards as the values it put there.
+	 */
 	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "=a"(ret), "+D"(a), "+S"(b), "+d"(c), "+r"(r10), "+r"(r8), "+r"(r9)
+			 : "a"(n)
 			 : "rcx", "r11", "memory");
 	return ret;
 }
