@@ -33,10 +33,11 @@ func TestFutexWaitv(t *testing.T) {
 	if wantSignals.Code != 0 || strings.Count(wantSignals.Stdout, "\n") != 4 {
 		t.Fatalf("the kernel's signals run: %s", wantSignals)
 	}
-	// The 100k ping-pong round trips (each one two wakes racing
-	// a registration) where the library answers; the tracer's answers
-	// (static builds) cost a stop per wait and wake, so fewer rounds.
-	rounds, tracerRounds := "100000", "20000"
+	// 500k ping-pong round trips where the library answers: each has two
+	// wakes that may race the other side's registration, a million in
+	// all (the 100k round trips and million races); the tracer's
+	// answers (static builds) cost a stop per wait and wake, so fewer.
+	rounds, tracerRounds := "500000", "20000"
 	if testing.Short() {
 		rounds, tracerRounds = "5000", "300" // tracer: about 50 ms a round in the arm64 VM (TCG)
 	}
