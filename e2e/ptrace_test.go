@@ -61,6 +61,11 @@ kill: held in a syscall stop
 kill: exit event
 kill: killed
 `
+	if runtime.GOARCH == "arm64" {
+		// At the exit stop x0 holds the result (0): the probe's register
+		// read of the first argument finds no string there, on the kernel too.
+		want = strings.Replace(want, "argument still /tmp\n", "argument still \n", 1)
+	}
 	for _, r := range runners {
 		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
 		if res.Stdout != want || res.Code != 0 {
