@@ -216,44 +216,30 @@ func (s *sysvIPC) shmat(c *tracer.Call) {
 		fail(c, err)
 		return
 	}
-	path, err := c.PushString(plan.Seg.Backing)
-	if err != nil {
-		c.Fail(unix.ENOMEM)
-		return
-	}
-	openat, _ := nativeNr("openat")
-	mmap, _ := nativeNr("mmap")
-	closeNr, _ := nativeNr("close")
 	oflags := uint64(unix.O_RDWR | unix.O_CLOEXEC)
 	if plan.ReadOnly {
 		oflags = unix.O_RDONLY | unix.O_CLOEXEC
 	}
 	seg := plan.Seg
-	c.Run(openat, [6]uint64{atFDCWDReg, path, oflags, 0, 0, 0}, func(c *tracer.Call, fd int64) {
-		if fd < 0 {
+	flags := uint64(unix.MAP_SHARED)
+	if plan.Fixed {
+		flags |= unix.MAP_FIXED
+		if plan.NoReplace {
+			flags = unix.MAP_SHARED | mapFixedNoReplace
+		}
+	}
+	mapFileInto(c, seg.Backing, oflags, plan.Addr, seg.Size, uint64(plan.Prot), flags, func(c *tracer.Call, openErr, addr int64) {
+		switch {
+		case openErr < 0:
 			c.Fail(unix.EIDRM) // the segment was destroyed meanwhile
-			return
+		case addr == -int64(unix.EEXIST):
+			c.Fail(unix.EINVAL)
+		case addr < 0 && addr > -4096:
+			c.Return(addr)
+		default:
+			s.ns.Attached(cl, seg, uint64(addr))
+			c.Return(addr)
 		}
-		flags := uint64(unix.MAP_SHARED)
-		if plan.Fixed {
-			flags |= unix.MAP_FIXED
-			if plan.NoReplace {
-				flags = unix.MAP_SHARED | mapFixedNoReplace
-			}
-		}
-		c.Run(mmap, [6]uint64{plan.Addr, seg.Size, uint64(plan.Prot), flags, uint64(fd), 0}, func(c *tracer.Call, addr int64) {
-			c.Run(closeNr, [6]uint64{uint64(fd)}, func(c *tracer.Call, _ int64) {
-				switch {
-				case addr == -int64(unix.EEXIST):
-					c.Fail(unix.EINVAL)
-				case addr < 0 && addr > -4096:
-					c.Return(addr)
-				default:
-					s.ns.Attached(cl, seg, uint64(addr))
-					c.Return(addr)
-				}
-			})
-		})
 	})
 }
 

@@ -266,30 +266,15 @@ func (w *waitvEmu) enter(c *tracer.Call) {
 		return
 	}
 	// Map the registry into the process first.
-	path, err := c.PushString(w.path)
-	if err != nil {
-		c.Fail(unix.ENOMEM)
-		return
-	}
-	openat, _ := nativeNr("openat")
-	mmap, _ := nativeNr("mmap")
-	closeNr, _ := nativeNr("close")
-	c.Run(openat, [6]uint64{atFDCWDReg, path, unix.O_RDWR | unix.O_CLOEXEC}, func(c *tracer.Call, fd int64) {
-		if fd < 0 {
-			c.Fail(unix.ENOMEM)
-			return
-		}
-		c.Run(mmap, [6]uint64{0, fastpath.RegistrySize, unix.PROT_READ | unix.PROT_WRITE, unix.MAP_SHARED, uint64(fd), 0}, func(c *tracer.Call, addr int64) {
-			c.Run(closeNr, [6]uint64{uint64(fd)}, func(c *tracer.Call, _ int64) {
-				if addr < 0 && addr > -4096 {
-					c.Fail(unix.ENOMEM)
-					return
-				}
-				w.maps[c.Pid()] = uint64(addr)
-				w.register(c, reg, ws, tsAddr, rt)
-			})
+	mapFileInto(c, w.path, unix.O_RDWR|unix.O_CLOEXEC, 0, fastpath.RegistrySize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED,
+		func(c *tracer.Call, openErr, addr int64) {
+			if openErr < 0 || addr < 0 && addr > -4096 {
+				c.Fail(unix.ENOMEM)
+				return
+			}
+			w.maps[c.Pid()] = uint64(addr)
+			w.register(c, reg, ws, tsAddr, rt)
 		})
-	})
 }
 
 // registry maps the registry on first use.
