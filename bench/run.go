@@ -447,6 +447,7 @@ func Run(o Options) (*Report, error) {
 	counts := ThreadCounts(len(s.cpus))
 	par := s.newGrid(len(counts))
 	whole := s.newWholePrograms()
+	inSession := whole.inSession()
 	libc := s.newGrid(len(libcRows))
 	for i := range libc {
 		libc[i] = append(libc[i], Result{Mode: NoFastPathMode, State: StateOK})
@@ -460,6 +461,7 @@ func Run(o Options) (*Report, error) {
 		s.measureLibc(round, order, libc)
 		s.measureThroughput(round, order, counts, par)
 		s.measureWholePrograms(round, order, whole)
+		s.measureInSession(round, order, whole, inSession)
 	}
 	fmt.Fprintf(s.progress, "bench: done in %.1fs\n", time.Since(s.start).Seconds())
 
@@ -475,6 +477,7 @@ func Run(o Options) (*Report, error) {
 	lids, ltitles := libcIDs()
 	rep.Sections = append(rep.Sections, gridSection(LibcSection, "us", lids, ltitles, libc))
 	rep.Sections = append(rep.Sections, whole.section())
+	rep.Sections = append(rep.Sections, inSessionSection(inSession))
 	return rep, nil
 }
 
@@ -802,6 +805,87 @@ func (s *session) measureWholePrograms(round int, order []int, w *wholePrograms)
 			res.Samples = append(res.Samples, ms)
 		}
 	}
+}
+
+// InSessionSection names the section of whole programs timed inside one
+// running session: drbench spawn runs each program several times under one
+// droidroot (or --compare) process, so the rows leave out the tracer's own
+// start-up and exit, which the whole-program section's rows include (and
+// its start-up row shows alone).
+const InSessionSection = "whole program, in a running session"
+
+// runsPerRound is how many times drbench spawn runs a program per round.
+const runsPerRound = 5
+
+// inSession returns the in-session grid: the same rows and modes as w,
+// with w's skipped and n/a cells.
+func (w *wholePrograms) inSession() [][]Result {
+	g := make([][]Result, len(w.res))
+	for i := range w.res {
+		g[i] = append([]Result(nil), w.res[i]...)
+	}
+	return g
+}
+
+// measureInSession times each whole program runsPerRound times in each mode
+// with drbench spawn, in one process of that mode: its samples are the
+// single runs, from fork to reaping.
+func (s *session) measureInSession(round int, order []int, w *wholePrograms, g [][]Result) {
+	s.roundProgress(round, "whole programs in a session")
+	for i := range wholeRows {
+		for _, j := range order {
+			res := &g[i][j]
+			if res.State != StateOK {
+				continue
+			}
+			root := "-"
+			if s.runners[j].native && s.root != "/" && !wholeRows[i].static {
+				root = s.root
+			}
+			argv := append([]string{s.prog, "spawn", root, strconv.Itoa(runsPerRound)}, w.argv[i]...)
+			out, err := runCapture(command(s.runners[j].command(argv), ""))
+			if err != nil {
+				fail(res, err)
+				continue
+			}
+			ms, err := spawnSamples(out)
+			if err != nil {
+				fail(res, err)
+				continue
+			}
+			res.Samples = append(res.Samples, ms...)
+		}
+	}
+}
+
+// spawnSamples parses drbench spawn's "run 1 NANOSECONDS" lines into
+// milliseconds.
+func spawnSamples(out []byte) ([]float64, error) {
+	var ms []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "run" {
+			return nil, fmt.Errorf("drbench spawn printed %q, want run 1 NANOSECONDS", line)
+		}
+		ns, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil || ns == 0 {
+			return nil, fmt.Errorf("drbench spawn printed %q, want a positive number", line)
+		}
+		ms = append(ms, float64(ns)/1e6)
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("drbench spawn printed nothing")
+	}
+	return ms, nil
+}
+
+// inSessionSection finishes the in-session results and makes the section.
+func inSessionSection(g [][]Result) Section {
+	var ids, titles []string
+	for _, row := range wholeRows {
+		ids, titles = append(ids, row.id), append(titles, row.title)
+	}
+	return gridSection(InSessionSection, "ms", ids, titles, g)
 }
 
 // section finishes the whole-program results and makes the section.

@@ -235,6 +235,9 @@ type Mapper struct {
 	rootBI *bindInfo   // the mount at "/"
 	cache  *cache      // WithCache; nil without
 	anch   *anchors    // open ancestors of long host paths (anchor.go); nil unless osfs
+	// fileHosts are the host paths of the bindings of files (not
+	// directories): PinnedName leaves them as they are (pin.go).
+	fileHosts map[string]bool
 }
 
 // New canonicalises root (the host realpath of the rootfs directory) and the
@@ -348,8 +351,15 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		// are kept even where they cannot be watched.
 		tops := []string{rootPath}
 		for _, bi := range m.infos {
-			if bi.symbolic == symNone && bi.mode == syscall.S_IFDIR {
+			switch {
+			case bi.symbolic != symNone:
+			case bi.mode == syscall.S_IFDIR:
 				tops = append(tops, bi.host)
+			default:
+				if m.fileHosts == nil {
+					m.fileHosts = map[string]bool{}
+				}
+				m.fileHosts[bi.host] = true
 			}
 		}
 		if c, err := newCache(tops, o.cacheDirs, o.cacheEntries); err == nil {

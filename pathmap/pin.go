@@ -87,8 +87,14 @@ const (
 // cache knew: the lookup must be made again, the change being reported by
 // then; errno is then what the kernel would answer if the path stayed as it
 // is now (ENOENT: the parent is missing, ENOTDIR: it is no directory).
+//
+// The host file of a file binding is Unpinned too: the binding names that
+// file (as a bind mount holds its source from the time it is made), and
+// the directory it sits in is none of the guest's, often the host's /tmp,
+// whose inotify watch would cost a walk over every name the kernel caches
+// in it (tens of milliseconds where many temporary files came and went).
 func (m *Mapper) PinnedName(host string) (name string, pin Pin, errno syscall.Errno) {
-	if m.cache == nil || len(host) < 2 || host[0] != '/' {
+	if m.cache == nil || len(host) < 2 || host[0] != '/' || m.fileHosts[host] {
 		return "", Unpinned, 0
 	}
 	return m.cache.pinnedName(host)

@@ -232,3 +232,33 @@ func TestDirToken(t *testing.T) {
 		t.Error("a token without the cache")
 	}
 }
+
+// TestPinnedNameFileBinding: the host file of a file binding is left as it is (its
+// directory is not the guest's, and watching it can be costly), while a file in a bound
+// directory and in the rootfs is pinned.
+func TestPinnedNameFileBinding(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	must(t, os.MkdirAll(filepath.Join(root, "d"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "d", "f"), []byte("in d"), 0o644))
+	libDir := filepath.Join(dir, "tmp")
+	lib := filepath.Join(libDir, "lib.so")
+	must(t, os.MkdirAll(libDir, 0o755))
+	must(t, os.WriteFile(lib, []byte("lib"), 0o644))
+	m := newCached(t, root, []Binding{{Host: lib, Guest: "/x/lib.so"}})
+	r, err := m.Lookup(Proc{}, "/", "/x/lib.so", Follow)
+	must(t, err)
+	if name, pin, e := m.PinnedName(r.Host); pin != Unpinned || name != "" || e != 0 {
+		t.Errorf("PinnedName(%s) = %q, %v, %v; want Unpinned", r.Host, name, pin, e)
+	}
+	m.cache.mu.Lock()
+	for _, n := range m.cache.dirs {
+		if n.path == libDir {
+			t.Errorf("the file binding's directory %s has a cache node", libDir)
+		}
+	}
+	m.cache.mu.Unlock()
+	if got := readPinned(t, m, "/d/f"); got != "in d" {
+		t.Fatalf("/d/f through its pinned name: %q", got)
+	}
+}
