@@ -391,8 +391,15 @@ __attribute__((constructor)) static void fp_init(void)
 #define C_WAYS 4
 #define C_KEY 512
 #define FP_FD_BASE 768 /* below the usual soft RLIMIT_NOFILE of 1024 */
+/* A slot is shared by the threads that use its directory and changed by one
+ * at a time: state counts the users (readers) and has S_BUSY set while one
+ * thread refills it, which it may do only when nobody uses it. Nothing ever
+ * waits (a signal handler may run the library inside an interrupted call):
+ * a thread that cannot have the slot it wants verifies the directory
+ * without the cache. */
+#define S_BUSY 0x40000000u
 struct slot {
-	int lock; /* 0 free, 1 taken (trylock only: a signal handler never waits) */
+	unsigned state;
 	int fd;   /* -1: empty */
 	uint64_t dev, ino, stamp;
 	int64_t ctime_sec, ctime_nsec; /* a rename of the directory itself changes it */
@@ -401,8 +408,24 @@ struct slot {
 };
 static struct slot slots[C_SLOTS];
 
-static int trylock(struct slot *s) { return !__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE); }
-static void unlock(struct slot *s) { __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }
+/* use takes a reader's reference on s, unless it is being refilled. */
+static int use(struct slot *s)
+{
+	unsigned st = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+	while (!(st & S_BUSY))
+		if (__atomic_compare_exchange_n(&s->state, &st, st + 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+static void unuse(struct slot *s) { __atomic_fetch_sub(&s->state, 1, __ATOMIC_RELEASE); }
+/* refill makes the caller s's only writer, from `have` references (0, or
+ * the caller's own 1); done hands it back with the caller holding one. */
+static int refill(struct slot *s, unsigned have)
+{
+	return __atomic_compare_exchange_n(&s->state, &have, S_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+static void done(struct slot *s) { __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE); }
+static void cancel(struct slot *s) { __atomic_store_n(&s->state, 0, __ATOMIC_RELEASE); }
 
 static uint64_t now_ns(void)
 {
@@ -442,14 +465,14 @@ static int verify(const char *dir, size_t len, struct stat *st)
  * the call (NULL: the descriptor is ours to close). */
 struct parent {
 	int fd;
-	struct slot *slot;
+	struct slot *slot; /* holding a reference */
 	int borrowed; /* the guest's own descriptor (or AT_FDCWD): not ours to close */
 };
 
 static void release(struct parent *p)
 {
 	if (p->slot)
-		unlock(p->slot);
+		unuse(p->slot);
 	else if (!p->borrowed)
 		tr(SYS_close, p->fd, 0, 0, 0, 0, 0);
 }
@@ -553,42 +576,62 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 {
 	struct stat st;
 	uint32_t h = hash_of(key, keylen);
-	struct slot *victim = NULL;
+	struct slot *victim = NULL; /* held with S_BUSY */
 	uint64_t t = cfg.ttl_ns ? now_ns() : 0;
 	if (cfg.ttl_ns && keylen < C_KEY) {
-		for (int i = 0; i < C_WAYS; i++) {
+		int found = 0;
+		for (int i = 0; i < C_WAYS && !found; i++) {
 			struct slot *s = &slots[(h + (uint32_t)i) % C_SLOTS];
-			if (!trylock(s))
+			if (!use(s))
 				continue;
-			if (s->fd > 0 && s->hash == h && s->len == keylen && fp_memeq(s->key, key, keylen)) {
-				if (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != s->dev || st.st_ino != s->ino)
-					s->fd = -1; /* the guest closed or reused it: not ours to close */
-				else if (t - s->stamp < cfg.ttl_ns && st.st_ctim.tv_sec == s->ctime_sec &&
-					 st.st_ctim.tv_nsec == s->ctime_nsec) {
-					if (victim)
-						unlock(victim);
-					out->fd = s->fd, out->slot = s, out->borrowed = 0;
-					return 0;
-				}
-				/* Expired, or no longer ours: verify again into this slot. */
-				if (victim)
-					unlock(victim);
-				victim = s;
-				break;
+			if (!(s->fd > 0 && s->hash == h && s->len == keylen && fp_memeq(s->key, key, keylen))) {
+				unuse(s);
+				continue;
 			}
-			if (!victim || (victim->fd > 0 && s->fd <= 0)) {
-				if (victim)
-					unlock(victim);
-				victim = s; /* prefer an empty slot */
+			found = 1;
+			int ours = tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino;
+			if (ours && t - s->stamp < cfg.ttl_ns && st.st_ctim.tv_sec == s->ctime_sec &&
+			    st.st_ctim.tv_nsec == s->ctime_nsec) {
+				out->fd = s->fd, out->slot = s, out->borrowed = 0;
+				return 0;
+			}
+			/* Expired (or its ctime changed): verify again; the same
+			 * directory renews the entry for everyone using it. */
+			struct stat nst;
+			int fd = ours ? (base == -1 ? verify(dir, len, &nst) : verify_rel(base, dir, len, &nst)) : -1;
+			if (fd >= 0 && nst.st_dev == s->dev && nst.st_ino == s->ino) {
+				tr(SYS_close, fd, 0, 0, 0, 0, 0);
+				__atomic_store_n(&s->ctime_sec, nst.st_ctim.tv_sec, __ATOMIC_RELAXED);
+				__atomic_store_n(&s->ctime_nsec, nst.st_ctim.tv_nsec, __ATOMIC_RELAXED);
+				__atomic_store_n(&s->stamp, t, __ATOMIC_RELEASE);
+				out->fd = s->fd, out->slot = s, out->borrowed = 0;
+				return 0;
+			}
+			if (fd >= 0)
+				tr(SYS_close, fd, 0, 0, 0, 0, 0);
+			/* Another directory now, or no longer ours (the guest
+			 * closed or reused the number: not ours to close):
+			 * verify into this slot if nobody else uses it. */
+			if (refill(s, 1)) {
+				if (!ours)
+					s->fd = -1;
+				victim = s;
 			} else {
-				unlock(s);
+				unuse(s);
 			}
 		}
+		/* Not cached: an empty slot, else any that nobody uses. */
+		for (int pass = 0; !found && !victim && pass < 2; pass++)
+			for (int i = 0; i < C_WAYS && !victim; i++) {
+				struct slot *s = &slots[(h + (uint32_t)i) % C_SLOTS];
+				if ((pass || __atomic_load_n(&s->fd, __ATOMIC_RELAXED) <= 0) && refill(s, 0))
+					victim = s;
+			}
 	}
 	int fd = base == -1 ? verify(dir, len, &st) : verify_rel(base, dir, len, &st);
 	if (fd < 0) {
 		if (victim)
-			unlock(victim);
+			cancel(victim);
 		return -1;
 	}
 	if (victim) {
@@ -599,7 +642,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			tr(SYS_close, fd, 0, 0, 0, 0, 0);
 			fd = (int)hi;
 		} else {
-			unlock(victim);
+			cancel(victim);
 			victim = NULL;
 		}
 	}
@@ -618,6 +661,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	victim->hash = h;
 	victim->len = (uint32_t)keylen;
 	fp_memcpy(victim->key, key, keylen);
+	done(victim);
 	out->fd = fd, out->slot = victim, out->borrowed = 0;
 	return 0;
 }
