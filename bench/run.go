@@ -448,6 +448,10 @@ func Run(o Options) (*Report, error) {
 	par := s.newGrid(len(counts))
 	whole := s.newWholePrograms()
 	inSession := whole.inSession()
+	libcPar := s.newGrid(len(counts))
+	for i := range libcPar {
+		libcPar[i] = append(libcPar[i], Result{Mode: NoFastPathMode, State: StateOK})
+	}
 	libc := s.newGrid(len(libcRows))
 	for i := range libc {
 		libc[i] = append(libc[i], Result{Mode: NoFastPathMode, State: StateOK})
@@ -460,6 +464,7 @@ func Run(o Options) (*Report, error) {
 		s.measureCalls(round, order, calls)
 		s.measureLibc(round, order, libc)
 		s.measureThroughput(round, order, counts, par)
+		s.measureLibcThroughput(round, order, counts, libcPar)
 		s.measureWholePrograms(round, order, whole)
 		s.measureInSession(round, order, whole, inSession)
 	}
@@ -476,6 +481,7 @@ func Run(o Options) (*Report, error) {
 	rep.Sections = append(rep.Sections, throughputSection(counts, par))
 	lids, ltitles := libcIDs()
 	rep.Sections = append(rep.Sections, gridSection(LibcSection, "us", lids, ltitles, libc))
+	rep.Sections = append(rep.Sections, libcThroughputSection(counts, libcPar))
 	rep.Sections = append(rep.Sections, whole.section())
 	rep.Sections = append(rep.Sections, inSessionSection(inSession))
 	return rep, nil
@@ -720,6 +726,54 @@ func (s *session) measureThroughput(round int, order []int, counts []int, par []
 
 // throughputSection makes the throughput section of par, a row per thread
 // count.
+// LibcThroughputSection is the section of threads doing stat through
+// libc's syscall() in one drbench-libc process, which the fast path
+// library answers in-process (the throughput section's drbench is static).
+const LibcThroughputSection = "fast path throughput"
+
+// measureLibcThroughput runs drbench-libc par with each thread count in
+// each mode and with --no-fastpath (the last column).
+func (s *session) measureLibcThroughput(round int, order []int, counts []int, par [][]Result) {
+	s.roundProgress(round, "threads doing stat through libc")
+	cols := append(append([]int(nil), order...), len(s.runners))
+	for k, n := range counts {
+		argv := []string{s.libcProg, "par", s.work, strconv.Itoa(s.budget.parUS), strconv.Itoa(n)}
+		for _, j := range cols {
+			res := &par[k][j]
+			if res.State != StateOK {
+				continue
+			}
+			line := argv
+			if j == len(s.runners) {
+				line = append(append([]string{s.drArgs[0], s.drArgs[1], "--no-fastpath"}, s.drArgs[2:]...), argv...)
+			} else {
+				line = s.runners[j].command(argv)
+			}
+			out, err := runCapture(command(line, ""))
+			if err != nil {
+				fail(res, err)
+				continue
+			}
+			smp, err := parSample(out)
+			if err != nil {
+				fail(res, err)
+				continue
+			}
+			res.Samples = append(res.Samples, smp)
+		}
+	}
+}
+
+// libcThroughputSection makes the fast path throughput section.
+func libcThroughputSection(counts []int, par [][]Result) Section {
+	var ids, titles []string
+	for _, n := range counts {
+		ids = append(ids, fmt.Sprintf("libc-threads-%d", n))
+		titles = append(titles, fmt.Sprintf("%d thread(s) doing stat through libc, total", n))
+	}
+	return gridSection(LibcThroughputSection, "ops/s", ids, titles, par)
+}
+
 func throughputSection(counts []int, par [][]Result) Section {
 	var ids, titles []string
 	for _, n := range counts {

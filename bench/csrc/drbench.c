@@ -94,11 +94,36 @@ static long dr_sys(long n, long a, long b, long c, long d, long e, long f)
 #define sys5(n, a, b, c, d, e) dr_sys((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
 
 #ifdef DR_LIBC
-/* The libc build makes "calls" only: no raw threads, no mechanism rows. */
+/* The libc build makes "calls" and "par" (threads from libc's
+ * pthread_create, which clear *ctid and wake it at their end as
+ * CLONE_CHILD_CLEARTID would), no mechanism rows. */
+int pthread_create(unsigned long *thread, const void *attr, void *(*start)(void *), void *arg);
+struct dr_pt {
+	long (*fn)(void *);
+	void *arg;
+	int *ctid;
+};
+static struct dr_pt dr_pts[256];
+static int dr_npts;
+static void *dr_pt_start(void *p)
+{
+	struct dr_pt *t = p;
+	t->fn(t->arg);
+	__atomic_store_n(t->ctid, 0, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, t->ctid, 1 /* FUTEX_WAKE */, 1);
+	return 0;
+}
 static long dr_thread(long flags, void *stack_top, int *ptid, int *ctid, long (*fn)(void *), void *arg)
 {
-	(void)flags, (void)stack_top, (void)ptid, (void)ctid, (void)fn, (void)arg;
-	return -ENOSYS;
+	(void)flags, (void)stack_top;
+	if (dr_npts >= 256)
+		return -11; /* EAGAIN */
+	struct dr_pt *t = &dr_pts[dr_npts++];
+	t->fn = fn, t->arg = arg, t->ctid = ctid;
+	*ptid = 1;
+	unsigned long th;
+	int r = pthread_create(&th, 0, dr_pt_start, t);
+	return r ? -r : 1;
 }
 #undef DR_NEED_RESTORER
 #define DR_NEED_RESTORER 0
