@@ -168,6 +168,21 @@ func TestFastPathAnswers(t *testing.T) {
 			"unlink /fx/scratch/o2\nat 40 openat2 ../file rdonly none\nopenat2 /fx/dir/file rdonly beneath\n" +
 			"openat2 /fx/dir/file rdonly none 0640\n",
 			map[string]int{"openat2": 4}},
+		// Parents with symlinks on the way (Wine's dosdevices/c:, merged
+		// /usr's /lib): resolved the guest's way in-process, with what
+		// only the tracer decides (a loop, a file, /proc, a missing
+		// component) left to it; then the process's own changes to a
+		// symlink and an ancestor on the way show on its next call.
+		{"symlinked-parents", "stat /fx/abs/file\nstat /fx/rel/sub/deep/f2\nstat /fx/relup/file\n" +
+			"stat /fx/dir/sub/up/dir/file\nstat /fx/dir/sub/root/fx/dir/file\nstat /fx/dotdot/fx/dir/file\n" +
+			"stat /fx/absdotdot/file\nstat /fx/bindlink/f\nstat /fx/bindlink-rel/g\nstat /fx/abs/nope\n" +
+			"stat /fx/trailing/file\nstat /fx/mplink/m\nopen /fx/abs/file rdonly\nstat /fx/loop1/x\n" +
+			"stat /fx/filelink/x\nstat /fx/proc-self/x\nstat /fx/dangling/x\nstat /fx/abs/sub/../file\n" +
+			"cd /fx/scratch\nmkdir a\nmkdir a/b\nwrite a/b/f x\nsymlink a l\nstat /fx/scratch/l/b/f\n" +
+			"unlink l\nsymlink a/b l\nstat /fx/scratch/l/b/f\nstat /fx/scratch/l/f\n" +
+			"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
+			"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n",
+			map[string]int{"stat": 15, "open": 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -400,6 +400,7 @@ __attribute__((constructor)) static void fp_init(void)
 #define S_BUSY 0x40000000u
 struct slot {
 	unsigned state;
+	unsigned gen; /* fp_gen when verified */
 	int fd;   /* -1: empty */
 	uint64_t dev, ino, stamp;
 	int64_t ctime_sec, ctime_nsec; /* a rename of the directory itself changes it */
@@ -407,6 +408,14 @@ struct slot {
 	char key[C_KEY];
 };
 static struct slot slots[C_SLOTS];
+
+/* fp_gen counts this process's renames and removals (through the library's
+ * functions and syscall()): a cached directory or resolution from before one
+ * is verified again, so that the process's own changes to a path (an
+ * ancestor renamed, a symlink on the way replaced) show on its next call;
+ * other processes' show within the TTL. */
+static unsigned fp_gen;
+static void changed(void) { __atomic_add_fetch(&fp_gen, 1, __ATOMIC_RELEASE); }
 
 /* use takes a reader's reference on s, unless it is being refilled. */
 static int use(struct slot *s)
@@ -572,7 +581,7 @@ fail:
  * directory dir (len bytes) when base is -1, else directory path dir
  * relative to the guest's directory descriptor base. key (keylen bytes)
  * names it in the cache. */
-static int get_parent(const char *key, size_t keylen, int base, const char *dir, size_t len, struct parent *out)
+static int get_parent(const char *key, size_t keylen, int base, const char *dir, size_t len, struct parent *out, int lookup_only)
 {
 	struct stat st;
 	uint32_t h = hash_of(key, keylen);
@@ -590,10 +599,15 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			}
 			found = 1;
 			int ours = tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino;
+			unsigned gen = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
 			if (ours && t - s->stamp < cfg.ttl_ns && st.st_ctim.tv_sec == s->ctime_sec &&
-			    st.st_ctim.tv_nsec == s->ctime_nsec) {
+			    st.st_ctim.tv_nsec == s->ctime_nsec && __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen) {
 				out->fd = s->fd, out->slot = s, out->borrowed = 0;
 				return 0;
+			}
+			if (lookup_only) {
+				unuse(s);
+				return -1;
 			}
 			/* Expired (or its ctime changed): verify again; the same
 			 * directory renews the entry for everyone using it. */
@@ -603,6 +617,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 				tr(SYS_close, fd, 0, 0, 0, 0, 0);
 				__atomic_store_n(&s->ctime_sec, nst.st_ctim.tv_sec, __ATOMIC_RELAXED);
 				__atomic_store_n(&s->ctime_nsec, nst.st_ctim.tv_nsec, __ATOMIC_RELAXED);
+				__atomic_store_n(&s->gen, gen, __ATOMIC_RELAXED);
 				__atomic_store_n(&s->stamp, t, __ATOMIC_RELEASE);
 				out->fd = s->fd, out->slot = s, out->borrowed = 0;
 				return 0;
@@ -620,6 +635,8 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 				unuse(s);
 			}
 		}
+		if (lookup_only)
+			return -1;
 		/* Not cached: an empty slot, else any that nobody uses. */
 		for (int pass = 0; !found && !victim && pass < 2; pass++)
 			for (int i = 0; i < C_WAYS && !victim; i++) {
@@ -628,6 +645,9 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 					victim = s;
 			}
 	}
+	if (lookup_only)
+		return -1;
+	unsigned gen = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
 	int fd = base == -1 ? verify(dir, len, &st) : verify_rel(base, dir, len, &st);
 	if (fd < 0) {
 		if (victim)
@@ -658,6 +678,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	victim->ctime_sec = st.st_ctim.tv_sec;
 	victim->ctime_nsec = st.st_ctim.tv_nsec;
 	victim->stamp = t;
+	victim->gen = gen;
 	victim->hash = h;
 	victim->len = (uint32_t)keylen;
 	fp_memcpy(victim->key, key, keylen);
@@ -679,39 +700,191 @@ struct target {
 	struct parent parent;
 };
 
-/* map_path maps absolute guest path g to its host parent (verified) and last
- * component, or returns the reason it cannot (W_ANSWERED means done). */
-static enum fp_why map_path(const char *g, struct target *t)
-{
-	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
-		return W_OFF;
-	/* A pointer the kernel would answer EFAULT for must not fault here: the
-	 * first 64 KiB and non-canonical addresses go to the tracer (other
-	 * unmapped addresses would fault, as in most preloaded libraries). */
-	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS)
-		return W_FLAGS;
-	if (g[0] != '/')
-		return W_RELATIVE;
-	/* The path as given: no "//", ".", ".." or trailing slash (the tracer
-	 * decides those). */
-	size_t n = 0;
-	for (const char *p = g; *p; p++, n++) {
-		if (*p != '/')
-			continue;
-		const char *c = p + 1;
-		if (*c == '/' || *c == 0)
-			return W_DOTS;
-		if (c[0] == '.' && (c[1] == '/' || c[1] == 0 || (c[1] == '.' && (c[2] == '/' || c[2] == 0))))
-			return W_DOTS;
-	}
-	if (n >= FP_PATH_MAX)
-		return W_LONG;
-	const char *norm = g;
-	if (fp_memeq(norm, "/proc", 5) && (norm[5] == 0 || norm[5] == '/'))
-		return W_PROC;
-	if ((cfg.flags & DR_FP_ASHMEM) && fp_memeq(norm, "/dev/ashmem", 11))
-		return W_OPTION;
+/* ---- parents with symlinks on the way ---- */
 
+/* A parent directory whose guest path has a symlink on it (Wine's
+ * dosdevices/c:, /lib -> usr/lib) does not verify as it is: resolve_parent
+ * gives its guest path without symlinks, and the resolution cache remembers
+ * it for the TTL (as a change further up is seen within the TTL), keyed by
+ * the guest path as given; a seqlock per slot (odd while written), so that
+ * readers never wait and never write. The canonical path is a guest path:
+ * a stale one still names a file of the guest. */
+#define R_SLOTS 64
+#define R_WAYS 4
+#define R_LEN 512
+struct rslot {
+	unsigned seq, gen;
+	uint32_t hash, klen, clen;
+	uint64_t stamp;
+	char key[R_LEN], canon[R_LEN];
+};
+static struct rslot rslots[R_SLOTS];
+
+/* rcache_get copies the canonical form of guest parent key (klen bytes) into
+ * out (size bytes) and returns its length, or -1. */
+static long rcache_get(const char *key, size_t klen, char *out, size_t size)
+{
+	uint32_t h = hash_of(key, klen);
+	uint64_t t = now_ns();
+	for (int i = 0; i < R_WAYS; i++) {
+		struct rslot *s = &rslots[(h + (uint32_t)i) % R_SLOTS];
+		unsigned q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		if (q & 1)
+			continue;
+		uint32_t cl = __atomic_load_n(&s->clen, __ATOMIC_RELAXED);
+		uint64_t st = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&s->hash, __ATOMIC_RELAXED) != h || __atomic_load_n(&s->klen, __ATOMIC_RELAXED) != klen ||
+		    cl >= size || t - st >= cfg.ttl_ns || __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE))
+			continue;
+		int same = fp_memeq(s->key, key, klen);
+		fp_memcpy(out, s->canon, cl);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (same && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == q)
+			return cl;
+	}
+	return -1;
+}
+
+/* rcache_put remembers canon (clen bytes) for key (klen bytes), in a way
+ * nobody is writing; never waits. */
+static void rcache_put(const char *key, size_t klen, const char *canon, size_t clen, unsigned gen)
+{
+	uint32_t h = hash_of(key, klen);
+	struct rslot *v = NULL;
+	for (int i = 0; i < R_WAYS; i++) {
+		struct rslot *s = &rslots[(h + (uint32_t)i) % R_SLOTS];
+		if (!v || __atomic_load_n(&s->stamp, __ATOMIC_RELAXED) < __atomic_load_n(&v->stamp, __ATOMIC_RELAXED))
+			v = s;
+		if (__atomic_load_n(&s->hash, __ATOMIC_RELAXED) == h && __atomic_load_n(&s->klen, __ATOMIC_RELAXED) == klen) {
+			v = s;
+			break;
+		}
+	}
+	unsigned q = __atomic_load_n(&v->seq, __ATOMIC_RELAXED);
+	if ((q & 1) || !__atomic_compare_exchange_n(&v->seq, &q, q + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&v->hash, h, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->klen, (uint32_t)klen, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->clen, (uint32_t)clen, __ATOMIC_RELAXED);
+	fp_memcpy(v->key, key, klen);
+	fp_memcpy(v->canon, canon, clen);
+	__atomic_store_n(&v->gen, gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->stamp, now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&v->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* guest_host writes the host path of clean absolute guest path g (n bytes;
+ * "" for "/") into host (size bytes), NUL-terminated, as map_guest maps it;
+ * -1 for what the tracer must decide (/proc, a bind of /proc/self/..., too
+ * long). */
+static long guest_host(const char *g, size_t n, char *host, size_t size)
+{
+	if (n == 0)
+		g = "/", n = 1;
+	if (fp_memeq(g, "/proc", 5) && (n == 5 || g[5] == '/'))
+		return -1;
+	const struct fp_bind *best = NULL;
+	for (int i = 0; i < cfg.nbinds; i++) {
+		const struct fp_bind *b = &cfg.binds[i];
+		if (b->glen <= n && fp_memeq(b->guest, g, b->glen) && (n == b->glen || g[b->glen] == '/') &&
+		    (!best || b->glen >= best->glen))
+			best = b;
+	}
+	const char *hp = cfg.root;
+	size_t hl = cfg.rootlen, skip = 0;
+	if (best) {
+		if (!best->host)
+			return -1;
+		hp = best->host, hl = best->hlen, skip = best->glen;
+	}
+	if (hl + (n - skip) + 2 > size)
+		return -1;
+	fp_memcpy(host, hp, hl);
+	fp_memcpy(host + hl, g + skip, n - skip);
+	size_t total = hl + (n - skip);
+	if (total == 0)
+		host[total++] = '/';
+	host[total] = 0;
+	return (long)total;
+}
+
+/* resolve_parent writes guest directory g (gl bytes: "" for "/", else a
+ * clean absolute path) without symlinks into out (size bytes; "" for "/")
+ * and returns its length, or -1 when the tracer must decide (a component
+ * missing or no directory, /proc, a loop, too long). Symlinks are followed
+ * the guest's way: an absolute target from the guest's root, a relative
+ * one from the directory holding it, ".." from a mount's root to its mount
+ * point's parent (in a chroot with bind mounts, ".." of a guest path is its
+ * guest parent), never above "/". */
+static __attribute__((noinline)) long resolve_parent(const char *g, size_t gl, char *out, size_t size)
+{
+	char rem[2 * R_LEN], link[R_LEN], host[R_LEN + 1024];
+	size_t rl = gl, pos = 0, ol = 0;
+	int hops = 0;
+	if (gl >= sizeof rem)
+		return -1;
+	fp_memcpy(rem, g, gl);
+	while (pos < rl) {
+		while (pos < rl && rem[pos] == '/')
+			pos++;
+		size_t c = pos;
+		while (pos < rl && rem[pos] != '/')
+			pos++;
+		size_t cl = pos - c;
+		if (cl == 0 || (cl == 1 && rem[c] == '.'))
+			continue;
+		if (cl == 2 && rem[c] == '.' && rem[c + 1] == '.') {
+			while (ol > 0 && out[ol - 1] != '/')
+				ol--;
+			if (ol > 0)
+				ol--;
+			continue;
+		}
+		if (ol + 1 + cl >= size)
+			return -1;
+		size_t before = ol;
+		out[ol++] = '/';
+		fp_memcpy(out + ol, rem + c, cl);
+		ol += cl;
+		struct stat st;
+		if (guest_host(out, ol, host, sizeof host) < 0 ||
+		    tr(SYS_newfstatat, AT_FDCWD, (long)host, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) != 0)
+			return -1;
+		if (S_ISDIR(st.st_mode))
+			continue;
+		if (!S_ISLNK(st.st_mode) || ++hops > 40)
+			return -1; /* ENOTDIR, ELOOP: the tracer's */
+		long n = tr(SYS_readlinkat, AT_FDCWD, (long)host, (long)link, sizeof link, 0, 0);
+		if (n <= 0 || n >= (long)sizeof link)
+			return -1;
+		/* The target, then what was left after the link. */
+		size_t left = rl - pos;
+		if ((size_t)n + 1 + left > sizeof rem)
+			return -1;
+		/* rem[pos:pos+left] moves to rem[n+1:], then the target fills
+		 * rem[0:n] (copied in the direction the overlap allows). */
+		if ((size_t)n + 1 > pos)
+			for (size_t i = left; i > 0; i--)
+				rem[(size_t)n + i] = rem[pos + i - 1];
+		else
+			for (size_t i = 0; i < left; i++)
+				rem[(size_t)n + 1 + i] = rem[pos + i];
+		fp_memcpy(rem, link, (size_t)n);
+		rem[n] = '/';
+		rl = (size_t)n + 1 + left;
+		pos = 0;
+		ol = link[0] == '/' ? 0 : before;
+	}
+	return (long)ol;
+}
+
+/* map_guest maps clean absolute guest path norm (n bytes) to its host path
+ * in t->host, split into the parent (NUL-terminated, parentlen bytes) and the
+ * last component t->name, with what t says about binds; W_ANSWERED when
+ * mapped (the parent not yet verified). */
+static enum fp_why map_guest(const char *norm, size_t n, struct target *t)
+{
 	/* The longest bind whose guest path is norm or one of its ancestors. */
 	const struct fp_bind *best = NULL;
 	t->ancestor = 0;
@@ -752,10 +925,86 @@ static enum fp_why map_path(const char *g, struct target *t)
 	t->parentlen = slash - 1;
 	t->host[slash - 1] = 0;
 	t->name = t->host + slash;
-	if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent) < 0) {
-		t->host[slash - 1] = '/';
+	return W_ANSWERED;
+}
+
+/* map_path maps absolute guest path g to its host parent (verified) and last
+ * component, or returns the reason it cannot (W_ANSWERED means done). A
+ * parent with a symlink on its way is resolved in the guest's terms
+ * (resolve_parent) and the resolution remembered for the TTL. */
+static enum fp_why map_path(const char *g, struct target *t)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+		return W_OFF;
+	/* A pointer the kernel would answer EFAULT for must not fault here: the
+	 * first 64 KiB and non-canonical addresses go to the tracer (other
+	 * unmapped addresses would fault, as in most preloaded libraries). */
+	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS)
+		return W_FLAGS;
+	if (g[0] != '/')
+		return W_RELATIVE;
+	/* The path as given: no "//", ".", ".." or trailing slash (the tracer
+	 * decides those). */
+	size_t n = 0;
+	for (const char *p = g; *p; p++, n++) {
+		if (*p != '/')
+			continue;
+		const char *c = p + 1;
+		if (*c == '/' || *c == 0)
+			return W_DOTS;
+		if (c[0] == '.' && (c[1] == '/' || c[1] == 0 || (c[1] == '.' && (c[2] == '/' || c[2] == 0))))
+			return W_DOTS;
+	}
+	if (n >= FP_PATH_MAX)
+		return W_LONG;
+	const char *norm = g;
+	if (fp_memeq(norm, "/proc", 5) && (norm[5] == 0 || norm[5] == '/'))
+		return W_PROC;
+	if ((cfg.flags & DR_FP_ASHMEM) && fp_memeq(norm, "/dev/ashmem", 11))
+		return W_OPTION;
+
+	enum fp_why w = map_guest(norm, n, t);
+	if (w != W_ANSWERED)
+		return w;
+	if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 1) == 0)
+		return W_ANSWERED;
+	/* Not cached under its own name: a parent resolved before, else
+	 * the parent as it is, else resolved now. */
+	size_t gp = n;
+	while (gp > 0 && norm[gp - 1] != '/')
+		gp--;
+	gp = gp ? gp - 1 : 0; /* norm[0:gp] is the guest parent ("" for "/") */
+	const char *name = norm + gp + 1;
+	size_t namelen = n - gp - 1;
+	char g2[R_LEN + 256 + 2];
+	long cl = -1;
+	int resolved = 0;
+	if (cfg.ttl_ns && gp < R_LEN && namelen < 256)
+		cl = rcache_get(norm, gp, g2, R_LEN);
+	unsigned gen = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
+	if (cl < 0) {
+		if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 0) == 0)
+			return W_ANSWERED;
+		t->host[t->parentlen] = '/';
+		if ((cfg.flags & DR_FP_L2S) || gp >= R_LEN || namelen >= 256 ||
+		    (cl = resolve_parent(norm, gp, g2, R_LEN)) < 0 || ((size_t)cl == gp && fp_memeq(g2, norm, gp)))
+			return W_UNVERIFIED;
+		resolved = 1;
+	}
+	g2[cl] = '/';
+	fp_memcpy(g2 + cl + 1, name, namelen);
+	g2[cl + 1 + namelen] = 0;
+	if ((cfg.flags & DR_FP_ASHMEM) && fp_memeq(g2, "/dev/ashmem", 11))
+		return W_OPTION;
+	w = map_guest(g2, (size_t)cl + 1 + namelen, t);
+	if (w != W_ANSWERED)
+		return w;
+	if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 0) < 0) {
+		t->host[t->parentlen] = '/';
 		return W_UNVERIFIED;
 	}
+	if (resolved && cfg.ttl_ns)
+		rcache_put(norm, gp, g2, (size_t)cl, gen);
 	return W_ANSWERED;
 }
 
@@ -855,7 +1104,7 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 	fp_memcpy(key + 9, (const char *)&st.st_ino, 8);
 	fp_memcpy(key + 17, dir, dl);
 	dir[dl] = 0;
-	if (get_parent(key, kl, dirfd, dir, dl, &t->parent) < 0)
+	if (get_parent(key, kl, dirfd, dir, dl, &t->parent, 0) < 0)
 		return W_UNVERIFIED;
 	return W_ANSWERED;
 }
@@ -1346,6 +1595,32 @@ EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
 }
 
 /* syscall(): FEX and others make path calls through it. */
+#if defined(__x86_64__)
+#define SYS_rename_ 82
+#define SYS_rmdir_ 84
+#define SYS_unlink_ 87
+#define SYS_renameat_ 264
+#elif defined(__aarch64__)
+#define SYS_renameat_ 38
+#endif
+
+/* is_change: syscall number nr renames or removes a name (fp_gen). */
+static int is_change(long nr)
+{
+	switch (nr) {
+	case SYS_unlinkat:
+	case SYS_renameat2:
+	case SYS_renameat_:
+#if defined(__x86_64__)
+	case SYS_unlink_:
+	case SYS_rmdir_:
+	case SYS_rename_:
+#endif
+		return 1;
+	}
+	return 0;
+}
+
 EXPORT long syscall(long nr, ...)
 {
 	va_list ap;
@@ -1404,6 +1679,8 @@ EXPORT long syscall(long nr, ...)
 		break;
 	default:
 		r = raw6(nr, a, b, c, d, e, f);
+		if (r == 0 && is_change(nr))
+			changed();
 	}
 	return fp_ret(r);
 }
@@ -1698,10 +1975,15 @@ static long fp_unlinkat(int dirfd, const char *path, int flags)
 	enum fp_why w = (flags & ~AT_REMOVEDIR) ? W_FLAGS : (cfg.flags & DR_FP_L2S) && !(flags & AT_REMOVEDIR) ? W_OPTION
 											     : map_entry(dirfd, path, &t);
 	count(F_UNLINK, w);
-	if (w != W_ANSWERED)
-		return raw6(SYS_unlinkat, dirfd, (long)path, flags, 0, 0, 0);
-	long r = tr(SYS_unlinkat, t.parent.fd, (long)t.name, flags, 0, 0, 0);
-	release(&t.parent);
+	long r;
+	if (w != W_ANSWERED) {
+		r = raw6(SYS_unlinkat, dirfd, (long)path, flags, 0, 0, 0);
+	} else {
+		r = tr(SYS_unlinkat, t.parent.fd, (long)t.name, flags, 0, 0, 0);
+		release(&t.parent);
+	}
+	if (r == 0)
+		changed();
 	return r;
 }
 
@@ -1728,11 +2010,16 @@ static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char
 	if (w == W_ANSWERED)
 		w = map_second(&a, newdirfd, new, &b);
 	count(F_RENAME, w);
-	if (w != W_ANSWERED)
-		return raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
-	long r = tr(SYS_renameat2, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
-	release(&b.parent);
-	release(&a.parent);
+	long r;
+	if (w != W_ANSWERED) {
+		r = raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
+	} else {
+		r = tr(SYS_renameat2, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+		release(&b.parent);
+		release(&a.parent);
+	}
+	if (r == 0)
+		changed();
 	return r;
 }
 
