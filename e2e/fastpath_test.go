@@ -182,7 +182,17 @@ func TestFastPathAnswers(t *testing.T) {
 			"unlink l\nsymlink a/b l\nstat /fx/scratch/l/b/f\nstat /fx/scratch/l/f\n" +
 			"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
 			"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n",
-			map[string]int{"stat": 15, "open": 2}},
+			map[string]int{"stat": 16, "open": 2}},
+		// "//", "." and ".." before the last component of an absolute
+		// path, resolved as symlinks are (".." out of a bind's root is
+		// its mount point's parent); a missing or non-directory
+		// component, and a last component that is not a name, go to the
+		// tracer.
+		{"absolute-dots", "stat /fx/dir/sub/../file\nstat /fx//dir/./file\nstat /../fx/dir/file\n" +
+			"stat /fx/dir/nope/../file\nstat /fx/dir/file/../file\nstat /mnt/b1/nested/../f\n" +
+			"stat /mnt/alias/../b1/f\nstat /fx/dir/sub/..\nstat /fx/dir/\nopen /fx/dir/sub/../file rdonly\n" +
+			"stat /fx/abs/../dir/file\nstat /fx/dir/deeplink/../deep/f2\n",
+			map[string]int{"stat": 7, "open": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -943,17 +943,25 @@ static enum fp_why map_path(const char *g, struct target *t)
 		return W_FLAGS;
 	if (g[0] != '/')
 		return W_RELATIVE;
-	/* The path as given: no "//", ".", ".." or trailing slash (the tracer
-	 * decides those). */
+	/* The path as given: a last component that is a name (a trailing
+	 * slash, "." or ".." there goes to the tracer); "//", "." or ".."
+	 * before it are resolved (resolve_parent) as symlinks are. */
 	size_t n = 0;
+	int dots = 0;
 	for (const char *p = g; *p; p++, n++) {
 		if (*p != '/')
 			continue;
 		const char *c = p + 1;
-		if (*c == '/' || *c == 0)
+		if (*c == 0)
 			return W_DOTS;
-		if (c[0] == '.' && (c[1] == '/' || c[1] == 0 || (c[1] == '.' && (c[2] == '/' || c[2] == 0))))
-			return W_DOTS;
+		size_t cl = 0;
+		while (c[cl] && c[cl] != '/')
+			cl++;
+		if (cl == 0 || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.')) {
+			if (c[cl] == 0)
+				return W_DOTS;
+			dots = 1;
+		}
 	}
 	if (n >= FP_PATH_MAX)
 		return W_LONG;
@@ -963,11 +971,14 @@ static enum fp_why map_path(const char *g, struct target *t)
 	if ((cfg.flags & DR_FP_ASHMEM) && fp_memeq(norm, "/dev/ashmem", 11))
 		return W_OPTION;
 
-	enum fp_why w = map_guest(norm, n, t);
-	if (w != W_ANSWERED)
-		return w;
-	if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 1) == 0)
-		return W_ANSWERED;
+	enum fp_why w = W_DOTS;
+	if (!dots) {
+		w = map_guest(norm, n, t);
+		if (w != W_ANSWERED)
+			return w;
+		if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 1) == 0)
+			return W_ANSWERED;
+	}
 	/* Not cached under its own name: a parent resolved before, else
 	 * the parent as it is, else resolved now. */
 	size_t gp = n;
@@ -983,11 +994,14 @@ static enum fp_why map_path(const char *g, struct target *t)
 		cl = rcache_get(norm, gp, g2, R_LEN);
 	unsigned gen = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
 	if (cl < 0) {
-		if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 0) == 0)
-			return W_ANSWERED;
-		t->host[t->parentlen] = '/';
-		if ((cfg.flags & DR_FP_L2S) || gp >= R_LEN || namelen >= 256 ||
-		    (cl = resolve_parent(norm, gp, g2, R_LEN)) < 0 || ((size_t)cl == gp && fp_memeq(g2, norm, gp)))
+		if (!dots) {
+			if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 0) == 0)
+				return W_ANSWERED;
+			t->host[t->parentlen] = '/';
+		}
+		if ((cfg.flags & DR_FP_L2S) || gp >= R_LEN || namelen >= 256)
+			return dots ? W_DOTS : W_UNVERIFIED;
+		if ((cl = resolve_parent(norm, gp, g2, R_LEN)) < 0 || (!dots && (size_t)cl == gp && fp_memeq(g2, norm, gp)))
 			return W_UNVERIFIED;
 		resolved = 1;
 	}
