@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,22 @@ func TestRaces(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestProcFdClosed: where guest processes may not follow droidroot's /proc/<pid>/fd (an SELinux
+// or hidepid policy, simulated here by droidroot making itself not dumpable, with the guest
+// running without CAP_SYS_PTRACE), the loader cannot map the scratch area, and the names pinned
+// below droidroot's descriptors would fail the same way (EACCES): such a process gets its
+// paths as host paths, and every call works, absolute and relative, static and dynamic.
+func TestProcFdClosed(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	argv := droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c",
+		"cat /fx/dir/file && cd /fx/dir && cat file sub/deep/f2 && ls -d sub && /progs/pathprobe.dyn 'stat /fx/dir/file' 'cd /fx' 'stat dir/file' | sed 's/ino=@[0-9]*//'")
+	res := runAs(t, nobodyCred, "", append([]string{"env", "DROIDROOT_TEST_NONDUMPABLE=1"}, argv...)...)
+	want := "hello\nhello\ndeep\nsub\n"
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, want) || strings.Count(res.Stdout, "reg mode=0100644") != 2 {
+		t.Fatalf("guest calls with droidroot's /proc/<pid>/fd closed to it: %s\nwant stdout starting %q and two stat results", res, want)
 	}
 }

@@ -198,7 +198,7 @@ func (t *Tracer) execEvent(th *Thread) {
 		t.emit(Event{Kind: EventExec, Tid: th.Tid, Pid: th.Proc.Pid, Static: plan != nil && plan.InterpHost == ""})
 	}
 	// A new memory: the loader maps the scratch area again.
-	th.Proc.scratch = scratchUnknown
+	th.Proc.scratch, th.Proc.scratchAsked = scratchUnknown, false
 	th.Proc.auxvSP = 0
 	// Other threads of the process are gone; the process gets its own FS.
 	fs := *th.FS
@@ -226,6 +226,7 @@ func (t *Tracer) execEvent(th *Thread) {
 		script.Wakes = plan.Wakes
 		if t.scratch != nil {
 			script.Scratch = t.scratch.path
+			th.Proc.scratchAsked = true
 		}
 	}
 	scriptBytes := script.Encode(sp)

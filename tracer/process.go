@@ -65,6 +65,9 @@ type Process struct {
 	// scratch says whether the process has the loader's scratch area
 	// (scratch.go).
 	scratch uint8
+	// scratchAsked: droidroot's loader was asked to map the scratch area
+	// at the process's last exec.
+	scratchAsked bool
 	// auxvSP is the stack pointer the exec gave the loader (argc, argv,
 	// envp, then the auxiliary vector the loader rewrites for the
 	// program); 0 when unknown (auxv.go).

@@ -85,6 +85,33 @@ func inScratch(v uint64) bool {
 	return v >= loader.ScratchAddr+loader.ScratchSlot && v < loader.ScratchAddr+loader.ScratchSize
 }
 
+// checkScratch settles whether the calling thread's process has the
+// scratch area mapped (once per process image).
+func (c *Call) checkScratch() {
+	th, p := c.th, c.th.Proc
+	if p == nil || c.t == nil || c.t.scratch == nil || p.scratch != scratchUnknown || th.loading {
+		return // settled, or the loader has not mapped it yet
+	}
+	p.scratch = scratchNo
+	var b [16]byte
+	if n, err := readMem(th.Tid, loader.ScratchAddr, b[:]); err == nil && n == len(b) && bytes.Equal(b[:], c.t.scratch.cookie[:]) {
+		p.scratch = scratchYes
+	}
+}
+
+// ScratchMissing tells whether the calling thread's process lacks the
+// scratch area although the tracer has one: its loader's open of the
+// tracer's /proc/<pid>/fd/<N> or its mapping failed (or stage 2, or a
+// foreign PROOT_LOADER, ran it). A system whose /proc keeps a guest from
+// the tracer's descriptors (an SELinux or hidepid policy) fails that open,
+// and would fail every name pinned below the tracer's descriptors the
+// same way: the path handlers hand such a process its host paths instead.
+func (c *Call) ScratchMissing() bool {
+	c.checkScratch()
+	p := c.th.Proc
+	return p != nil && p.scratchAsked && p.scratch == scratchNo
+}
+
 // scratchSlot returns the bounds of the calling thread's slot, ok false
 // when pushes go to the stack.
 func (c *Call) scratchSlot() (lo, top uint64, ok bool) {
@@ -92,13 +119,7 @@ func (c *Call) scratchSlot() (lo, top uint64, ok bool) {
 	if p == nil || c.t == nil || c.t.scratch == nil {
 		return 0, 0, false
 	}
-	if p.scratch == scratchUnknown {
-		p.scratch = scratchNo
-		var b [16]byte
-		if n, err := readMem(th.Tid, loader.ScratchAddr, b[:]); err == nil && n == len(b) && bytes.Equal(b[:], c.t.scratch.cookie[:]) {
-			p.scratch = scratchYes
-		}
-	}
+	c.checkScratch()
 	if p.scratch != scratchYes {
 		return 0, 0, false
 	}

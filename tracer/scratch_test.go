@@ -46,3 +46,31 @@ func TestScratchSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestScratchMissing: only a process droidroot's loader was asked to map the scratch area in,
+// and that has no cookie there, counts as missing it (stage 2 and a foreign loader never map
+// it); while the loader runs nothing is settled.
+func TestScratchMissing(t *testing.T) {
+	tr := &Tracer{scratch: &scratch{}}
+	for _, tc := range []struct {
+		name    string
+		asked   bool
+		state   uint8
+		loading bool
+		want    bool
+	}{
+		{"asked, missing", true, scratchNo, false, true},
+		{"asked, mapped", true, scratchYes, false, false},
+		{"not asked (stage 2, a foreign loader)", false, scratchNo, false, false},
+		{"asked, loader still running", true, scratchUnknown, true, false},
+	} {
+		p := &Process{scratch: tc.state, scratchAsked: tc.asked}
+		c := &Call{t: tr, th: &Thread{Proc: p, loading: tc.loading}}
+		if got := c.ScratchMissing(); got != tc.want {
+			t.Errorf("%s: ScratchMissing() = %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.loading && p.scratch != scratchUnknown {
+			t.Errorf("%s: the state was settled while the loader runs", tc.name)
+		}
+	}
+}

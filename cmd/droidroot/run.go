@@ -124,6 +124,12 @@ func runMain(args []string, edit func(tracer.Table)) int {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	if os.Getenv("DROIDROOT_TEST_NONDUMPABLE") == "1" {
+		// A test switch: droidroot not dumpable, so that guest processes
+		// (without CAP_SYS_PTRACE) may not follow its /proc/<pid>/fd, as
+		// where an SELinux or hidepid policy keeps them out.
+		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	}
 	ignoreSignals()
 	status, err := t.Run()
 	for _, f := range cleanups {
