@@ -866,10 +866,11 @@ func (s *session) measureWholePrograms(round int, order []int, w *wholePrograms)
 // droidroot (or --compare) process, so the rows leave out the tracer's own
 // start-up and exit, which the whole-program section's rows include (and
 // its start-up row shows alone).
-const InSessionSection = "whole program, in a running session"
+const InSessionSection = "whole program in a running session"
 
-// runsPerRound is how many times drbench spawn runs a program per round.
-const runsPerRound = 5
+// RunsPerRound is how many times drbench spawn runs a program per round
+// (each run one sample of the in-session section).
+const RunsPerRound = 5
 
 // inSession returns the in-session grid: the same rows and modes as w,
 // with w's skipped and n/a cells.
@@ -881,7 +882,7 @@ func (w *wholePrograms) inSession() [][]Result {
 	return g
 }
 
-// measureInSession times each whole program runsPerRound times in each mode
+// measureInSession times each whole program RunsPerRound times in each mode
 // with drbench spawn, in one process of that mode: its samples are the
 // single runs, from fork to reaping.
 func (s *session) measureInSession(round int, order []int, w *wholePrograms, g [][]Result) {
@@ -896,7 +897,7 @@ func (s *session) measureInSession(round int, order []int, w *wholePrograms, g [
 			if s.runners[j].native && s.root != "/" && !wholeRows[i].static {
 				root = s.root
 			}
-			argv := append([]string{s.prog, "spawn", root, strconv.Itoa(runsPerRound)}, w.argv[i]...)
+			argv := append([]string{s.prog, "spawn", root, strconv.Itoa(RunsPerRound)}, w.argv[i]...)
 			out, err := runCapture(command(s.runners[j].command(argv), ""))
 			if err != nil {
 				fail(res, err)

@@ -57,9 +57,10 @@ func runBench(t *testing.T, args ...string) *bench.Report {
 
 // wantRows is every row of a report, by section.
 func wantRows(ncpu int) map[string][]string {
-	threads := []string{}
+	threads, libcThreads := []string{}, []string{}
 	for _, n := range bench.ThreadCounts(ncpu) {
 		threads = append(threads, "threads-"+strconv.Itoa(n))
+		libcThreads = append(libcThreads, "libc-threads-"+strconv.Itoa(n))
 	}
 	calls := []string{"stat", "lstat", "open", "access", "fstatat", "missing", "readlink", "getcwd", "uname", "chdir",
 		"mkdir", "rename", "symlink", "thread", "forkexec"}
@@ -67,11 +68,13 @@ func wantRows(ncpu int) map[string][]string {
 		"mechanism": {"native", "seccomp-allow", "seccomp-nocache", "ptrace-same", "ptrace-other", "ptrace-unpinned",
 			"ptrace-regs-same", "ptrace-regs-other", "ptrace-regs-unpinned", "droidroot-floor", "sigsys", "notify-same", "notify-other",
 			"notify-unpinned", "notify-sync", "fastpath"},
-		"call":             calls,
-		bench.FloorSection: calls,
-		"throughput":       threads,
-		bench.LibcSection:  {"stat", "lstat", "open", "access", "fstatat", "missing", "waitv"},
-		"whole program":    {"startup", "python3", "tar", "find", "git"},
+		"call":                      calls,
+		bench.FloorSection:          calls,
+		"throughput":                threads,
+		bench.LibcSection:           {"stat", "lstat", "open", "access", "fstatat", "missing", "waitv"},
+		"whole program":             {"startup", "python3", "tar", "find", "git"},
+		bench.InSessionSection:      {"startup", "python3", "tar", "find", "git"},
+		bench.LibcThroughputSection: libcThreads,
 	}
 }
 
@@ -113,8 +116,12 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 				sectionModes = []string{bench.MechanismMode}
 			case bench.FloorSection:
 				sectionModes = modes[1:] // no native column
-			case bench.LibcSection:
+			case bench.LibcSection, bench.LibcThroughputSection:
 				sectionModes = append(append([]string(nil), modes...), bench.NoFastPathMode)
+			}
+			samples := rounds
+			if name == bench.InSessionSection {
+				samples = rounds * bench.RunsPerRound
 			}
 			if len(r.Results) != len(sectionModes) {
 				t.Errorf("%s/%s: %d results, want %d", name, r.ID, len(r.Results), len(sectionModes))
@@ -144,8 +151,8 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 				}
 				switch res.State {
 				case bench.StateOK:
-					if len(res.Samples) != rounds {
-						t.Errorf("%s/%s %s: %d samples, want %d", name, r.ID, res.Mode, len(res.Samples), rounds)
+					if len(res.Samples) != samples {
+						t.Errorf("%s/%s %s: %d samples, want %d", name, r.ID, res.Mode, len(res.Samples), samples)
 					}
 					for _, v := range res.Samples {
 						if !(v > 0) || math.IsInf(v, 0) {
