@@ -430,9 +430,12 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 // magic link left to the kernel, nor a path the kernel resolves by itself
 // that names the directory it starts from ("." of a cwd that may have been
 // removed: nothing on it can be swapped), nor any path of a thread that
-// may have left the tracer's ids (pincreds.go).
+// may have left the tracer's ids (pincreds.go), nor any path at all when the
+// guest's view is the host's own (pathmap's HostView: rootfs "/" with no
+// binding that hides a host file), where a walk in the host's view reaches
+// nothing the guest could not name.
 func pinnable(c *tracer.Call, t translated) bool {
-	if emulationOf(c).cfg.NoPin || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) {
+	if emulationOf(c).cfg.NoPin || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) || c.Mapper().HostView() {
 		return false
 	}
 	return !(t.keep && t.host == t.res.Host && onlyDots(t.guest))
