@@ -601,8 +601,9 @@ func prefetch(c *tracer.Call, args []pathArg) {
 // writeArgs points each path argument at its translated host path, with
 // one write for all of them.
 func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
-	var idx []int
-	var hosts []string
+	var idxA [2]int
+	var hostsA [2]string
+	idx, hosts := idxA[:0], hostsA[:0]
 	for k := range args {
 		if name, ok := kernelName(c, ts[k]); ok {
 			idx, hosts = append(idx, k), append(hosts, name)

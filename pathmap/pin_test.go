@@ -265,3 +265,27 @@ func TestHostView(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanAbsString: PinnedName's one-pass check agrees with cleanAbs.
+func TestCleanAbsString(t *testing.T) {
+	paths := []string{"", "/", "//", "a", "a/b", "/a", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/..", "/a/.",
+		"/a/..", "/...", "/a/...", "/.a", "/a/.b/..c", "/a/b.", "/a/b..", "/./", "/a/b/c/d", "/a/b/.."}
+	for _, p := range paths {
+		if got, want := cleanAbsString(p), cleanAbs([]byte(p)); got != want {
+			t.Errorf("cleanAbsString(%q) = %v, cleanAbs %v", p, got, want)
+		}
+	}
+	// Every path of up to 6 bytes over {'/', '.', 'a'}.
+	var gen func(string)
+	gen = func(p string) {
+		if got, want := cleanAbsString(p), cleanAbs([]byte(p)); got != want {
+			t.Errorf("cleanAbsString(%q) = %v, cleanAbs %v", p, got, want)
+		}
+		if len(p) < 6 {
+			for _, c := range "/.a" {
+				gen(p + string(c))
+			}
+		}
+	}
+	gen("")
+}
