@@ -123,9 +123,9 @@ type dirNode struct {
 	// (pin.go); pinName: "/proc/<pid>/fd/<pin>/", made with it.
 	pin     int
 	pinName string
-	fold string                // foldKey(name)
-	kids map[string][]*dirNode // by foldKey
-	ents map[string][]*centry  // by foldKey
+	fold    string                // foldKey(name)
+	kids    map[string][]*dirNode // by foldKey
+	ents    map[string][]*centry  // by foldKey
 }
 
 // foldKey buckets names that a case-insensitive directory may take for
