@@ -26,6 +26,8 @@ import (
 //   - push: the host path droidroot writes into guest memory, overwritten by the other thread
 //     before the kernel reads it; fixed by writing it into the loader's read-only scratch area
 //     (tracer/scratch.go).
+//   - swap-last: the file the lookup found swapped with a symlink to the host file before the
+//     kernel follows the last component. Not closed (docs/security.md): logged, not failed.
 //
 // Before, each reached the host hundreds to thousands of times a second. With the fast path
 // library on and off (where every call is the tracer's), static and dynamic. About a second
@@ -48,7 +50,7 @@ func TestRaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := regexp.MustCompile(`^(\S+) host=(\d+) decoy=(\d+) other=(\d+)\n$`)
-	for _, mode := range []string{"swap-abs", "swap-rel", "rewrite", "push"} {
+	for _, mode := range []string{"swap-abs", "swap-rel", "rewrite", "push", "swap-last"} {
 		for _, c := range []struct{ name, prog, fastpath string }{
 			{"static", "races", "0"},
 			{"dyn-nofastpath", "races.dyn", "0"},
@@ -71,7 +73,12 @@ func TestRaces(t *testing.T) {
 				other, _ := strconv.Atoi(m[4])
 				msg := fmt.Sprintf("%d reads: %d host, %d decoy, %d other", host+decoy+other, host, decoy, other)
 				t.Log(msg)
-				if host != 0 {
+				switch {
+				case host != 0 && mode == "swap-last":
+					// Known, not closed yet: docs/security.md, "A last component swapped with a
+					// symlink". Counted so that a fix shows.
+					t.Logf("%s: the known last-component race reached the host", msg)
+				case host != 0:
 					t.Errorf("%s: the guest read the host's file", msg)
 				}
 				if decoy < 10 {

@@ -433,9 +433,11 @@ func rewrite(c *tracer.Call, i int, t translated) unix.Errno {
 // may have left the tracer's ids (pincreds.go), nor any path of a process
 // whose loader could not open the tracer's scratch area through the
 // tracer's /proc/<pid>/fd (Call.ScratchMissing): a pinned name would fail
-// the same way.
+// the same way; nor any path at all when the guest's view is the host's own
+// (pathmap's HostView: rootfs "/" with no binding that hides a host file),
+// where a walk in the host's view reaches nothing the guest could not name.
 func pinnable(c *tracer.Call, t translated) bool {
-	if emulationOf(c).cfg.NoPin || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) || c.ScratchMissing() {
+	if emulationOf(c).cfg.NoPin || t.skip || t.res.Magic && t.host == t.res.Host || unpinned(c) || c.Mapper().HostView() || c.ScratchMissing() {
 		return false
 	}
 	return !(t.keep && t.host == t.res.Host && onlyDots(t.guest))
@@ -601,8 +603,9 @@ func prefetch(c *tracer.Call, args []pathArg) {
 // writeArgs points each path argument at its translated host path, with
 // one write for all of them.
 func writeArgs(c *tracer.Call, args []pathArg, ts []translated) {
-	var idx []int
-	var hosts []string
+	var idxA [2]int
+	var hostsA [2]string
+	idx, hosts := idxA[:0], hostsA[:0]
 	for k := range args {
 		if name, ok := kernelName(c, ts[k]); ok {
 			idx, hosts = append(idx, k), append(hosts, name)

@@ -90,3 +90,38 @@ func TestPinnedPaths(t *testing.T) {
 		t.Error("no path was rewritten")
 	}
 }
+
+// TestPinnedPathsHostView: with the host's "/" as rootfs and no binding that hides a host file
+// (pathmap's HostView), nothing is pinned: the guest's absolute and relative paths are left as
+// they are, as before pinning (a walk in the host's view reaches nothing the guest could not
+// name), and the answers are the kernel's.
+func TestPinnedPathsHostView(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/file", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pathmap.New("/", nil, nil, pathmap.WithCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.HostView() {
+		t.Fatal("rootfs / without bindings: HostView() = false")
+	}
+	steps := []tt.Step{access(dir + "/file"), access(dir + "/missing"), openat(cwdFD, dir+"/file", unix.O_RDONLY), access("file")}
+	em := New(Config{})
+	got := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: dir}, steps...)
+	for k := range steps {
+		for _, s := range got.StopsOf(k) {
+			if p, ok := s.Paths[1]; ok && !s.Exit {
+				t.Errorf("step %d: the guest's path was replaced by %q", k, p)
+			}
+		}
+	}
+	if r := got.Steps[0].Ret; r != 0 {
+		t.Errorf("access of a file: %d", r)
+	}
+	if r := got.Steps[1].Ret; r != -int64(unix.ENOENT) {
+		t.Errorf("access of a missing file: %d, want ENOENT", r)
+	}
+}

@@ -214,3 +214,26 @@ func BenchmarkResolve6NullFS(b *testing.B) {
 		}
 	}
 }
+
+// A cached lookup and the pinned name of its result (what a translated call
+// hands the kernel): the pinned parent is a map lookup, no system call.
+func BenchmarkPinnedName(b *testing.B) {
+	_, m := benchTree(b, WithCache())
+	r, err := m.Resolve(Proc{}, "/", "/usr/share/doc/pkg/sub/file", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, pin, _ := m.PinnedName(r); pin != Pinned {
+		b.Fatal("not pinned")
+	}
+	st0 := m.CacheStats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, pin, _ := m.PinnedName(r); pin != Pinned {
+			b.Fatal("not pinned")
+		}
+	}
+	b.StopTimer()
+	reportSyscalls(b, m, st0)
+}

@@ -120,11 +120,12 @@ type dirNode struct {
 	// drops everything below the directory.
 	foldAll bool
 	// pin: an O_PATH descriptor of the directory, 0 until one is needed
-	// (pin.go).
-	pin  int
-	fold string                // foldKey(name)
-	kids map[string][]*dirNode // by foldKey
-	ents map[string][]*centry  // by foldKey
+	// (pin.go); pinName: "/proc/<pid>/fd/<pin>/", made with it.
+	pin     int
+	pinName string
+	fold    string                // foldKey(name)
+	kids    map[string][]*dirNode // by foldKey
+	ents    map[string][]*centry  // by foldKey
 }
 
 // foldKey buckets names that a case-insensitive directory may take for

@@ -237,6 +237,21 @@
 // root and as an ordinary user, with mounts in a private namespace, and by
 // random changes).
 //
+// # Handing a host path to the kernel
+//
+// A host path a lookup returns has no symlink left, but the kernel walks it
+// later, for the tracee, in the host's view: a directory on it swapped with
+// a symlink in between would be followed with the host's root. With the
+// lookup cache, Mapper.PinnedName gives the name to hand the kernel
+// instead: the last component below the parent directory as the lookup
+// found it, which the cache holds open ("/proc/<pid>/fd/<N>/<last>"; see
+// pin.go). It is a map lookup and one string per call (the descriptor and
+// its prefix are made once per directory). Mapper.HostView tells when no
+// pinning is needed: the root is the host's "/" and no binding hides a
+// host file (each shows a directory at its own path, or covers a path
+// missing on the host), so a walk in the host's view reaches nothing the
+// guest could not name.
+//
 // # Caveats for callers
 //
 //   - A binding behaves like `mount --rbind`: below a binding's source the

@@ -238,6 +238,8 @@ type Mapper struct {
 	// fileHosts are the host paths of the bindings of files (not
 	// directories): PinnedName leaves them as they are (pin.go).
 	fileHosts map[string]bool
+	// hostView: the guest's view hides nothing of the host's (HostView).
+	hostView bool
 }
 
 // New canonicalises root (the host realpath of the rootfs directory) and the
@@ -345,6 +347,8 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 		}
 		return len(a.guest) < len(b.guest)
 	})
+
+	m.hostView = m.hidesNothing()
 
 	if o.cache && m.osfs {
 		// The mount tops: the chains of directories leading to them
@@ -525,6 +529,36 @@ func (m *Mapper) LongHost(dev, ino uint64) (string, bool) {
 
 // Root returns the canonical host path of the guest root directory.
 func (m *Mapper) Root() string { return m.rootBI.host }
+
+// HostView reports whether the guest's view is the host's own, so that a
+// host path walked in the host's view can reach nothing the guest could not
+// name: the root is the host's "/", and every binding either shows a
+// directory at its own path (-b /proc) or covers a guest path that did not
+// exist on the host when m was made (the fast path library's), so hides no
+// host file. A walk that follows a symlink with the host's root then gives
+// what the same walk gives in the guest; the races between a lookup and
+// the kernel's walk (docs/security.md) reach nothing outside, and the
+// caller need not pin (PinnedName) what it hands the kernel.
+func (m *Mapper) HostView() bool { return m.hostView }
+
+// hidesNothing computes HostView for a Mapper New has built.
+func (m *Mapper) hidesNothing() bool {
+	if m.rootBI.host != "/" || !m.osfs {
+		return false
+	}
+	for _, bi := range m.infos {
+		switch {
+		case bi.symbolic != symNone:
+			return false
+		case bi.host == bi.guest:
+		default:
+			if _, err := m.fs.Lstat(bi.guest); err != syscall.ENOENT {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // Bindings returns the accepted bindings, in the order given to New, with
 // canonical Host and cleaned Guest paths.

@@ -102,18 +102,15 @@ func (m *Mapper) PinnedName(host string) (name string, pin Pin, errno syscall.Er
 
 func (c *cache) pinnedName(host string) (string, Pin, syscall.Errno) {
 	h := host
-	slash := strings.HasSuffix(h, "/")
+	slash := h[len(h)-1] == '/'
 	if slash {
 		h = strings.TrimRight(h, "/")
 	}
 	i := strings.LastIndexByte(h, '/')
-	if i < 0 {
+	if i < 0 || !cleanAbsString(h) {
 		return "", Unpinned, 0
 	}
 	last := h[i+1:]
-	if last == "" || last == "." || last == ".." {
-		return "", Unpinned, 0
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ifd < 0 {
@@ -121,31 +118,70 @@ func (c *cache) pinnedName(host string) (string, Pin, syscall.Errno) {
 	}
 	c.reap(false)
 	dir := h[:max(i, 1)]
-	n, failed := c.dirFor([]byte(h))
+	n := c.dirs[dir]
+	failed := false
+	switch {
+	case n != nil && !n.cacheable:
+		n, failed = nil, n.failed
+	case n == nil:
+		n, failed = c.makeDir([]byte(dir))
+	}
 	if n == nil {
 		if e := c.gone(dir); failed && e != 0 {
 			return "", Stale, e
 		}
 		return "", Unpinned, 0
 	}
-	fd, p := c.pinFd(n, 0)
-	if p == Stale {
-		return "", p, c.gone(dir)
+	if n.pin <= 0 {
+		_, p := c.pinFd(n, 0)
+		if p == Stale {
+			return "", p, c.gone(dir)
+		}
+		if p != Pinned {
+			return "", p, 0
+		}
 	}
-	if p != Pinned {
-		return "", p, 0
+	if slash {
+		return n.pinName + last + "/", Pinned, 0
 	}
-	b := make([]byte, 0, len("/proc//fd//")+len(c.pid)+10+len(last)+1)
+	return n.pinName + last, Pinned, 0
+}
+
+// cleanAbsString is cleanAbs for a string, in one pass: absolute, no empty,
+// "." or ".." component, no trailing slash.
+func cleanAbsString(p string) bool {
+	switch {
+	case len(p) == 0 || p[0] != '/':
+		return false
+	case len(p) == 1:
+		return true
+	case p[len(p)-1] == '/':
+		return false
+	}
+	for i := 0; i < len(p)-1; i++ {
+		if p[i] != '/' {
+			continue
+		}
+		switch p[i+1] { // a component starts: not empty, "." nor ".."
+		case '/':
+			return false
+		case '.':
+			if i+2 == len(p) || p[i+2] == '/' || p[i+2] == '.' && (i+3 == len(p) || p[i+3] == '/') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pinPrefix is "/proc/<pid>/fd/<fd>/", the start of the names below fd.
+func (c *cache) pinPrefix(fd int) string {
+	b := make([]byte, 0, len("/proc//fd//")+len(c.pid)+10)
 	b = append(b, "/proc/"...)
 	b = append(b, c.pid...)
 	b = append(b, "/fd/"...)
 	b = strconv.AppendInt(b, int64(fd), 10)
-	b = append(b, '/')
-	b = append(b, last...)
-	if slash {
-		b = append(b, '/')
-	}
-	return string(b), Pinned, 0
+	return string(append(b, '/'))
 }
 
 // gone tells whether directory dir, whose node could not be watched or
@@ -206,6 +242,7 @@ func (c *cache) pinFd(n *dirNode, depth int) (int, Pin) {
 		return 0, Unpinned
 	}
 	n.pin = fd
+	n.pinName = c.pinPrefix(fd)
 	c.npins++
 	return fd, Pinned
 }
@@ -214,7 +251,7 @@ func (c *cache) pinFd(n *dirNode, depth int) (int, Pin) {
 func (c *cache) retire(n *dirNode) {
 	if n.pin > 0 {
 		c.grave = append(c.grave, retired{n.pin, time.Now()})
-		n.pin = 0
+		n.pin, n.pinName = 0, ""
 		c.npins--
 	}
 }

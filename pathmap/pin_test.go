@@ -262,3 +262,60 @@ func TestPinnedNameFileBinding(t *testing.T) {
 		t.Fatalf("/d/f through its pinned name: %q", got)
 	}
 }
+
+// TestHostView: the guest's view is the host's own only with the host's "/" as root and
+// bindings that show a directory at its own path or cover a path missing on the host; a
+// rootfs, a binding elsewhere over an existing host path, and a symbolic one hide host files.
+func TestHostView(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(dir, "dst"), 0o755))
+	missing := filepath.Join(dir, "missing")
+	cases := []struct {
+		name  string
+		root  string
+		binds []Binding
+		want  bool
+	}{
+		{"root", "/", nil, true},
+		{"rootfs", dir, nil, false},
+		{"same path", "/", []Binding{{Host: "/proc", Guest: "/proc"}, {Host: dir, Guest: dir}}, true},
+		{"over a missing path", "/", []Binding{{Host: filepath.Join(dir, "src"), Guest: missing}}, true},
+		{"over a host directory", "/", []Binding{{Host: filepath.Join(dir, "src"), Guest: filepath.Join(dir, "dst")}}, false},
+		{"symbolic", "/", []Binding{{Host: "/proc/self/fd", Guest: missing}}, false},
+		{"root replaced", "/", []Binding{{Host: dir, Guest: "/"}}, false},
+	}
+	for _, c := range cases {
+		m, err := New(c.root, c.binds, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := m.HostView(); got != c.want {
+			t.Errorf("%s: HostView() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestCleanAbsString: PinnedName's one-pass check agrees with cleanAbs.
+func TestCleanAbsString(t *testing.T) {
+	paths := []string{"", "/", "//", "a", "a/b", "/a", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/..", "/a/.",
+		"/a/..", "/...", "/a/...", "/.a", "/a/.b/..c", "/a/b.", "/a/b..", "/./", "/a/b/c/d", "/a/b/.."}
+	for _, p := range paths {
+		if got, want := cleanAbsString(p), cleanAbs([]byte(p)); got != want {
+			t.Errorf("cleanAbsString(%q) = %v, cleanAbs %v", p, got, want)
+		}
+	}
+	// Every path of up to 6 bytes over {'/', '.', 'a'}.
+	var gen func(string)
+	gen = func(p string) {
+		if got, want := cleanAbsString(p), cleanAbs([]byte(p)); got != want {
+			t.Errorf("cleanAbsString(%q) = %v, cleanAbs %v", p, got, want)
+		}
+		if len(p) < 6 {
+			for _, c := range "/.a" {
+				gen(p + string(c))
+			}
+		}
+	}
+	gen("")
+}

@@ -65,6 +65,10 @@ type Call struct {
 	// Entry holds the registers at syscall entry (during Exit, Regs has
 	// the exit values and the arguments may be gone on arm64).
 	Entry Regs
+	// read holds the registers as read at the entry stop (Entry may have
+	// been changed by undoRewrites): what the kernel has until they are
+	// written back.
+	read  Regs
 	dirty bool
 	// scratch is the lowest address handed out so far below the stack.
 	scratch uint64

@@ -269,7 +269,22 @@ func (t *Tracer) resumeThread(th *Thread, req int, sig syscall.Signal) bool {
 // registers (a path call would reach the host path the guest named), so th's whole process is
 // killed (SIGKILL takes the thread group) and the failure reported.
 func (t *Tracer) setRegs(th *Thread, r *Regs) bool {
-	err := putRegs(th.Tid, r)
+	return t.writeRegs(th, nil, r)
+}
+
+// setChangedRegs is setRegs for registers that were was when read at this
+// stop: only those that changed are written (putChangedRegs).
+func (t *Tracer) setChangedRegs(th *Thread, was, r *Regs) bool {
+	return t.writeRegs(th, was, r)
+}
+
+func (t *Tracer) writeRegs(th *Thread, was, r *Regs) bool {
+	var err error
+	if was != nil {
+		err = putChangedRegs(th.Tid, was, r)
+	} else {
+		err = putRegs(th.Tid, r)
+	}
 	if err == nil {
 		return true
 	}

@@ -38,3 +38,7 @@ func putRegs(tid int, r *Regs) error {
 	iov := unix.Iovec{Base: (*byte)(unsafe.Pointer(&r.r)), Len: uint64(unsafe.Sizeof(r.r))}
 	return ptracePtr(unix.PTRACE_SETREGSET, tid, uintptr(unix.NT_PRSTATUS), unsafe.Pointer(&iov))
 }
+
+// putChangedRegs is putRegs: arm64 has no single-register write (its
+// PTRACE_POKEUSER does not reach the general registers).
+func putChangedRegs(tid int, was, r *Regs) error { return putRegs(tid, r) }

@@ -58,6 +58,7 @@ func (t *Tracer) enter(th *Thread) {
 	}
 	c.t = t
 	c.Entry = c.Regs
+	c.read = c.Regs
 	c.reset(th)
 	c.undoRewrites()
 	h.Enter(c)
@@ -66,7 +67,7 @@ func (t *Tracer) enter(th *Thread) {
 		return
 	}
 	if c.dirty {
-		if !t.setRegs(th, &c.Regs) {
+		if !t.setChangedRegs(th, &c.read, &c.Regs) {
 			return // killed: the call never runs with the guest's arguments
 		}
 		if th.pt != nil {

@@ -11,6 +11,10 @@
  *   swap-abs  the other thread swaps DIR/d with DIR/s (renameat2 RENAME_EXCHANGE); the reader
  *             opens the absolute path DIR/d/canary
  *   swap-rel  the same, the reader opening d/canary from DIR (its cwd)
+ *   swap-last the other thread swaps the file DIR/d/canary with DIR/d/lnk, a symlink to
+ *             HOSTDIR/canary (a missing file in the guest); the reader opens DIR/d/canary:
+ *             the last component, which droidroot found a file, is a symlink when the kernel
+ *             follows it
  *   rewrite   the reader opens the relative path in a buffer, d/canary, which the other thread
  *             turns into s/canary and back: droidroot leaves a relative path that the kernel
  *             resolves to the same file in guest memory, where the kernel reads it again
@@ -162,6 +166,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	(void)p;
+	unlink("d/lnk");
+	if (strcmp(mode, "swap-last") == 0 && symlink(hostcanary, "d/lnk") < 0) {
+		perror("symlink d/lnk");
+		return 1;
+	}
 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -182,7 +191,9 @@ int main(int argc, char **argv)
 	long n = 0;
 	while (now() < end) {
 		for (int k = 0; k < 64; k++, n++) {
-			if (strncmp(mode, "swap", 4) == 0) {
+			if (strcmp(mode, "swap-last") == 0) {
+				syscall(SYS_renameat2, AT_FDCWD, "d/canary", AT_FDCWD, "d/lnk", RENAME_EXCHANGE);
+			} else if (strncmp(mode, "swap", 4) == 0) {
 				syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "s", RENAME_EXCHANGE);
 			} else if (strcmp(mode, "rewrite") == 0) {
 				relbuf[0] = n & 1 ? 's' : 'd';
@@ -193,7 +204,9 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&stop, 1);
 	pthread_join(t, NULL);
-	if (strncmp(mode, "swap", 4) == 0 && (n & 1)) /* leave d a directory */
+	if (strcmp(mode, "swap-last") == 0 && (n & 1)) /* leave d/canary a file */
+		syscall(SYS_renameat2, AT_FDCWD, "d/canary", AT_FDCWD, "d/lnk", RENAME_EXCHANGE);
+	else if (strncmp(mode, "swap", 4) == 0 && (n & 1)) /* leave d a directory */
 		syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "s", RENAME_EXCHANGE);
 	printf("%s host=%ld decoy=%ld other=%ld\n", mode, host, decoy, other);
 	return 0;
