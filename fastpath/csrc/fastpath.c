@@ -1443,30 +1443,40 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 		count(fn, W_OPTION);
 		return FP_DEFER;
 	}
-	/* The last component is never followed here (O_NOFOLLOW: a symlink
-	 * gives ELOOP, and goes to the tracer, which follows it the guest's
-	 * way); O_CREAT|O_EXCL never follows it anyway (EEXIST). */
-	long r = tr(SYS_openat, t.parent.fd, (long)t.name, flags | O_NOFOLLOW, mode, 0, 0);
-	release(&t.parent);
-	if (r == -ELOOP || r == -EXDEV || (r == -ENOTDIR && (flags & O_DIRECTORY) && !(flags & O_NOFOLLOW))) {
-		/* A symlink (or one appeared meanwhile): with O_DIRECTORY the
-		 * kernel says ENOTDIR for it, as for any other non-directory. */
+	/* The last component is examined first (a symlink the open would
+	 * follow goes to the tracer). Not O_NOFOLLOW on the open itself: the
+	 * descriptor would keep it in its flags (F_GETFL, fdinfo), and a
+	 * reopen of /proc/self/fd/N with those flags would fail. */
+	struct stat st;
+	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	if (r == 0 && S_ISLNK(st.st_mode) && !(flags & O_NOFOLLOW)) {
+		release(&t.parent);
 		count(fn, W_SYMLINK);
 		return FP_DEFER;
 	}
-	if (r == -ENOENT && t.ancestor) {
-		count(fn, W_ERRNO); /* a directory that exists only for a bind point */
+	if (r == -ENOENT && (t.ancestor || !(flags & O_CREAT))) {
+		release(&t.parent);
+		if (t.ancestor) {
+			count(fn, W_ERRNO); /* a directory that exists only for a bind point */
+			return FP_DEFER;
+		}
+		count(fn, W_ANSWERED);
+		return -ENOENT;
+	}
+	if (r != 0 && r != -ENOENT) {
+		release(&t.parent);
+		count(fn, W_ERRNO);
 		return FP_DEFER;
 	}
-	if (r >= 0) {
-		/* A directory opened with O_DIRECTORY (opendir, fts) can be a
-		 * dirfd the library answers relative names under. */
-		struct stat st;
-		if ((flags & O_DIRECTORY) && tr(SYS_fstat, r, (long)&st, 0, 0, 0, 0) == 0 && S_ISDIR(st.st_mode))
-			remember_dir(r, st.st_dev, st.st_ino);
-		else
-			remember_dir(r, 0, 0);
+	int isdir = r == 0 && S_ISDIR(st.st_mode);
+	r = tr(SYS_openat, t.parent.fd, (long)t.name, flags, mode, 0, 0);
+	release(&t.parent);
+	if (r == -ELOOP || r == -EXDEV) {
+		count(fn, W_ERRNO); /* a symlink appeared meanwhile */
+		return FP_DEFER;
 	}
+	if (r >= 0)
+		remember_dir(r, isdir ? st.st_dev : 0, isdir ? st.st_ino : 0);
 	count(fn, W_ANSWERED);
 	return r;
 }
