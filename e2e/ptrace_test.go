@@ -221,3 +221,100 @@ func firstCallNr() int {
 	}
 	return 12 // brk
 }
+
+// gdbMask hides what differs between two gdb sessions of the same program: pids and thread
+// ids, addresses (droidroot's loader maps a PIE program in the mmap area, where the kernel
+// puts it at ELF_ET_DYN_BASE; the stack holds droidroot's environment variables), and the
+// frame a thread that was not stopped by the event happens to be in.
+var gdbMask = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`0x[0-9a-f]+`), "ADDR"},
+	{regexp.MustCompile(`\b\d{3,}\b`), "N"},
+	{regexp.MustCompile(`^(  \d+ +Thread ADDR \(LWP N\) "gdbtarget") .*`), "$1 FRAME"},
+}
+
+// TestGdb runs gdb (the Debian rootfs's gdb-minimal) on test/progs/gdbtarget.c in the debian
+// rootfs (issue 16): breakpoints on functions and backtraces, finish, step and next, an
+// inferior function call, a hardware watchpoint, memory writes, threads, a handled signal,
+// following a fork's child, and gdb -p attaching to a running process. Its output must be the
+// same gdb's in a real chroot, addresses and pids masked.
+func TestGdb(t *testing.T) {
+	needRoot(t)
+	needGuestPtrace(t)
+	root := rootfs(t, "debian")
+	if _, err := os.Stat(root + "/usr/bin/gdb"); err != nil {
+		missing(t, "the debian rootfs has no gdb: rebuild it (test/mkrootfs.sh debian)")
+	}
+	script := `set -e
+gcc -g -O0 -pthread -o /tmp/gdbtarget /mnt/work/gdbtarget.c
+g() { gdb -batch -nx "$@" 2>&1; echo "gdb: $?"; }
+echo "== break"
+g -ex 'break inner' -ex 'handle SIGUSR1 nostop noprint' -ex 'run' -ex 'bt' -ex 'info locals' -ex 'finish' -ex 'delete' -ex 'continue' --args /tmp/gdbtarget 3
+echo "== step, call, watch"
+g -ex 'start' -ex 'next' -ex 'step' -ex 'bt 1' -ex 'print inner(5)' -ex 'print counter' -ex 'watch counter' -ex 'continue' -ex 'continue' -ex 'delete' -ex 'info registers pc' -ex 'x/2i $pc' -ex 'set var counter = 42' -ex 'print counter' -ex 'kill' --args /tmp/gdbtarget 3
+echo "== threads"
+g -ex 'break worker' -ex 'handle SIGUSR1 nostop noprint' -ex 'run' -ex 'info threads' -ex 'bt 1' -ex 'continue' --args /tmp/gdbtarget 3
+echo "== signal"
+g -ex 'break on_usr1' -ex 'run' -ex 'continue' -ex 'bt 1' -ex 'continue' --args /tmp/gdbtarget 3
+echo "== fork"
+g -ex 'set follow-fork-mode child' -ex 'handle SIGUSR1 nostop noprint' -ex 'break child_main' -ex 'run 1 >/tmp/fork.out' -ex 'bt' -ex 'continue' --args /tmp/gdbtarget
+for i in $(seq 100); do grep -q child /tmp/fork.out && break; sleep 0.1; done
+cat /tmp/fork.out
+echo "== attach"
+/tmp/gdbtarget wait /tmp/ready &
+p=$!
+while [ ! -e /tmp/ready ]; do sleep 0.05; done
+g -p $p -ex 'bt 2' -ex 'info proc' -ex 'print counter' -ex 'detach'
+kill $p; wait $p || echo "target: signal $(($? - 128))"`
+	// What must be there, whatever the oracle says (gdb could fail the same way in both).
+	musts := []string{
+		"Breakpoint 1, inner (x=0) at /mnt/work/gdbtarget.c:24\n",
+		"#1  ADDR in outer (n=3) at /mnt/work/gdbtarget.c:33\n#2  ADDR in main (argc=2, argv=ADDR) at /mnt/work/gdbtarget.c:69\n",
+		"Value returned is $1 = 1\n",
+		"outer(3) = 12\nthread: 5\nchild: 1, counter 22\n[Inferior 1 (process N) exited normally]\n",
+		"Temporary breakpoint 1, main (argc=2, argv=ADDR) at /mnt/work/gdbtarget.c:62\n",
+		"$1 = 15\n", // inner(5) called by gdb
+		"Old value = 15\nNew value = 18\ninner (x=1) at /mnt/work/gdbtarget.c:26\n",
+		"$2 = 42\n",
+		`Thread 2 "gdbtarget" hit Breakpoint 1, worker (arg=ADDR) at /mnt/work/gdbtarget.c:39` + "\n",
+		`Thread 1 "gdbtarget" received signal SIGUSR1, User defined signal 1.` + "\n",
+		`Thread 1 "gdbtarget" hit Breakpoint 1, on_usr1 (sig=10) at /mnt/work/gdbtarget.c:46` + "\n",
+		`Thread 2.1 "gdbtarget" hit Breakpoint 1, child_main (n=1) at /mnt/work/gdbtarget.c:51` + "\n",
+		"[Inferior 2 (process N) exited with code 01]\n",
+		"outer(1) = 1\nthread: 5\nchild: 1, counter 13\n",
+		"#1  ADDR in wait_here () at /mnt/work/gdbtarget.c:57\n",
+		"exe = '/tmp/gdbtarget'\n$1 = 0\n[Inferior 1 (process N) detached]\n",
+		"target: signal 15\n",
+	}
+	var outs []string
+	for _, r := range runners {
+		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
+		var lines []string
+		for _, l := range strings.Split(res.Stdout, "\n") {
+			for _, m := range gdbMask {
+				l = m.re.ReplaceAllString(l, m.with)
+			}
+			lines = append(lines, l)
+		}
+		out := strings.Join(lines, "\n")
+		bad := res.Code != 0 || strings.Count(out, "gdb: 0\n") != 6
+		for _, m := range musts {
+			if !strings.Contains(out, m) {
+				t.Errorf("%s: no %q", r.Name, m)
+				bad = true
+			}
+		}
+		if bad {
+			t.Errorf("%s: got %s", r.Name, res)
+			if r.Name == "chroot" {
+				t.Fatal("the expectation is wrong: the chroot oracle disagrees")
+			}
+		}
+		outs = append(outs, out)
+	}
+	if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
+		t.Errorf("gdb in droidroot differs from gdb in a chroot (-chroot +droidroot):\n%s", diff)
+	}
+}

@@ -11,7 +11,7 @@
 set -euo pipefail
 
 suite=bookworm
-include=python3,git,tar,findutils,gcc,libc6-dev,strace
+include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal
 
 mirror() {
 	if [[ -n ${DROIDROOT_DEBIAN_MIRROR:-} ]]; then echo "$DROIDROOT_DEBIAN_MIRROR"; return; fi
