@@ -12,7 +12,7 @@
 set -euo pipefail
 
 suite=bookworm
-include=python3,git,tar,findutils,gcc,libc6-dev,strace
+include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal
 qemu=/usr/bin/qemu-aarch64-static
 binfmt=/proc/sys/fs/binfmt_misc
 entry=droidroot-aarch64
