@@ -32,7 +32,7 @@ func TestPtraceProbe(t *testing.T) {
 	rootfs(t, "debian")
 	script := `set -e
 gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
-/tmp/ptraceprobe traceme fork seize attach errors kill`
+/tmp/ptraceprobe traceme fork seize attach errors kill reporter`
 	want := `traceme: first stop SIGSTOP
 traceme: siginfo signo SIGSTOP
 traceme: getppid entry, regset nr ok
@@ -60,6 +60,16 @@ errors: wait with no children No child processes
 kill: held in a syscall stop
 kill: exit event
 kill: killed
+reporter: parent stop SIGSTOP
+reporter: parent in read yes, result -512, sp near ours
+reporter: peekdata ok
+reporter: process_vm_readv ok
+reporter: /proc/PID/mem ok
+reporter: maps name the program yes
+reporter: pokedata ok
+reporter: detach ok
+reporter: parent read 1, word 0x55
+reporter: reporter exited 0
 `
 	if runtime.GOARCH == "arm64" {
 		// At the exit stop x0 holds the result (0): the probe's register

@@ -11,14 +11,20 @@
  *   attach    PTRACE_ATTACH to a running child, DETACH, waitid
  *   errors    the errors of requests on non-tracees and of attaching to oneself
  *   kill      SIGKILL of a tracee held in a syscall stop: its exit event, then its death
+ *   reporter  a crash-reporter-style child attaches to its parent (which allows it with
+ *             PR_SET_PTRACER, as Yama's ptrace_scope 1 needs), waits for its stop, reads its
+ *             registers (blocked in read), its memory (PEEKDATA, process_vm_readv, /proc/PID/mem)
+ *             and /proc/PID/maps, changes a word (POKEDATA) and detaches
  */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -310,6 +316,92 @@ static void kill_held(void) {
 	printf("kill: %s\n", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? "killed" : "other end");
 }
 
+/* proc_state returns the state letter of process pid (/proc/PID/stat's third field). */
+static char proc_state(pid_t pid) {
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die("open stat");
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		die("read stat");
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static void reporter(void) {
+	int p2c[2], c2p[2];
+	if (pipe(p2c) < 0 || pipe(c2p) < 0)
+		die("pipe");
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		if (read(p2c[0], &c, 1) != 1)
+			die("read");
+		while (proc_state(parent) != 'S') /* until it sleeps in its read */
+			usleep(1000);
+		if (ptrace(PTRACE_ATTACH, parent, 0, 0) < 0)
+			die("ATTACH to the parent");
+		int st = waitfor(parent, 0);
+		printf("reporter: parent stop %s\n", WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP ? "SIGSTOP" : "other");
+		struct user_regs_struct r;
+		struct iovec iov = {&r, sizeof r};
+		if (ptrace(PTRACE_GETREGSET, parent, (void *)NT_PRSTATUS, &iov) < 0)
+			die("GETREGSET");
+#if defined(__x86_64__)
+		long nr = r.orig_rax, ret = r.rax;
+		unsigned long sp = r.rsp;
+#elif defined(__aarch64__)
+		long nr = r.regs[8], ret = r.regs[0];
+		unsigned long sp = r.sp;
+#endif
+		printf("reporter: parent in read %s, result %ld, sp %s\n", nr == SYS_read ? "yes" : "no", ret,
+		       sp > (unsigned long)&c - (1 << 20) && sp < (unsigned long)&c + (1 << 20) ? "near ours" : "elsewhere");
+		errno = 0;
+		long v = ptrace(PTRACE_PEEKDATA, parent, (void *)&word, 0);
+		printf("reporter: peekdata %s\n", v == 0x1122334455667788L ? "ok" : strerror(errno));
+		long w = 0;
+		struct iovec local = {&w, sizeof w}, remote = {(void *)&word, sizeof w};
+		printf("reporter: process_vm_readv %s\n", process_vm_readv(parent, &local, 1, &remote, 1, 0) == sizeof w && w == v ? "ok" : strerror(errno));
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/mem", parent);
+		int fd = open(path, O_RDONLY);
+		w = 0;
+		printf("reporter: /proc/PID/mem %s\n", fd >= 0 && pread(fd, &w, sizeof w, (off_t)(unsigned long)&word) == sizeof w && w == v ? "ok" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		snprintf(path, sizeof path, "/proc/%d/maps", parent);
+		FILE *f = fopen(path, "r");
+		char line[512];
+		int exe = 0;
+		while (f && fgets(line, sizeof line, f))
+			if (strstr(line, "/ptraceprobe\n")) /* a host path under droidroot */
+				exe++;
+		if (f)
+			fclose(f);
+		printf("reporter: maps name the program %s\n", exe > 0 ? "yes" : "no");
+		printf("reporter: pokedata %s\n", ptrace(PTRACE_POKEDATA, parent, (void *)&word, (void *)0x55L) == 0 ? "ok" : strerror(errno));
+		printf("reporter: detach %s\n", ptrace(PTRACE_DETACH, parent, 0, 0) == 0 ? "ok" : strerror(errno));
+		if (write(c2p[1], "x", 1) != 1)
+			die("write");
+		_exit(0);
+	}
+	prctl(PR_SET_PTRACER, pid, 0, 0, 0); /* EINVAL without Yama */
+	char c;
+	if (write(p2c[1], "x", 1) != 1)
+		die("write");
+	ssize_t n = read(c2p[0], &c, 1);
+	printf("reporter: parent read %zd, word %#lx\n", n, word);
+	int st = waitfor(pid, 0);
+	printf("reporter: reporter exited %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	word = 0x1122334455667788L;
+	close(p2c[0]), close(p2c[1]), close(c2p[0]), close(c2p[1]);
+}
+
 int main(int argc, char **argv) {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -330,6 +422,8 @@ int main(int argc, char **argv) {
 			errors();
 		else if (!strcmp(argv[i], "kill"))
 			kill_held();
+		else if (!strcmp(argv[i], "reporter"))
+			reporter();
 	}
 	return 0;
 }
