@@ -56,6 +56,8 @@ attach: after detach, peek ESRCH
 attach: waitid CLD_KILLED SIGTERM
 errors: CONT of a non-tracee No such process
 errors: ATTACH to itself Operation not permitted
+errors: SEIZE of itself with an address Input/output error
+errors: PR_SET_PTRACER of no task Invalid argument
 errors: wait with no children No child processes
 kill: held in a syscall stop
 kill: exit event

@@ -3,6 +3,8 @@ package emul
 import (
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -45,17 +47,44 @@ var layerOrder = []layer{
 	{"identity", func(c Config) bool { return c.Identity != nil || c.EmulateSetID }, func(e *Emulation, b *tableBuilder) {
 		addIdentity(b, e.cfg)
 	}},
-	{"ptrace", func(c Config) bool { return c.GuestPtrace }, func(_ *Emulation, b *tableBuilder) {
-		for name, h := range tracer.GuestPtrace() {
-			b.set(name, h)
-		}
-	}},
+	{"ptrace", func(c Config) bool { return c.GuestPtrace }, applyGuestPtrace},
 	{"real-ids", func(c Config) bool { return c.RealIDs && c.Identity == nil && !c.EmulateSetID && c.Android == nil }, applyRealIDs},
 	{"fastpath", func(c Config) bool { return c.FastPath != nil }, applyFastPath},
 	// Last: it sees the other emulations (androidOthers).
 	{"android", func(c Config) bool { return c.Android != nil }, func(e *Emulation, b *tableBuilder) {
 		addAndroid(e.cfg, b)
 	}},
+}
+
+// applyGuestPtrace: ptrace and the wait family emulated between guest
+// processes (tracer.GuestPtrace). Its prctl handler answers only
+// PR_SET_PTRACER: an earlier layer's prctl (identity) keeps the other
+// options, and the filter stops what either asks for.
+func applyGuestPtrace(_ *Emulation, b *tableBuilder) {
+	for name, h := range tracer.GuestPtrace() {
+		if old, ok := b.get(name); ok && name == "prctl" {
+			ours, theirs := h.Enter, old.Enter
+			old.Enter = func(c *tracer.Call) {
+				if c.Arg(0) == unix.PR_SET_PTRACER {
+					ours(c)
+					return
+				}
+				theirs(c)
+			}
+			old.TraceIf = mergeTraceIf(old.TraceIf, h.TraceIf)
+			h = old
+		}
+		b.set(name, h)
+	}
+}
+
+// mergeTraceIf is the TraceIf of a handler that serves two: the calls
+// either stops (nil, every call, unless both test the same argument).
+func mergeTraceIf(a, b *tracer.ArgMask) *tracer.ArgMask {
+	if a == nil || b == nil || a.Arg != b.Arg {
+		return nil
+	}
+	return &tracer.ArgMask{Arg: a.Arg, Mask: a.Mask | b.Mask}
 }
 
 // applyLink2Symlink: -l's hard links made of symlinks (link2symlink.go),

@@ -2,9 +2,6 @@ package tracer
 
 import (
 	"encoding/binary"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -113,7 +110,14 @@ type ptState struct {
 	// tracers counts the tracees of each emulated tracer process.
 	tracers map[int]int
 	exits   []ptExit
-	scope   int // Yama's ptrace_scope plus 1, 0 until read
+	// Yama (yama.go): yamaRead once ptrace_scope was read, yama when it
+	// exists, scope its value; ptracers are the PR_SET_PTRACER exceptions
+	// by tracee process. parentOf and capPtrace replace /proc in tests.
+	yamaRead, yama bool
+	scope          int
+	ptracers       map[int]ptracer
+	parentOf       func(pid int) int
+	capPtrace      func(pid int) bool
 	// gen counts, per process, the changes its waits must look at again
 	// (ptRequeueWaiters): a wait that asked the kernel while one came does
 	// not park on that answer.
@@ -140,6 +144,9 @@ func GuestPtrace() Table {
 		// The loader's call is taken at its stop (Tracer.enter): from
 		// anywhere else it is no call.
 		"droidroot_execstop": {Enter: func(c *Call) { c.Fail(unix.ENOSYS) }},
+		// PR_SET_PTRACER under Yama (yama.go); the filter stops no other
+		// common option.
+		"prctl": {Enter: func(c *Call) { c.t.ptPrctl(c) }, TraceIf: &ArgMask{Arg: 0, Mask: prSetPtracerBit}},
 	}
 }
 
@@ -651,34 +658,6 @@ func (t *Tracer) refuseSeccompStops(opts uint64) bool {
 	return true
 }
 
-// ptraceScope is Yama's ptrace_scope (0 without Yama).
-func (t *Tracer) ptraceScope() int {
-	if t.pt.scope == 0 {
-		t.pt.scope = 1 // read once; stored +1
-		if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				t.pt.scope = n + 1
-			}
-		}
-	}
-	return t.pt.scope - 1
-}
-
-// descendant reports whether process pid descends from process anc.
-func (t *Tracer) descendant(pid, anc int) bool {
-	for i := 0; i < 1024 && pid != 0; i++ {
-		if pid == anc {
-			return true
-		}
-		th := t.threads[pid]
-		if th == nil || th.Proc == nil {
-			return false
-		}
-		pid = th.Proc.Parent
-	}
-	return false
-}
-
 // ptraceEnter answers a guest's ptrace call.
 func (t *Tracer) ptraceEnter(c *Call) {
 	req := int(c.Arg(0))
@@ -691,8 +670,8 @@ func (t *Tracer) ptraceEnter(c *Call) {
 		if parent == nil {
 			parent = t.threads[me.Proc.Parent]
 		}
-		if me.pt != nil || parent == nil || parent.Proc == nil {
-			c.Fail(unix.EPERM) // already traced, or the parent is outside the guest
+		if me.pt != nil || parent == nil || parent.Proc == nil || !t.yamaMayTraceme(parent.Proc.Pid) {
+			c.Fail(unix.EPERM) // already traced, the parent is outside the guest, or Yama refuses
 			return
 		}
 		t.ptAttach(me, parent.Tid, parent.Proc.Pid, false, 0)
@@ -708,19 +687,14 @@ func (t *Tracer) ptraceEnter(c *Call) {
 				c.Fail(unix.ESRCH)
 			}
 			return
-		case target.Proc.Pid == me.Proc.Pid || target.pt != nil:
-			c.Fail(unix.EPERM)
-			return
 		case req == unix.PTRACE_SEIZE && (addr != 0 || data&^uint64(ptraceOptionsMask) != 0):
-			c.Fail(unix.EIO)
+			c.Fail(unix.EIO) // ptrace_attach checks the seize arguments first
 			return
 		case req == unix.PTRACE_SEIZE && t.refuseSeccompStops(data):
 			c.Fail(unix.EPERM)
 			return
-		}
-		switch scope := t.ptraceScope(); {
-		case scope >= 2, scope == 1 && !t.descendant(target.Proc.Pid, me.Proc.Pid):
-			c.Fail(unix.EPERM)
+		case target.Proc.Pid == me.Proc.Pid, !t.yamaMayAttach(me.Proc.Pid, target.Proc.Pid), target.pt != nil:
+			c.Fail(unix.EPERM) // its own thread group, Yama's refusal, already traced
 			return
 		}
 		if req == unix.PTRACE_SEIZE {

@@ -9,7 +9,8 @@
  *             and its exit, reported to the tracer, which is not its parent
  *   seize     PTRACE_SEIZE, INTERRUPT, a signal-delivery stop, a group stop, LISTEN, KILL
  *   attach    PTRACE_ATTACH to a running child, DETACH, waitid
- *   errors    the errors of requests on non-tracees and of attaching to oneself
+ *   errors    the errors of requests on non-tracees, of attaching to oneself, of
+ *             PR_SET_PTRACER naming no task (with or without Yama)
  *   kill      SIGKILL of a tracee held in a syscall stop: its exit event, then its death
  *   reporter  a crash-reporter-style child attaches to its parent (which allows it with
  *             PR_SET_PTRACER, as Yama's ptrace_scope 1 needs), waits for its stop, reads its
@@ -284,6 +285,12 @@ static void errors(void) {
 	errno = 0;
 	ptrace(PTRACE_ATTACH, getpid(), 0, 0);
 	printf("errors: ATTACH to itself %s\n", strerror(errno));
+	errno = 0;
+	ptrace(PTRACE_SEIZE, getpid(), (void *)8, 0);
+	printf("errors: SEIZE of itself with an address %s\n", strerror(errno));
+	errno = 0;
+	prctl(PR_SET_PTRACER, 0x3ffffff0, 0, 0, 0);
+	printf("errors: PR_SET_PTRACER of no task %s\n", strerror(errno));
 	kill(pid, SIGKILL);
 	waitfor(pid, 0);
 	errno = 0;

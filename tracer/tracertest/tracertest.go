@@ -206,6 +206,9 @@ type Options struct {
 	// NoSeccomp is tracer.Config.NoSeccomp: every syscall stops twice
 	// (ptrace-only mode, PROOT_NO_SECCOMP).
 	NoSeccomp bool
+	// YamaFile is tracer.Config.YamaFile: where the guest ptrace
+	// emulation reads Yama's ptrace_scope ("": the kernel's).
+	YamaFile string
 	// Env is added to the child's environment.
 	Env []string
 	// Verbose is the tracer's log level (logged to the test on failure).
@@ -491,6 +494,7 @@ func run(t testing.TB, o Options, steps []Step) (*Result, error) {
 		Creds:     o.Creds,
 		Android:   o.Android,
 		NoSeccomp: o.NoSeccomp,
+		YamaFile:  o.YamaFile,
 		Verbose:   o.Verbose,
 		Log:       &log,
 		Stdout:    stdout,
