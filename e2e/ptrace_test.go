@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -328,5 +329,46 @@ kill $p; wait $p || echo "target: signal $(($? - 128))"`
 	}
 	if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
 		t.Errorf("gdb in droidroot differs from gdb in a chroot (-chroot +droidroot):\n%s", diff)
+	}
+}
+
+// TestPtraceYama runs test/progs/ptraceprobe.c's yama check, who may attach under Yama's
+// ptrace_scope 1 as PR_SET_PTRACER exceptions say (a crash reporter and the process it
+// reports on), with CAP_SYS_PTRACE dropped: under droidroot with ptrace_scope 1 read from a
+// file of the test's (DROIDROOT_YAMA_FILE), and in a real chroot where the host's Yama has
+// ptrace_scope 1.
+func TestPtraceYama(t *testing.T) {
+	needRoot(t)
+	needGuestPtrace(t)
+	rootfs(t, "debian")
+	scope := filepath.Join(t.TempDir(), "ptrace_scope")
+	if err := os.WriteFile(scope, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DROIDROOT_YAMA_FILE", scope)
+	script := `set -e
+gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
+/tmp/ptraceprobe yama`
+	want := `yama: a child, no exception: Operation not permitted
+yama: the child named: attached
+yama: a grandchild, the child named: attached
+yama: a grandchild, no exception: Operation not permitted
+yama: a grandchild, any: attached
+yama: the parent to its child: attached
+yama: a child to its sibling: Operation not permitted
+`
+	hostScope, _ := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+	for _, r := range runners {
+		if r.Name == "chroot" && strings.TrimSpace(string(hostScope)) != "1" {
+			t.Logf("chroot: skipped, the host's Yama ptrace_scope is %q, not 1", strings.TrimSpace(string(hostScope)))
+			continue
+		}
+		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
+		if res.Stdout != want || res.Code != 0 {
+			t.Errorf("%s: got %s\nwant exit 0, stdout:\n%s", r.Name, res, want)
+			if r.Name == "chroot" {
+				t.Fatal("the expectation is wrong: the chroot oracle disagrees")
+			}
+		}
 	}
 }

@@ -670,7 +670,7 @@ func (t *Tracer) ptraceEnter(c *Call) {
 		if parent == nil {
 			parent = t.threads[me.Proc.Parent]
 		}
-		if me.pt != nil || parent == nil || parent.Proc == nil || !t.yamaMayTraceme(parent.Proc.Pid) {
+		if me.pt != nil || parent == nil || parent.Proc == nil || !t.yamaMayTraceme(parent.Tid) {
 			c.Fail(unix.EPERM) // already traced, the parent is outside the guest, or Yama refuses
 			return
 		}
@@ -693,7 +693,7 @@ func (t *Tracer) ptraceEnter(c *Call) {
 		case req == unix.PTRACE_SEIZE && t.refuseSeccompStops(data):
 			c.Fail(unix.EPERM)
 			return
-		case target.Proc.Pid == me.Proc.Pid, !t.yamaMayAttach(me.Proc.Pid, target.Proc.Pid), target.pt != nil:
+		case target.Proc.Pid == me.Proc.Pid, !t.yamaMayAttach(me.Tid, me.Proc.Pid, target.Proc.Pid), target.pt != nil:
 			c.Fail(unix.EPERM) // its own thread group, Yama's refusal, already traced
 			return
 		}

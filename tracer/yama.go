@@ -127,14 +127,18 @@ func (t *Tracer) parentOf(pid int) int {
 	return 0
 }
 
-// capPtrace reports whether process pid has CAP_SYS_PTRACE in its
-// effective set (droidroot's guests have the real capabilities droidroot
-// runs with).
-func (t *Tracer) capPtrace(pid int) bool {
+// capPtrace reports whether task tid has CAP_SYS_PTRACE in its effective
+// set: its emulated credentials when droidroot emulates them (-0, -i, the
+// set*id emulation), else its real ones (those droidroot runs with, as
+// capset changed them).
+func (t *Tracer) capPtrace(tid int) bool {
 	if t.pt.capPtrace != nil {
-		return t.pt.capPtrace(pid)
+		return t.pt.capPtrace(tid)
 	}
-	v, ok := procStatusField(pid, "CapEff:")
+	if th := t.threads[tid]; th != nil && t.cfg.Creds != nil {
+		return th.creds.Capable(unix.CAP_SYS_PTRACE)
+	}
+	v, ok := procStatusField(tid, "CapEff:")
 	if !ok {
 		return false
 	}
@@ -168,12 +172,13 @@ func (t *Tracer) descendant(pid, anc int) bool {
 	return false
 }
 
-// yamaMayAttach reports whether Yama lets process tracer attach to process
-// tracee (yama_ptrace_access_check, PTRACE_MODE_ATTACH): with scope 1 a
-// descendant, or a process the tracee's PR_SET_PTRACER exception names
-// (or a descendant of it), or one with CAP_SYS_PTRACE; with scope 2 only
-// CAP_SYS_PTRACE; with 3 nobody. No Yama, or scope 0: anyone.
-func (t *Tracer) yamaMayAttach(tracer, tracee int) bool {
+// yamaMayAttach reports whether Yama lets task tid of process tracer
+// attach to process tracee (yama_ptrace_access_check, PTRACE_MODE_ATTACH):
+// with scope 1 a descendant, or a process the tracee's PR_SET_PTRACER
+// exception names (or a descendant of it), or one with CAP_SYS_PTRACE;
+// with scope 2 only CAP_SYS_PTRACE; with 3 nobody. No Yama, or scope 0:
+// anyone.
+func (t *Tracer) yamaMayAttach(tid, tracer, tracee int) bool {
 	scope, ok := t.yamaScope()
 	if !ok {
 		return true
@@ -188,15 +193,15 @@ func (t *Tracer) yamaMayAttach(tracer, tracee int) bool {
 		if p, ok := t.pt.ptracers[tracee]; ok && (p.pid == ptracerAny || t.descendant(tracer, p.pid)) {
 			return true
 		}
-		return t.capPtrace(tracer)
+		return t.capPtrace(tid)
 	case 2:
-		return t.capPtrace(tracer)
+		return t.capPtrace(tid)
 	}
 	return false
 }
 
-// yamaMayTraceme reports whether Yama lets a process be traced by its
-// parent process parent (yama_ptrace_traceme): scope 2 needs the parent's
+// yamaMayTraceme reports whether Yama lets a task be traced by its parent,
+// task parent (yama_ptrace_traceme): scope 2 needs the parent's
 // CAP_SYS_PTRACE, scope 3 refuses.
 func (t *Tracer) yamaMayTraceme(parent int) bool {
 	scope, ok := t.yamaScope()

@@ -4,11 +4,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/ident"
 )
 
 // yamaTracer returns a tracer whose Yama has ptrace_scope scope (-1: no
 // Yama), whose processes descend as parents says, and in which the
-// processes of caps have CAP_SYS_PTRACE.
+// tasks of caps have CAP_SYS_PTRACE.
 func yamaTracer(t *testing.T, scope int, parents map[int]int, caps ...int) *Tracer {
 	file := filepath.Join(t.TempDir(), "ptrace_scope")
 	if scope >= 0 {
@@ -65,7 +69,7 @@ func TestYamaMayAttach(t *testing.T) {
 	for _, tc := range tests {
 		tr := yamaTracer(t, tc.scope, parents, tc.caps...)
 		tr.pt.ptracers = tc.ptracers
-		if got := tr.yamaMayAttach(tc.tracer, tc.tracee); got != tc.want {
+		if got := tr.yamaMayAttach(tc.tracer, tc.tracer, tc.tracee); got != tc.want {
 			t.Errorf("%s: %d may attach to %d: %v, want %v", tc.name, tc.tracer, tc.tracee, got, tc.want)
 		}
 	}
@@ -129,4 +133,19 @@ func TestProcStatus(t *testing.T) {
 		t.Errorf("tgidOf(nobody) = %d", g)
 	}
 	tr.capPtrace(os.Getpid()) // parses; the answer depends on who runs the test
+}
+
+// TestCapPtraceEmulated: with emulated credentials, CAP_SYS_PTRACE is the
+// calling thread's emulated one, not droidroot's.
+func TestCapPtraceEmulated(t *testing.T) {
+	tr := &Tracer{cfg: Config{Creds: &ident.Creds{}}, threads: map[int]*Thread{}}
+	th := &Thread{Tid: 5}
+	tr.threads[5] = th
+	if tr.capPtrace(5) {
+		t.Error("no capabilities: capable")
+	}
+	th.creds.CapEff = 1 << unix.CAP_SYS_PTRACE
+	if !tr.capPtrace(5) {
+		t.Error("CAP_SYS_PTRACE: not capable")
+	}
 }

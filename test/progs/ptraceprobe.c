@@ -16,10 +16,15 @@
  *             PR_SET_PTRACER, as Yama's ptrace_scope 1 needs), waits for its stop, reads its
  *             registers (blocked in read), its memory (PEEKDATA, process_vm_readv, /proc/PID/mem)
  *             and /proc/PID/maps, changes a word (POKEDATA) and detaches
+ *   yama      Yama's ptrace_scope 1 (run only where it is 1, or droidroot's DROIDROOT_YAMA_FILE
+ *             says so), CAP_SYS_PTRACE dropped: who may attach to the process as its
+ *             PR_SET_PTRACER exception says (none, its child, any), a child to a sibling, the
+ *             process to its child
  */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -409,6 +414,81 @@ static void reporter(void) {
 	close(p2c[0]), close(p2c[1]), close(c2p[0]), close(c2p[1]);
 }
 
+/* attach_to tries PTRACE_ATTACH of process target, waits for its stop and detaches. */
+static const char *attach_to(pid_t target) {
+	if (ptrace(PTRACE_ATTACH, target, 0, 0) < 0)
+		return strerror(errno);
+	int st = waitfor(target, 0);
+	ptrace(PTRACE_DETACH, target, 0, 0);
+	return WIFSTOPPED(st) ? "attached" : "no stop";
+}
+
+/* yama_case: after prctl(PR_SET_PTRACER, how: 0, the child's pid (1) or ANY (2)), a child
+ * (or its own child, grandchild) attaches to this process, blocked in a read meanwhile. */
+static void yama_case(const char *name, int how, int grandchild) {
+	int p2c[2], c2p[2];
+	if (pipe(p2c) < 0 || pipe(c2p) < 0)
+		die("pipe");
+	pid_t me = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c, res[64];
+		if (read(p2c[0], &c, 1) != 1)
+			die("read");
+		pid_t g = grandchild ? fork() : 0;
+		if (g == 0) {
+			snprintf(res, sizeof res, "%s", attach_to(me));
+			if (write(c2p[1], res, strlen(res)) < 0)
+				die("write");
+			_exit(0);
+		}
+		waitfor(g, 0);
+		_exit(0);
+	}
+	long arg = how == 1 ? pid : how == 2 ? (long)PR_SET_PTRACER_ANY : 0;
+	if (prctl(PR_SET_PTRACER, arg, 0, 0, 0) < 0)
+		die("PR_SET_PTRACER");
+	if (write(p2c[1], "x", 1) != 1)
+		die("write");
+	char buf[64] = {0};
+	while (read(c2p[0], buf, sizeof buf - 1) < 0 && errno == EINTR)
+		;
+	printf("yama: %s: %s\n", name, buf);
+	waitfor(pid, 0);
+	prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+	close(p2c[0]), close(p2c[1]), close(c2p[0]), close(c2p[1]);
+}
+
+static void yama(void) {
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		die("capget");
+	d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+	d[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+	if (syscall(SYS_capset, &h, d) < 0)
+		die("capset");
+	yama_case("a child, no exception", 0, 0);
+	yama_case("the child named", 1, 0);
+	yama_case("a grandchild, the child named", 1, 1);
+	yama_case("a grandchild, no exception", 0, 1);
+	yama_case("a grandchild, any", 2, 1);
+	pid_t a = fork();
+	if (a == 0) {
+		for (;;)
+			pause();
+	}
+	printf("yama: the parent to its child: %s\n", attach_to(a));
+	pid_t b = fork();
+	if (b == 0) {
+		printf("yama: a child to its sibling: %s\n", attach_to(a));
+		_exit(0);
+	}
+	waitfor(b, 0);
+	kill(a, SIGKILL);
+	waitfor(a, 0);
+}
+
 int main(int argc, char **argv) {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -431,6 +511,8 @@ int main(int argc, char **argv) {
 			kill_held();
 		else if (!strcmp(argv[i], "reporter"))
 			reporter();
+		else if (!strcmp(argv[i], "yama"))
+			yama();
 	}
 	return 0;
 }
