@@ -33,7 +33,7 @@ func TestPtraceProbe(t *testing.T) {
 	rootfs(t, "debian")
 	script := `set -e
 gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
-/tmp/ptraceprobe traceme fork seize attach errors kill reporter`
+/tmp/ptraceprobe traceme fork seize attach errors kill reporter seccomp`
 	want := `traceme: first stop SIGSTOP
 traceme: siginfo signo SIGSTOP
 traceme: getppid entry, regset nr ok
@@ -73,6 +73,15 @@ reporter: pokedata ok
 reporter: detach ok
 reporter: parent read 1, word 0x55
 reporter: reporter exited 0
+seccomp: event, message 0x42, info size 84 op 3, nr getppid, ret_data 0x42
+seccomp: event, message 0x43, info size 84 op 3, nr uname, ret_data 0x43
+seccomp: event, message 0x44, info size 84 op 3, nr chdir, ret_data 0x44
+seccomp: chdir /tmp, then a syscall stop op 2 rval 0
+seccomp: event, message 0x45, info size 84 op 3, nr faccessat2, ret_data 0x45
+seccomp: tracee stops, options without TRACESECCOMP
+seccomp: tracee: getppid the parent, uname 77, chdir 0, cwd /tmp, faccessat2 0, getpid -1 Operation not permitted
+seccomp: tracee: then getppid -1 Function not implemented, faccessat2 -1 Function not implemented
+seccomp: tracee exited 0
 `
 	if runtime.GOARCH == "arm64" {
 		// At the exit stop x0 holds the result (0): the probe's register
@@ -104,7 +113,8 @@ var straceMask = []struct {
 
 // TestStrace runs strace -f of a shell that forks, execs and uses paths, in the debian rootfs:
 // every line must be what strace prints in a real chroot (pids and addresses masked): the
-// guest's paths, none of droidroot's (its loader, its fast path library, its rewritten paths).
+// guest's paths, none of droidroot's (its loader, its fast path library, its rewritten paths);
+// and again with strace --seccomp-bpf.
 func TestStrace(t *testing.T) {
 	needRoot(t)
 	needGuestPtrace(t)
@@ -113,34 +123,38 @@ func TestStrace(t *testing.T) {
 		missing(t, "the debian rootfs has no strace: rebuild it (test/mkrootfs.sh debian)")
 	}
 	// -ff: one file per process, so that the order of lines does not depend on scheduling.
-	script := `mkdir -p d/e && cd d && strace -ff -qq -o /tmp/log ` +
-		`-e trace=execve,chdir,openat,?readlink,readlinkat,getcwd,?mkdir,mkdirat,unlinkat,newfstatat,?access,faccessat,faccessat2,wait4,exit_group ` + // ?: not on arm64
-		`sh -c 'cd e; pwd; readlink /proc/self/exe; cat /etc/hostname; /bin/true; ls -d ../e; rm -f nothing'; echo "strace: $?"
+	// --seccomp-bpf: strace's own filter in the traced program stops the calls it traces
+	// (PTRACE_O_TRACESECCOMP), stacked on droidroot's.
+	for _, opt := range []string{"", "--seccomp-bpf "} {
+		script := `mkdir -p d/e && cd d && strace ` + opt + `-ff -qq -o /tmp/log ` +
+			`-e trace=execve,chdir,openat,?readlink,readlinkat,getcwd,?mkdir,mkdirat,unlinkat,newfstatat,?access,faccessat,faccessat2,wait4,exit_group ` + // ?: not on arm64
+			`sh -c 'cd e; pwd; readlink /proc/self/exe; cat /etc/hostname; /bin/true; ls -d ../e; rm -f nothing'; echo "strace: $?"
 for f in $(ls /tmp/log.* | sort -t. -k2 -n); do echo "== process"; grep -v -e 'locale' -e 'gconv' $f; done`
-	var outs []string
-	for _, r := range runners {
-		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
-		if res.Code != 0 || !strings.Contains(res.Stdout, "strace: 0\n") {
-			t.Fatalf("%s: got %s", r.Name, res)
-		}
-		var lines []string
-		for _, l := range strings.Split(res.Stdout, "\n") {
-			if strings.HasPrefix(l, "--- SIG") || strings.Contains(l, "WNOHANG") {
-				continue // when a signal arrives, and what the shell's handler then reaps, is scheduling
+		var outs []string
+		for _, r := range runners {
+			res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
+			if res.Code != 0 || !strings.Contains(res.Stdout, "strace: 0\n") {
+				t.Fatalf("%s: strace %s: got %s", r.Name, opt, res)
 			}
-			for _, m := range straceMask {
-				l = m.re.ReplaceAllString(l, m.with)
+			var lines []string
+			for _, l := range strings.Split(res.Stdout, "\n") {
+				if strings.HasPrefix(l, "--- SIG") || strings.Contains(l, "WNOHANG") {
+					continue // when a signal arrives, and what the shell's handler then reaps, is scheduling
+				}
+				for _, m := range straceMask {
+					l = m.re.ReplaceAllString(l, m.with)
+				}
+				lines = append(lines, l)
 			}
-			lines = append(lines, l)
+			outs = append(outs, strings.Join(lines, "\n"))
 		}
-		outs = append(outs, strings.Join(lines, "\n"))
-	}
-	if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
-		t.Errorf("strace -f in droidroot differs from strace -f in a chroot (-chroot +droidroot):\n%s", diff)
-	}
-	for _, bad := range []string{"/.droidroot/", "droidroot-loader", "libdroidroot", "ld.so.preload\", R_OK) = 0", "syscall_0x"} {
-		if strings.Contains(outs[1], bad) {
-			t.Errorf("droidroot's own %q shows in strace's output:\n%s", bad, outs[1])
+		if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
+			t.Errorf("strace %s-f in droidroot differs from strace -f in a chroot (-chroot +droidroot):\n%s", opt, diff)
+		}
+		for _, bad := range []string{"/.droidroot/", "droidroot-loader", "libdroidroot", "ld.so.preload\", R_OK) = 0", "syscall_0x"} {
+			if strings.Contains(outs[1], bad) {
+				t.Errorf("droidroot's own %q shows in strace %s's output:\n%s", bad, opt, outs[1])
+			}
 		}
 	}
 }

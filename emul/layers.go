@@ -3,8 +3,6 @@ package emul
 import (
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -57,25 +55,43 @@ var layerOrder = []layer{
 }
 
 // applyGuestPtrace: ptrace and the wait family emulated between guest
-// processes (tracer.GuestPtrace). Its prctl handler answers only
-// PR_SET_PTRACER: an earlier layer's prctl (identity) keeps the other
-// options, and the filter stops what either asks for.
+// processes (tracer.GuestPtrace). Its prctl handler (PR_SET_PTRACER,
+// PR_SET_SECCOMP) and seccomp handler (the guest's own filters) follow an
+// earlier layer's (the declaration's seccomp, identity's prctl), unless
+// that one answered the call, and the filter stops what either asks for.
 func applyGuestPtrace(_ *Emulation, b *tableBuilder) {
 	for name, h := range tracer.GuestPtrace() {
-		if old, ok := b.get(name); ok && name == "prctl" {
-			ours, theirs := h.Enter, old.Enter
-			old.Enter = func(c *tracer.Call) {
-				if c.Arg(0) == unix.PR_SET_PTRACER {
-					ours(c)
-					return
-				}
-				theirs(c)
-			}
-			old.TraceIf = mergeTraceIf(old.TraceIf, h.TraceIf)
-			h = old
+		if old, ok := b.get(name); ok {
+			h = chainHandlers(old, h)
 		}
 		b.set(name, h)
 	}
+}
+
+// chainHandlers is one handler doing a's work, then b's when a did not
+// answer the call (entry), or both (exit).
+func chainHandlers(a, b tracer.Handler) tracer.Handler {
+	h := a
+	if a.Enter != nil && b.Enter != nil {
+		h.Enter = func(c *tracer.Call) {
+			a.Enter(c)
+			if !c.Answered() {
+				b.Enter(c)
+			}
+		}
+	} else if b.Enter != nil {
+		h.Enter = b.Enter
+	}
+	if a.Exit != nil && b.Exit != nil {
+		h.Exit = func(c *tracer.Call) {
+			a.Exit(c)
+			b.Exit(c)
+		}
+	} else if b.Exit != nil {
+		h.Exit = b.Exit
+	}
+	h.TraceIf = mergeTraceIf(a.TraceIf, b.TraceIf)
+	return h
 }
 
 // mergeTraceIf is the TraceIf of a handler that serves two: the calls

@@ -82,7 +82,7 @@ func TestLayers(t *testing.T) {
 		}},
 		{"guest ptrace", Config{GuestPtrace: true}, map[string][]string{
 			"ptrace": {"ptrace"}, "wait4": {"ptrace"}, "waitid": {"ptrace"}, "droidroot_execstop": {"ptrace"},
-			"prctl": {"ptrace"},
+			"prctl": {"ptrace"}, "seccomp": {"base", "ptrace"},
 		}},
 		{"robust list", Config{EmulateRobustList: true}, map[string][]string{
 			"set_robust_list": {"robust-list"}, "get_robust_list": {"robust-list"},
@@ -142,8 +142,8 @@ func TestLayersAndroid(t *testing.T) {
 }
 
 // TestPrctlTraceIf: the layers that trace prctl share one handler, and the filter stops
-// the options each of them needs: PR_SET_PTRACER for guest ptrace, PR_SET_SECCOMP for the
-// fast path, every option for the identity's KEEPCAPS.
+// the options each of them needs: PR_SET_PTRACER and PR_SET_SECCOMP for guest ptrace,
+// PR_SET_SECCOMP for the fast path, every option for the identity's KEEPCAPS.
 func TestPrctlTraceIf(t *testing.T) {
 	fp := func() *FastPath { return &FastPath{Lib: fastpath.Config{Root: "/"}, Dir: t.TempDir()} }
 	for _, tc := range []struct {
@@ -151,7 +151,7 @@ func TestPrctlTraceIf(t *testing.T) {
 		cfg  Config
 		want *tracer.ArgMask
 	}{
-		{"ptrace", Config{GuestPtrace: true}, &tracer.ArgMask{Arg: 0, Mask: 0x40000000}},
+		{"ptrace", Config{GuestPtrace: true}, &tracer.ArgMask{Arg: 0, Mask: 0x40000010}},
 		{"ptrace, fast path", Config{GuestPtrace: true, FastPath: fp()}, &tracer.ArgMask{Arg: 0, Mask: 0x40000010}},
 		{"fast path", Config{FastPath: fp()}, &tracer.ArgMask{Arg: 0, Mask: 0x10}},
 		{"ptrace, set*id", Config{GuestPtrace: true, EmulateSetID: true}, nil},

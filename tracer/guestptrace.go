@@ -82,6 +82,7 @@ const (
 	ptSyscallExit
 	ptEvent
 	ptGroup
+	ptSeccomp // PTRACE_EVENT_SECCOMP of a guest's own filter (guestseccomp.go)
 )
 
 // ptStop is one emulated stop of a tracee.
@@ -144,9 +145,28 @@ func GuestPtrace() Table {
 		// The loader's call is taken at its stop (Tracer.enter): from
 		// anywhere else it is no call.
 		"droidroot_execstop": {Enter: func(c *Call) { c.Fail(unix.ENOSYS) }},
-		// PR_SET_PTRACER under Yama (yama.go); the filter stops no other
-		// common option.
-		"prctl": {Enter: func(c *Call) { c.t.ptPrctl(c) }, TraceIf: &ArgMask{Arg: 0, Mask: prSetPtracerBit}},
+		// PR_SET_PTRACER under Yama (yama.go), PR_SET_SECCOMP's filters
+		// (guestseccomp.go); the filter stops no other common option.
+		"prctl": {
+			Enter: func(c *Call) {
+				if c.Arg(0) == unix.PR_SET_SECCOMP && c.Arg(1) == unix.SECCOMP_MODE_FILTER {
+					c.t.ptFilterEnter(c, 2)
+					return
+				}
+				c.t.ptPrctl(c)
+			},
+			Exit:    func(c *Call) { c.t.ptFilterExit(c, false) },
+			TraceIf: &ArgMask{Arg: 0, Mask: prSetPtracerBit | prSetSeccompBit},
+		},
+		// The guest's own filters, for PTRACE_O_TRACESECCOMP.
+		"seccomp": {
+			Enter: func(c *Call) {
+				if c.Arg(0) == unix.SECCOMP_SET_MODE_FILTER {
+					c.t.ptFilterEnter(c, 2)
+				}
+			},
+			Exit: func(c *Call) { c.t.ptFilterExit(c, c.Entry.Arg(1)&unix.SECCOMP_FILTER_FLAG_TSYNC != 0) },
+		},
 	}
 }
 
@@ -645,17 +665,11 @@ func (t *Tracer) ptExited(tid int, th *Thread, ws unix.WaitStatus) {
 	}
 }
 
-// refuseSeccompStops reports whether options ask for the seccomp stops of a
-// guest's own filter (PTRACE_O_TRACESECCOMP: a nested droidroot or proot,
-// strace --seccomp-bpf), which are not emulated: the tracee would run
-// its traced calls without its tracer. The caller is refused (EPERM) and
-// the reason logged (-v 1).
+// refuseSeccompStops reports whether options ask for
+// PTRACE_O_SUSPEND_SECCOMP, which the kernel refuses (EPERM) to a tracer
+// under a seccomp filter, as every guest process is (droidroot's).
 func (t *Tracer) refuseSeccompStops(opts uint64) bool {
-	if opts&unix.PTRACE_O_TRACESECCOMP == 0 {
-		return false
-	}
-	t.logf(1, "a guest tracer asked for seccomp stops (PTRACE_O_TRACESECCOMP: droidroot or proot nested in droidroot, strace --seccomp-bpf): not emulated yet, refused")
-	return true
+	return opts&unix.PTRACE_O_SUSPEND_SECCOMP != 0
 }
 
 // ptraceEnter answers a guest's ptrace call.
@@ -912,12 +926,12 @@ func (t *Tracer) ptRegset(c *Call, req int, target *Thread, nt, data uint64) {
 func (t *Tracer) ptSyscallInfo(target *Thread) []byte {
 	var r Regs
 	getRegs(target.Tid, &r)
-	return syscallInfo(target.pt.stop.kind, &r)
+	return syscallInfo(target.pt.stop.kind, &r, uint32(target.pt.stop.msg))
 }
 
 // syscallInfo encodes struct ptrace_syscall_info for a stop of kind k with
-// registers r.
-func syscallInfo(k ptKind, r *Regs) []byte {
+// registers r (a seccomp stop: its filter's data retData).
+func syscallInfo(k ptKind, r *Regs, retData uint32) []byte {
 	b := make([]byte, 88)
 	le := binary.LittleEndian
 	le.PutUint32(b[4:], ptAuditArch)
@@ -931,6 +945,14 @@ func syscallInfo(k ptKind, r *Regs) []byte {
 			le.PutUint64(b[32+8*i:], r.Arg(i))
 		}
 		return b[:80]
+	case ptSeccomp:
+		b[0] = syscallInfoSeccomp
+		le.PutUint64(b[24:], uint64(int64(r.Nr())))
+		for i := 0; i < 6; i++ {
+			le.PutUint64(b[32+8*i:], r.Arg(i))
+		}
+		le.PutUint32(b[80:], retData)
+		return b[:84]
 	case ptSyscallExit:
 		b[0] = syscallInfoExit
 		ret := r.Ret()

@@ -16,6 +16,11 @@
  *             PR_SET_PTRACER, as Yama's ptrace_scope 1 needs), waits for its stop, reads its
  *             registers (blocked in read), its memory (PEEKDATA, process_vm_readv, /proc/PID/mem)
  *             and /proc/PID/maps, changes a word (POKEDATA) and detaches
+ *   seccomp   PTRACE_O_TRACESECCOMP with the tracee's own filter (RET_TRACE with data for
+ *             getppid, uname, chdir; RET_ERRNO for getpid): the event stops, GETEVENTMSG,
+ *             GET_SYSCALL_INFO's seccomp op, a call skipped with a result of the tracer's, a path
+ *             call followed to its exit, faccessat2 (which Android's policy blocks), no stop for
+ *             RET_ERRNO, and ENOSYS once the tracer drops the option
  *   yama      Yama's ptrace_scope 1 (run only where it is 1, or droidroot's DROIDROOT_YAMA_FILE
  *             says so), CAP_SYS_PTRACE dropped: who may attach to the process as its
  *             PR_SET_PTRACER exception says (none, its child, any), a child to a sibling, the
@@ -24,7 +29,11 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +44,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -489,6 +499,124 @@ static void yama(void) {
 	waitfor(a, 0);
 }
 
+#if defined(__x86_64__)
+#define PROBE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define PROBE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* skip_call makes the call pid is stopped at (a seccomp stop) not run and return ret. */
+static void skip_call(pid_t pid, long ret) {
+	struct user_regs_struct r;
+	struct iovec iov = {&r, sizeof r};
+	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &iov) < 0)
+		die("GETREGSET");
+#if defined(__x86_64__)
+	r.orig_rax = -1;
+	r.rax = ret;
+#elif defined(__aarch64__)
+	int nr = -1;
+	struct iovec niov = {&nr, sizeof nr};
+	if (ptrace(PTRACE_SETREGSET, pid, (void *)NT_ARM_SYSTEM_CALL, &niov) < 0)
+		die("SETREGSET NT_ARM_SYSTEM_CALL");
+	r.regs[0] = ret;
+#endif
+	if (ptrace(PTRACE_SETREGSET, pid, (void *)NT_PRSTATUS, &iov) < 0)
+		die("SETREGSET");
+}
+
+static void seccomp_stops(void) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		pid_t self = getpid(), parent = getppid(); /* the filter traces or refuses them */
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROBE_AUDIT_ARCH, 1, 0),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | 0x42),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_uname, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | 0x43),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_chdir, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | 0x44),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_faccessat2, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | 0x45),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpid, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			die("seccomp");
+		long a = syscall(SYS_getppid);
+		struct utsname u;
+		long b = syscall(SYS_uname, &u);
+		long c = syscall(SYS_chdir, "/tmp");
+		char cwd[64] = "";
+		if (!getcwd(cwd, sizeof cwd))
+			die("getcwd");
+		long fa = syscall(SYS_faccessat2, AT_FDCWD, "/tmp", R_OK, 0); /* Android blocks it */
+		errno = 0;
+		long d = syscall(SYS_getpid);
+		int derr = errno;
+		syscall(SYS_tgkill, self, self, SIGSTOP); /* the tracer drops PTRACE_O_TRACESECCOMP */
+		errno = 0;
+		long e = syscall(SYS_getppid);
+		int eerr = errno;
+		errno = 0;
+		long fb = syscall(SYS_faccessat2, AT_FDCWD, "/tmp", R_OK, 0);
+		printf("seccomp: tracee: getppid %s, uname %ld, chdir %ld, cwd %s, faccessat2 %ld, getpid %ld %s\n",
+		       a == parent ? "the parent" : "other", b, c, cwd, fa, d, strerror(derr));
+		printf("seccomp: tracee: then getppid %ld %s, faccessat2 %ld %s\n", e, strerror(eerr), fb, strerror(errno));
+		_exit(0);
+	}
+	waitfor(pid, 0);
+	ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESECCOMP | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL);
+	ptrace(PTRACE_CONT, pid, 0, 0);
+	for (;;) {
+		int st = waitfor(pid, 0);
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			printf("seccomp: tracee exited %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+			break;
+		}
+		if (WSTOPSIG(st) == SIGSTOP) {
+			printf("seccomp: tracee stops, options without TRACESECCOMP\n");
+			ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL);
+			ptrace(PTRACE_CONT, pid, 0, 0);
+			continue;
+		}
+		if (st >> 8 != (SIGTRAP | PTRACE_EVENT_SECCOMP << 8)) {
+			printf("seccomp: other stop %#x\n", st);
+			ptrace(PTRACE_CONT, pid, 0, 0);
+			continue;
+		}
+		unsigned long msg = 0;
+		ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg);
+		struct __ptrace_syscall_info si;
+		memset(&si, 0, sizeof si);
+		long n = ptrace(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof si, &si);
+		printf("seccomp: event, message %#lx, info size %ld op %d, nr %s, ret_data %#x\n", msg, n, si.op,
+		       si.seccomp.nr == SYS_getppid ? "getppid" : si.seccomp.nr == SYS_uname ? "uname" : si.seccomp.nr == SYS_chdir ? "chdir" : si.seccomp.nr == SYS_faccessat2 ? "faccessat2" : "other",
+		       si.seccomp.ret_data);
+		if (msg == 0x43) {
+			skip_call(pid, 77);
+		} else if (msg == 0x44) {
+			char path[16];
+			read_string(pid, si.seccomp.args[0], path, sizeof path);
+			ptrace(PTRACE_SYSCALL, pid, 0, 0);
+			st = waitfor(pid, 0);
+			long nr = 0, rval = -1;
+			unsigned long arg0;
+			int op = WSTOPSIG(st) == (SIGTRAP | 0x80) ? syscall_info(pid, &nr, &rval, &arg0) : -1;
+			printf("seccomp: chdir %s, then a syscall stop op %d rval %ld\n", path, op, rval);
+		}
+		ptrace(PTRACE_CONT, pid, 0, 0);
+	}
+}
+
 int main(int argc, char **argv) {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -513,6 +641,8 @@ int main(int argc, char **argv) {
 			reporter();
 		else if (!strcmp(argv[i], "yama"))
 			yama();
+		else if (!strcmp(argv[i], "seccomp"))
+			seccomp_stops();
 	}
 	return 0;
 }
