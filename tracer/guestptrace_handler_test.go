@@ -1,8 +1,10 @@
 package tracer_test
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -119,4 +121,71 @@ func TestGuestPtracePrctl(t *testing.T) {
 			}
 		}
 	})
+}
+
+// traceGetppid is a seccomp filter that answers RET_TRACE|7 for getppid
+// and lets every other call (and other arches) through.
+func traceGetppid() []byte {
+	nr, _ := seccomp.NativeABI(runtime.GOARCH).Nr("getppid")
+	arch := uint32(unix.AUDIT_ARCH_X86_64)
+	if runtime.GOARCH == "arm64" {
+		arch = unix.AUDIT_ARCH_AARCH64
+	}
+	ins := []struct {
+		op     uint16
+		jt, jf uint8
+		k      uint32
+	}{
+		{unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, 0, 0, 4},
+		{unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, 1, 0, arch},
+		{unix.BPF_RET | unix.BPF_K, 0, 0, unix.SECCOMP_RET_ALLOW},
+		{unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, 0, 0, 0},
+		{unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, 0, 1, uint32(nr)},
+		{unix.BPF_RET | unix.BPF_K, 0, 0, unix.SECCOMP_RET_TRACE | 7},
+		{unix.BPF_RET | unix.BPF_K, 0, 0, unix.SECCOMP_RET_ALLOW},
+	}
+	b := make([]byte, 8*len(ins))
+	for i, in := range ins {
+		binary.LittleEndian.PutUint16(b[8*i:], in.op)
+		b[8*i+2], b[8*i+3] = in.jt, in.jf
+		binary.LittleEndian.PutUint32(b[8*i+4:], in.k)
+	}
+	return b
+}
+
+// TestGuestSeccompFilter: a filter the guest installs (seccomp, or prctl
+// PR_SET_SECCOMP) is followed: its RET_TRACE for getppid, with no emulated
+// tracer asking for PTRACE_O_TRACESECCOMP, fails the call with ENOSYS, as
+// the kernel does (the oracle), and other calls run.
+func TestGuestSeccompFilter(t *testing.T) {
+	for _, how := range []string{"seccomp", "prctl"} {
+		t.Run(how, func(t *testing.T) {
+			install := tt.Call("seccomp", tt.Int(unix.SECCOMP_SET_MODE_FILTER), tt.Int(0), tt.Fprog(traceGetppid()))
+			if how == "prctl" {
+				install = tt.Call("prctl", tt.Int(unix.PR_SET_SECCOMP), tt.Int(unix.SECCOMP_MODE_FILTER), tt.Fprog(traceGetppid()), tt.Int(0), tt.Int(0))
+			}
+			steps := []tt.Step{
+				tt.Call("getppid"),
+				tt.Call("prctl", tt.Int(unix.PR_SET_NO_NEW_PRIVS), tt.Int(1), tt.Int(0), tt.Int(0), tt.Int(0)),
+				install,
+				tt.Call("getppid"),
+				tt.Call("getpid"),
+			}
+			r := tt.Run(t, tt.Options{Table: tracer.GuestPtrace()}, steps...)
+			if len(r.Steps) != len(steps) {
+				t.Fatalf("the child made %d of %d steps: %s", len(r.Steps), len(steps), r.Stderr)
+			}
+			if r.Steps[0].Ret <= 0 || r.Steps[2].Ret != 0 || r.Steps[3].Errno() != unix.ENOSYS || r.Steps[4].Ret <= 0 {
+				t.Errorf("getppid %d, install %d, then getppid %d, getpid %d; want >0, 0, ENOSYS, >0",
+					r.Steps[0].Ret, r.Steps[2].Ret, r.Steps[3].Ret, r.Steps[4].Ret)
+			}
+			if s, ok := r.EntryOf(2); !ok || s.Answered {
+				t.Errorf("the install: stopped %v, answered %v; want a stop, run by the kernel", ok, s.Answered)
+			}
+			o := tt.Oracle(t, tt.OracleOptions{Root: "/"}, steps...)
+			if len(o) != len(steps) || o[3].Errno() != unix.ENOSYS || o[2].Ret != 0 {
+				t.Errorf("the kernel: %+v", o)
+			}
+		})
+	}
 }
