@@ -203,7 +203,9 @@ func (t *Tracer) ptGuestSigsys(th *Thread, s sigsysInfo) bool {
 	if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
 		return false
 	}
-	ret, ok := guestVerdict(th.gfilters, &c.Regs)
+	r := c.Regs
+	r.SetNr(s.nr) // the number the policy trapped (siginfo's; a copy)
+	ret, ok := guestVerdict(th.gfilters, &r)
 	if !ok || ret&seccompRetActionFull != seccompRetTrace {
 		return false
 	}
