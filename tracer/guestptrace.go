@@ -118,7 +118,7 @@ type ptState struct {
 	scope          int
 	ptracers       map[int]ptracer
 	parentOf       func(pid int) int
-	capPtrace      func(pid int) bool
+	capPtrace      func(tid int) bool
 	// gen counts, per process, the changes its waits must look at again
 	// (ptRequeueWaiters): a wait that asked the kernel while one came does
 	// not park on that answer.

@@ -23,9 +23,23 @@ import (
 // the tracer left it: number -1 skips it). Without a tracer that asked for
 // the event the kernel fails the call with ENOSYS, and so does droidroot.
 
-// guestFilter is one seccomp filter a guest thread installed.
+// guestFilter is one seccomp filter a guest thread installed. canTrace:
+// it may answer RET_TRACE (a return of the accumulator may), else its
+// verdicts never make a stop of the guest's (sandboxes' filters, which
+// trap or fail calls, cost no run at droidroot's seccomp stops).
 type guestFilter struct {
-	vm *bpf.VM
+	vm       *bpf.VM
+	canTrace bool
+}
+
+// mayTrace reports whether one of filters fs may answer RET_TRACE.
+func mayTrace(fs []*guestFilter) bool {
+	for _, f := range fs {
+		if f != nil && f.canTrace {
+			return true
+		}
+	}
+	return false
 }
 
 // prSetSeccompBit is the bit of PR_SET_SECCOMP (22) the filter tests to
@@ -53,7 +67,18 @@ func newGuestFilter(b []byte) *guestFilter {
 	if err != nil {
 		return nil
 	}
-	return &guestFilter{vm: vm}
+	f := &guestFilter{vm: vm}
+	for _, in := range insns {
+		switch in := in.(type) {
+		case bpf.RetA:
+			f.canTrace = true
+		case bpf.RetConstant:
+			if in.Val&seccompRetActionFull == seccompRetTrace {
+				f.canTrace = true
+			}
+		}
+	}
+	return f
 }
 
 // seccompData is struct seccomp_data for registers r, as x/net/bpf's VM
@@ -161,6 +186,9 @@ func (t *Tracer) ptGuestSeccomp(th *Thread, r *Regs) bool {
 			return false // a blocked call droidroot restarted as this one
 		}
 	}
+	if !mayTrace(th.gfilters) {
+		return false
+	}
 	ret, ok := guestVerdict(th.gfilters, r)
 	if !ok || ret&seccompRetActionFull != seccompRetTrace {
 		return false
@@ -201,6 +229,9 @@ func (t *Tracer) ptGuestSeccomp(th *Thread, r *Regs) bool {
 func (t *Tracer) ptGuestSigsys(th *Thread, s sigsysInfo) bool {
 	c := &th.call
 	if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+		return false
+	}
+	if !mayTrace(th.gfilters) {
 		return false
 	}
 	r := c.Regs

@@ -114,3 +114,14 @@ func TestSyscallInfoSeccomp(t *testing.T) {
 		t.Errorf("seccomp: %x", b)
 	}
 }
+
+// TestMayTrace: a filter that never answers RET_TRACE (a sandbox's) makes
+// no verdict run; one that returns its accumulator may.
+func TestMayTrace(t *testing.T) {
+	errno := nrFilter(t, 39, unix.SECCOMP_RET_ERRNO|1)
+	trace := nrFilter(t, 39, unix.SECCOMP_RET_TRACE)
+	retA := newGuestFilter(filterBytes(t, bpf.LoadConstant{Dst: bpf.RegA, Val: unix.SECCOMP_RET_ALLOW}, bpf.RetA{}))
+	if mayTrace([]*guestFilter{errno}) || !mayTrace([]*guestFilter{errno, trace}) || !mayTrace([]*guestFilter{retA}) || mayTrace(nil) {
+		t.Error("wrong")
+	}
+}
