@@ -21,6 +21,9 @@
 //
 //	DROIDROOT_EMULATE_SETID=1  answer set*id, setgroups and get*id in the tracer without -0/-i,
 //	                           starting from the real ids (what Android needs; TestIdentitySetID)
+//	DROIDROOT_YAMA_FILE=F      the guest ptrace emulation reads Yama's ptrace_scope from F instead
+//	                           of /proc/sys/kernel/yama/ptrace_scope (a missing F: no Yama), so its
+//	                           rules run on a kernel without Yama (TestPtraceYama)
 //	DROIDROOT_EMULATE_ROBUST=1 emulate set_robust_list/get_robust_list as under the Android
 //	                           policy (TestRobustList sets it itself)
 //	DROIDROOT_EMULATE_AT2=1    droidroot answers faccessat2, fchmodat2, openat2 and close_range

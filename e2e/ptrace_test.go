@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -32,7 +33,7 @@ func TestPtraceProbe(t *testing.T) {
 	rootfs(t, "debian")
 	script := `set -e
 gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
-/tmp/ptraceprobe traceme fork seize attach errors kill`
+/tmp/ptraceprobe traceme fork seize attach errors kill reporter seccomp`
 	want := `traceme: first stop SIGSTOP
 traceme: siginfo signo SIGSTOP
 traceme: getppid entry, regset nr ok
@@ -56,10 +57,31 @@ attach: after detach, peek ESRCH
 attach: waitid CLD_KILLED SIGTERM
 errors: CONT of a non-tracee No such process
 errors: ATTACH to itself Operation not permitted
+errors: SEIZE of itself with an address Input/output error
+errors: PR_SET_PTRACER of no task Invalid argument
 errors: wait with no children No child processes
 kill: held in a syscall stop
 kill: exit event
 kill: killed
+reporter: parent stop SIGSTOP
+reporter: parent in read yes, result -512, sp near ours
+reporter: peekdata ok
+reporter: process_vm_readv ok
+reporter: /proc/PID/mem ok
+reporter: maps name the program yes
+reporter: pokedata ok
+reporter: detach ok
+reporter: parent read 1, word 0x55
+reporter: reporter exited 0
+seccomp: event, message 0x42, info size 84 op 3, nr getppid, ret_data 0x42
+seccomp: event, message 0x43, info size 84 op 3, nr uname, ret_data 0x43
+seccomp: event, message 0x44, info size 84 op 3, nr chdir, ret_data 0x44
+seccomp: chdir /tmp, then a syscall stop op 2 rval 0
+seccomp: event, message 0x45, info size 84 op 3, nr faccessat2, ret_data 0x45
+seccomp: tracee stops, options without TRACESECCOMP
+seccomp: tracee: getppid the parent, uname 77, chdir 0, cwd /tmp, faccessat2 0, getpid -1 Operation not permitted
+seccomp: tracee: then getppid -1 Function not implemented, faccessat2 -1 Function not implemented
+seccomp: tracee exited 0
 `
 	if runtime.GOARCH == "arm64" {
 		// At the exit stop x0 holds the result (0): the probe's register
@@ -91,7 +113,8 @@ var straceMask = []struct {
 
 // TestStrace runs strace -f of a shell that forks, execs and uses paths, in the debian rootfs:
 // every line must be what strace prints in a real chroot (pids and addresses masked): the
-// guest's paths, none of droidroot's (its loader, its fast path library, its rewritten paths).
+// guest's paths, none of droidroot's (its loader, its fast path library, its rewritten paths);
+// and again with strace --seccomp-bpf.
 func TestStrace(t *testing.T) {
 	needRoot(t)
 	needGuestPtrace(t)
@@ -100,34 +123,38 @@ func TestStrace(t *testing.T) {
 		missing(t, "the debian rootfs has no strace: rebuild it (test/mkrootfs.sh debian)")
 	}
 	// -ff: one file per process, so that the order of lines does not depend on scheduling.
-	script := `mkdir -p d/e && cd d && strace -ff -qq -o /tmp/log ` +
-		`-e trace=execve,chdir,openat,?readlink,readlinkat,getcwd,?mkdir,mkdirat,unlinkat,newfstatat,?access,faccessat,faccessat2,wait4,exit_group ` + // ?: not on arm64
-		`sh -c 'cd e; pwd; readlink /proc/self/exe; cat /etc/hostname; /bin/true; ls -d ../e; rm -f nothing'; echo "strace: $?"
+	// --seccomp-bpf: strace's own filter in the traced program stops the calls it traces
+	// (PTRACE_O_TRACESECCOMP), stacked on droidroot's.
+	for _, opt := range []string{"", "--seccomp-bpf "} {
+		script := `mkdir -p d/e && cd d && strace ` + opt + `-ff -qq -o /tmp/log ` +
+			`-e trace=execve,chdir,openat,?readlink,readlinkat,getcwd,?mkdir,mkdirat,unlinkat,newfstatat,?access,faccessat,faccessat2,wait4,exit_group ` + // ?: not on arm64
+			`sh -c 'cd e; pwd; readlink /proc/self/exe; cat /etc/hostname; /bin/true; ls -d ../e; rm -f nothing'; echo "strace: $?"
 for f in $(ls /tmp/log.* | sort -t. -k2 -n); do echo "== process"; grep -v -e 'locale' -e 'gconv' $f; done`
-	var outs []string
-	for _, r := range runners {
-		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
-		if res.Code != 0 || !strings.Contains(res.Stdout, "strace: 0\n") {
-			t.Fatalf("%s: got %s", r.Name, res)
-		}
-		var lines []string
-		for _, l := range strings.Split(res.Stdout, "\n") {
-			if strings.HasPrefix(l, "--- SIG") || strings.Contains(l, "WNOHANG") {
-				continue // when a signal arrives, and what the shell's handler then reaps, is scheduling
+		var outs []string
+		for _, r := range runners {
+			res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
+			if res.Code != 0 || !strings.Contains(res.Stdout, "strace: 0\n") {
+				t.Fatalf("%s: strace %s: got %s", r.Name, opt, res)
 			}
-			for _, m := range straceMask {
-				l = m.re.ReplaceAllString(l, m.with)
+			var lines []string
+			for _, l := range strings.Split(res.Stdout, "\n") {
+				if strings.HasPrefix(l, "--- SIG") || strings.Contains(l, "WNOHANG") {
+					continue // when a signal arrives, and what the shell's handler then reaps, is scheduling
+				}
+				for _, m := range straceMask {
+					l = m.re.ReplaceAllString(l, m.with)
+				}
+				lines = append(lines, l)
 			}
-			lines = append(lines, l)
+			outs = append(outs, strings.Join(lines, "\n"))
 		}
-		outs = append(outs, strings.Join(lines, "\n"))
-	}
-	if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
-		t.Errorf("strace -f in droidroot differs from strace -f in a chroot (-chroot +droidroot):\n%s", diff)
-	}
-	for _, bad := range []string{"/.droidroot/", "droidroot-loader", "libdroidroot", "ld.so.preload\", R_OK) = 0", "syscall_0x"} {
-		if strings.Contains(outs[1], bad) {
-			t.Errorf("droidroot's own %q shows in strace's output:\n%s", bad, outs[1])
+		if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
+			t.Errorf("strace %s-f in droidroot differs from strace -f in a chroot (-chroot +droidroot):\n%s", opt, diff)
+		}
+		for _, bad := range []string{"/.droidroot/", "droidroot-loader", "libdroidroot", "ld.so.preload\", R_OK) = 0", "syscall_0x"} {
+			if strings.Contains(outs[1], bad) {
+				t.Errorf("droidroot's own %q shows in strace %s's output:\n%s", bad, opt, outs[1])
+			}
 		}
 	}
 }
@@ -220,4 +247,142 @@ func firstCallNr() int {
 		return 214 // brk
 	}
 	return 12 // brk
+}
+
+// gdbMask hides what differs between two gdb sessions of the same program: pids and thread
+// ids, addresses (droidroot's loader maps a PIE program in the mmap area, where the kernel
+// puts it at ELF_ET_DYN_BASE; the stack holds droidroot's environment variables), and the
+// frame a thread that was not stopped by the event happens to be in.
+var gdbMask = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`0x[0-9a-f]+`), "ADDR"},
+	{regexp.MustCompile(`\b\d{3,}\b`), "N"},
+	{regexp.MustCompile(`^(  \d+ +Thread ADDR \(LWP N\) "gdbtarget") .*`), "$1 FRAME"},
+}
+
+// TestGdb runs gdb (the Debian rootfs's gdb-minimal) on test/progs/gdbtarget.c in the debian
+// rootfs (issue 16): breakpoints on functions and backtraces, finish, step and next, an
+// inferior function call, a hardware watchpoint, memory writes, threads, a handled signal,
+// following a fork's child, and gdb -p attaching to a running process. Its output must be the
+// same gdb's in a real chroot, addresses and pids masked.
+func TestGdb(t *testing.T) {
+	needRoot(t)
+	needGuestPtrace(t)
+	root := rootfs(t, "debian")
+	if _, err := os.Stat(root + "/usr/bin/gdb"); err != nil {
+		missing(t, "the debian rootfs has no gdb: rebuild it (test/mkrootfs.sh debian)")
+	}
+	script := `set -e
+gcc -g -O0 -pthread -o /tmp/gdbtarget /mnt/work/gdbtarget.c
+g() { gdb -batch -nx "$@" 2>&1; echo "gdb: $?"; }
+echo "== break"
+g -ex 'break inner' -ex 'handle SIGUSR1 nostop noprint' -ex 'run' -ex 'bt' -ex 'info locals' -ex 'finish' -ex 'delete' -ex 'continue' --args /tmp/gdbtarget 3
+echo "== step, call, watch"
+g -ex 'start' -ex 'next' -ex 'step' -ex 'bt 1' -ex 'print inner(5)' -ex 'print counter' -ex 'watch counter' -ex 'continue' -ex 'continue' -ex 'delete' -ex 'info registers pc' -ex 'x/2i $pc' -ex 'set var counter = 42' -ex 'print counter' -ex 'kill' --args /tmp/gdbtarget 3
+echo "== threads"
+g -ex 'break worker' -ex 'handle SIGUSR1 nostop noprint' -ex 'run' -ex 'info threads' -ex 'bt 1' -ex 'continue' --args /tmp/gdbtarget 3
+echo "== signal"
+g -ex 'break on_usr1' -ex 'run' -ex 'continue' -ex 'bt 1' -ex 'continue' --args /tmp/gdbtarget 3
+echo "== fork"
+g -ex 'set follow-fork-mode child' -ex 'handle SIGUSR1 nostop noprint' -ex 'break child_main' -ex 'run 1 >/tmp/fork.out' -ex 'bt' -ex 'continue' --args /tmp/gdbtarget
+for i in $(seq 100); do grep -q child /tmp/fork.out && break; sleep 0.1; done
+cat /tmp/fork.out
+echo "== attach"
+/tmp/gdbtarget wait /tmp/ready &
+p=$!
+while [ ! -e /tmp/ready ]; do sleep 0.05; done
+g -p $p -ex 'bt 2' -ex 'info proc' -ex 'print counter' -ex 'detach'
+kill $p; wait $p || echo "target: signal $(($? - 128))"`
+	// What must be there, whatever the oracle says (gdb could fail the same way in both).
+	musts := []string{
+		"Breakpoint 1, inner (x=0) at /mnt/work/gdbtarget.c:24\n",
+		"#1  ADDR in outer (n=3) at /mnt/work/gdbtarget.c:33\n#2  ADDR in main (argc=2, argv=ADDR) at /mnt/work/gdbtarget.c:69\n",
+		"Value returned is $1 = 1\n",
+		"outer(3) = 12\nthread: 5\nchild: 1, counter 22\n[Inferior 1 (process N) exited normally]\n",
+		"Temporary breakpoint 1, main (argc=2, argv=ADDR) at /mnt/work/gdbtarget.c:62\n",
+		"$1 = 15\n", // inner(5) called by gdb
+		"Old value = 15\nNew value = 18\ninner (x=1) at /mnt/work/gdbtarget.c:26\n",
+		"$2 = 42\n",
+		`Thread 2 "gdbtarget" hit Breakpoint 1, worker (arg=ADDR) at /mnt/work/gdbtarget.c:39` + "\n",
+		`Thread 1 "gdbtarget" received signal SIGUSR1, User defined signal 1.` + "\n",
+		`Thread 1 "gdbtarget" hit Breakpoint 1, on_usr1 (sig=10) at /mnt/work/gdbtarget.c:46` + "\n",
+		`Thread 2.1 "gdbtarget" hit Breakpoint 1, child_main (n=1) at /mnt/work/gdbtarget.c:51` + "\n",
+		"[Inferior 2 (process N) exited with code 01]\n",
+		"outer(1) = 1\nthread: 5\nchild: 1, counter 13\n",
+		"#1  ADDR in wait_here () at /mnt/work/gdbtarget.c:57\n",
+		"exe = '/tmp/gdbtarget'\n$1 = 0\n[Inferior 1 (process N) detached]\n",
+		"target: signal 15\n",
+	}
+	var outs []string
+	for _, r := range runners {
+		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
+		var lines []string
+		for _, l := range strings.Split(res.Stdout, "\n") {
+			for _, m := range gdbMask {
+				l = m.re.ReplaceAllString(l, m.with)
+			}
+			lines = append(lines, l)
+		}
+		out := strings.Join(lines, "\n")
+		bad := res.Code != 0 || strings.Count(out, "gdb: 0\n") != 6
+		for _, m := range musts {
+			if !strings.Contains(out, m) {
+				t.Errorf("%s: no %q", r.Name, m)
+				bad = true
+			}
+		}
+		if bad {
+			t.Errorf("%s: got %s", r.Name, res)
+			if r.Name == "chroot" {
+				t.Fatal("the expectation is wrong: the chroot oracle disagrees")
+			}
+		}
+		outs = append(outs, out)
+	}
+	if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
+		t.Errorf("gdb in droidroot differs from gdb in a chroot (-chroot +droidroot):\n%s", diff)
+	}
+}
+
+// TestPtraceYama runs test/progs/ptraceprobe.c's yama check, who may attach under Yama's
+// ptrace_scope 1 as PR_SET_PTRACER exceptions say (a crash reporter and the process it
+// reports on), with CAP_SYS_PTRACE dropped: under droidroot with ptrace_scope 1 read from a
+// file of the test's (DROIDROOT_YAMA_FILE), and in a real chroot where the host's Yama has
+// ptrace_scope 1.
+func TestPtraceYama(t *testing.T) {
+	needRoot(t)
+	needGuestPtrace(t)
+	rootfs(t, "debian")
+	scope := filepath.Join(t.TempDir(), "ptrace_scope")
+	if err := os.WriteFile(scope, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DROIDROOT_YAMA_FILE", scope)
+	script := `set -e
+gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
+/tmp/ptraceprobe yama`
+	want := `yama: a child, no exception: Operation not permitted
+yama: the child named: attached
+yama: a grandchild, the child named: attached
+yama: a grandchild, no exception: Operation not permitted
+yama: a grandchild, any: attached
+yama: the parent to its child: attached
+yama: a child to its sibling: Operation not permitted
+`
+	hostScope, _ := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+	for _, r := range runners {
+		if r.Name == "chroot" && strings.TrimSpace(string(hostScope)) != "1" {
+			t.Logf("chroot: skipped, the host's Yama ptrace_scope is %q, not 1", strings.TrimSpace(string(hostScope)))
+			continue
+		}
+		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
+		if res.Stdout != want || res.Code != 0 {
+			t.Errorf("%s: got %s\nwant exit 0, stdout:\n%s", r.Name, res, want)
+			if r.Name == "chroot" {
+				t.Fatal("the expectation is wrong: the chroot oracle disagrees")
+			}
+		}
+	}
 }

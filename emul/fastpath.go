@@ -122,6 +122,7 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 			prctlOff(c)
 			enter(c)
 		}
+		h.TraceIf = mergeTraceIf(h.TraceIf, &tracer.ArgMask{Arg: 0, Mask: prSetSeccompBit})
 		b.set("prctl", h)
 	} else {
 		b.set("prctl", tracer.Handler{Enter: prctlOff, TraceIf: &tracer.ArgMask{Arg: 0, Mask: prSetSeccompBit}})

@@ -45,17 +45,62 @@ var layerOrder = []layer{
 	{"identity", func(c Config) bool { return c.Identity != nil || c.EmulateSetID }, func(e *Emulation, b *tableBuilder) {
 		addIdentity(b, e.cfg)
 	}},
-	{"ptrace", func(c Config) bool { return c.GuestPtrace }, func(_ *Emulation, b *tableBuilder) {
-		for name, h := range tracer.GuestPtrace() {
-			b.set(name, h)
-		}
-	}},
+	{"ptrace", func(c Config) bool { return c.GuestPtrace }, applyGuestPtrace},
 	{"real-ids", func(c Config) bool { return c.RealIDs && c.Identity == nil && !c.EmulateSetID && c.Android == nil }, applyRealIDs},
 	{"fastpath", func(c Config) bool { return c.FastPath != nil }, applyFastPath},
 	// Last: it sees the other emulations (androidOthers).
 	{"android", func(c Config) bool { return c.Android != nil }, func(e *Emulation, b *tableBuilder) {
 		addAndroid(e.cfg, b)
 	}},
+}
+
+// applyGuestPtrace: ptrace and the wait family emulated between guest
+// processes (tracer.GuestPtrace). Its prctl handler (PR_SET_PTRACER,
+// PR_SET_SECCOMP) and seccomp handler (the guest's own filters) follow an
+// earlier layer's (the declaration's seccomp, identity's prctl), unless
+// that one answered the call, and the filter stops what either asks for.
+func applyGuestPtrace(_ *Emulation, b *tableBuilder) {
+	for name, h := range tracer.GuestPtrace() {
+		if old, ok := b.get(name); ok {
+			h = chainHandlers(old, h)
+		}
+		b.set(name, h)
+	}
+}
+
+// chainHandlers is one handler doing a's work, then b's when a did not
+// answer the call (entry), or both (exit).
+func chainHandlers(a, b tracer.Handler) tracer.Handler {
+	h := a
+	if a.Enter != nil && b.Enter != nil {
+		h.Enter = func(c *tracer.Call) {
+			a.Enter(c)
+			if !c.Answered() {
+				b.Enter(c)
+			}
+		}
+	} else if b.Enter != nil {
+		h.Enter = b.Enter
+	}
+	if a.Exit != nil && b.Exit != nil {
+		h.Exit = func(c *tracer.Call) {
+			a.Exit(c)
+			b.Exit(c)
+		}
+	} else if b.Exit != nil {
+		h.Exit = b.Exit
+	}
+	h.TraceIf = mergeTraceIf(a.TraceIf, b.TraceIf)
+	return h
+}
+
+// mergeTraceIf is the TraceIf of a handler that serves two: the calls
+// either stops (nil, every call, unless both test the same argument).
+func mergeTraceIf(a, b *tracer.ArgMask) *tracer.ArgMask {
+	if a == nil || b == nil || a.Arg != b.Arg {
+		return nil
+	}
+	return &tracer.ArgMask{Arg: a.Arg, Mask: a.Mask | b.Mask}
 }
 
 // applyLink2Symlink: -l's hard links made of symlinks (link2symlink.go),

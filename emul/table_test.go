@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/fastpath"
 	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tracer"
 )
 
 // TestTableNames checks every handler names a real syscall of a host ABI,
@@ -79,6 +82,7 @@ func TestLayers(t *testing.T) {
 		}},
 		{"guest ptrace", Config{GuestPtrace: true}, map[string][]string{
 			"ptrace": {"ptrace"}, "wait4": {"ptrace"}, "waitid": {"ptrace"}, "droidroot_execstop": {"ptrace"},
+			"prctl": {"ptrace"}, "seccomp": {"base", "ptrace"},
 		}},
 		{"robust list", Config{EmulateRobustList: true}, map[string][]string{
 			"set_robust_list": {"robust-list"}, "get_robust_list": {"robust-list"},
@@ -134,5 +138,36 @@ func TestLayersAndroid(t *testing.T) {
 		if diff := cmp.Diff(want, got[name]); diff != "" {
 			t.Errorf("%s: layers (-want +got):\n%s", name, diff)
 		}
+	}
+}
+
+// TestPrctlTraceIf: the layers that trace prctl share one handler, and the filter stops
+// the options each of them needs: PR_SET_PTRACER and PR_SET_SECCOMP for guest ptrace,
+// PR_SET_SECCOMP for the fast path, every option for the identity's KEEPCAPS.
+func TestPrctlTraceIf(t *testing.T) {
+	fp := func() *FastPath { return &FastPath{Lib: fastpath.Config{Root: "/"}, Dir: t.TempDir()} }
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want *tracer.ArgMask
+	}{
+		{"ptrace", Config{GuestPtrace: true}, &tracer.ArgMask{Arg: 0, Mask: 0x40000010}},
+		{"ptrace, fast path", Config{GuestPtrace: true, FastPath: fp()}, &tracer.ArgMask{Arg: 0, Mask: 0x40000010}},
+		{"fast path", Config{FastPath: fp()}, &tracer.ArgMask{Arg: 0, Mask: 0x10}},
+		{"ptrace, set*id", Config{GuestPtrace: true, EmulateSetID: true}, nil},
+		{"ptrace, set*id, fast path", Config{GuestPtrace: true, EmulateSetID: true, FastPath: fp()}, nil},
+	} {
+		h, ok := New(tc.cfg).Table["prctl"]
+		if !ok {
+			t.Errorf("%s: no prctl handler", tc.name)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, h.TraceIf); diff != "" {
+			t.Errorf("%s: TraceIf (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	// unix.PR_SET_PTRACER has the bit, PR_SET_SECCOMP and PR_SET_NAME have neither.
+	if unix.PR_SET_PTRACER&0x40000000 == 0 || unix.PR_SET_SECCOMP&0x40000000 != 0 || unix.PR_SET_NAME&0x40000010 != 0 {
+		t.Error("the prctl bits are wrong")
 	}
 }

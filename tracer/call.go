@@ -228,12 +228,15 @@ type pretranslated struct {
 // isPretranslated reports whether the call at this stop is the restart
 // th.pretranslated announced (and forgets it either way).
 func (th *Thread) isPretranslated(r *Regs) bool {
-	p := th.pretranslated
-	if p == nil {
-		return false
-	}
+	ok := th.pretranslatedMatch(r)
 	th.pretranslated = nil
-	if r.Nr() != p.nr {
+	return ok
+}
+
+// pretranslatedMatch is isPretranslated without using the restart up.
+func (th *Thread) pretranslatedMatch(r *Regs) bool {
+	p := th.pretranslated
+	if p == nil || r.Nr() != p.nr {
 		return false
 	}
 	for i, a := range p.args {

@@ -53,6 +53,7 @@ func (t *Tracer) forked(th *Thread, event int) {
 	}
 	ct.inSyscall = th.inSyscall
 	ct.creds = th.creds
+	ct.gfilters = th.gfilters
 	if flags&unix.CLONE_THREAD == 0 {
 		ct.Proc.Parent, ct.Proc.ParentTid = th.Proc.Pid, th.Tid
 		if flags&unix.CLONE_PARENT != 0 {

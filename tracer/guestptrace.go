@@ -2,9 +2,6 @@ package tracer
 
 import (
 	"encoding/binary"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -85,6 +82,7 @@ const (
 	ptSyscallExit
 	ptEvent
 	ptGroup
+	ptSeccomp // PTRACE_EVENT_SECCOMP of a guest's own filter (guestseccomp.go)
 )
 
 // ptStop is one emulated stop of a tracee.
@@ -113,7 +111,14 @@ type ptState struct {
 	// tracers counts the tracees of each emulated tracer process.
 	tracers map[int]int
 	exits   []ptExit
-	scope   int // Yama's ptrace_scope plus 1, 0 until read
+	// Yama (yama.go): yamaRead once ptrace_scope was read, yama when it
+	// exists, scope its value; ptracers are the PR_SET_PTRACER exceptions
+	// by tracee process. parentOf and capPtrace replace /proc in tests.
+	yamaRead, yama bool
+	scope          int
+	ptracers       map[int]ptracer
+	parentOf       func(pid int) int
+	capPtrace      func(tid int) bool
 	// gen counts, per process, the changes its waits must look at again
 	// (ptRequeueWaiters): a wait that asked the kernel while one came does
 	// not park on that answer.
@@ -140,6 +145,28 @@ func GuestPtrace() Table {
 		// The loader's call is taken at its stop (Tracer.enter): from
 		// anywhere else it is no call.
 		"droidroot_execstop": {Enter: func(c *Call) { c.Fail(unix.ENOSYS) }},
+		// PR_SET_PTRACER under Yama (yama.go), PR_SET_SECCOMP's filters
+		// (guestseccomp.go); the filter stops no other common option.
+		"prctl": {
+			Enter: func(c *Call) {
+				if c.Arg(0) == unix.PR_SET_SECCOMP && c.Arg(1) == unix.SECCOMP_MODE_FILTER {
+					c.t.ptFilterEnter(c, 2)
+					return
+				}
+				c.t.ptPrctl(c)
+			},
+			Exit:    func(c *Call) { c.t.ptFilterExit(c, false) },
+			TraceIf: &ArgMask{Arg: 0, Mask: prSetPtracerBit | prSetSeccompBit},
+		},
+		// The guest's own filters, for PTRACE_O_TRACESECCOMP.
+		"seccomp": {
+			Enter: func(c *Call) {
+				if c.Arg(0) == unix.SECCOMP_SET_MODE_FILTER {
+					c.t.ptFilterEnter(c, 2)
+				}
+			},
+			Exit: func(c *Call) { c.t.ptFilterExit(c, c.Entry.Arg(1)&unix.SECCOMP_FILTER_FLAG_TSYNC != 0) },
+		},
 	}
 }
 
@@ -638,45 +665,11 @@ func (t *Tracer) ptExited(tid int, th *Thread, ws unix.WaitStatus) {
 	}
 }
 
-// refuseSeccompStops reports whether options ask for the seccomp stops of a
-// guest's own filter (PTRACE_O_TRACESECCOMP: a nested droidroot or proot,
-// strace --seccomp-bpf), which are not emulated: the tracee would run
-// its traced calls without its tracer. The caller is refused (EPERM) and
-// the reason logged (-v 1).
+// refuseSeccompStops reports whether options ask for
+// PTRACE_O_SUSPEND_SECCOMP, which the kernel refuses (EPERM) to a tracer
+// under a seccomp filter, as every guest process is (droidroot's).
 func (t *Tracer) refuseSeccompStops(opts uint64) bool {
-	if opts&unix.PTRACE_O_TRACESECCOMP == 0 {
-		return false
-	}
-	t.logf(1, "a guest tracer asked for seccomp stops (PTRACE_O_TRACESECCOMP: droidroot or proot nested in droidroot, strace --seccomp-bpf): not emulated yet, refused")
-	return true
-}
-
-// ptraceScope is Yama's ptrace_scope (0 without Yama).
-func (t *Tracer) ptraceScope() int {
-	if t.pt.scope == 0 {
-		t.pt.scope = 1 // read once; stored +1
-		if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				t.pt.scope = n + 1
-			}
-		}
-	}
-	return t.pt.scope - 1
-}
-
-// descendant reports whether process pid descends from process anc.
-func (t *Tracer) descendant(pid, anc int) bool {
-	for i := 0; i < 1024 && pid != 0; i++ {
-		if pid == anc {
-			return true
-		}
-		th := t.threads[pid]
-		if th == nil || th.Proc == nil {
-			return false
-		}
-		pid = th.Proc.Parent
-	}
-	return false
+	return opts&unix.PTRACE_O_SUSPEND_SECCOMP != 0
 }
 
 // ptraceEnter answers a guest's ptrace call.
@@ -691,8 +684,8 @@ func (t *Tracer) ptraceEnter(c *Call) {
 		if parent == nil {
 			parent = t.threads[me.Proc.Parent]
 		}
-		if me.pt != nil || parent == nil || parent.Proc == nil {
-			c.Fail(unix.EPERM) // already traced, or the parent is outside the guest
+		if me.pt != nil || parent == nil || parent.Proc == nil || !t.yamaMayTraceme(parent.Tid) {
+			c.Fail(unix.EPERM) // already traced, the parent is outside the guest, or Yama refuses
 			return
 		}
 		t.ptAttach(me, parent.Tid, parent.Proc.Pid, false, 0)
@@ -708,19 +701,14 @@ func (t *Tracer) ptraceEnter(c *Call) {
 				c.Fail(unix.ESRCH)
 			}
 			return
-		case target.Proc.Pid == me.Proc.Pid || target.pt != nil:
-			c.Fail(unix.EPERM)
-			return
 		case req == unix.PTRACE_SEIZE && (addr != 0 || data&^uint64(ptraceOptionsMask) != 0):
-			c.Fail(unix.EIO)
+			c.Fail(unix.EIO) // ptrace_attach checks the seize arguments first
 			return
 		case req == unix.PTRACE_SEIZE && t.refuseSeccompStops(data):
 			c.Fail(unix.EPERM)
 			return
-		}
-		switch scope := t.ptraceScope(); {
-		case scope >= 2, scope == 1 && !t.descendant(target.Proc.Pid, me.Proc.Pid):
-			c.Fail(unix.EPERM)
+		case target.Proc.Pid == me.Proc.Pid, !t.yamaMayAttach(me.Tid, me.Proc.Pid, target.Proc.Pid), target.pt != nil:
+			c.Fail(unix.EPERM) // its own thread group, Yama's refusal, already traced
 			return
 		}
 		if req == unix.PTRACE_SEIZE {
@@ -938,12 +926,12 @@ func (t *Tracer) ptRegset(c *Call, req int, target *Thread, nt, data uint64) {
 func (t *Tracer) ptSyscallInfo(target *Thread) []byte {
 	var r Regs
 	getRegs(target.Tid, &r)
-	return syscallInfo(target.pt.stop.kind, &r)
+	return syscallInfo(target.pt.stop.kind, &r, uint32(target.pt.stop.msg))
 }
 
 // syscallInfo encodes struct ptrace_syscall_info for a stop of kind k with
-// registers r.
-func syscallInfo(k ptKind, r *Regs) []byte {
+// registers r (a seccomp stop: its filter's data retData).
+func syscallInfo(k ptKind, r *Regs, retData uint32) []byte {
 	b := make([]byte, 88)
 	le := binary.LittleEndian
 	le.PutUint32(b[4:], ptAuditArch)
@@ -957,6 +945,14 @@ func syscallInfo(k ptKind, r *Regs) []byte {
 			le.PutUint64(b[32+8*i:], r.Arg(i))
 		}
 		return b[:80]
+	case ptSeccomp:
+		b[0] = syscallInfoSeccomp
+		le.PutUint64(b[24:], uint64(int64(r.Nr())))
+		for i := 0; i < 6; i++ {
+			le.PutUint64(b[32+8*i:], r.Arg(i))
+		}
+		le.PutUint32(b[80:], retData)
+		return b[:84]
 	case ptSyscallExit:
 		b[0] = syscallInfoExit
 		ret := r.Ret()

@@ -41,7 +41,7 @@ func TestSyscallInfo(t *testing.T) {
 	}
 	r.SetPC(0x4000)
 	le := binary.LittleEndian
-	b := syscallInfo(ptSyscallEntry, &r)
+	b := syscallInfo(ptSyscallEntry, &r, 0)
 	if len(b) != 80 || b[0] != syscallInfoEntry || le.Uint32(b[4:]) != ptAuditArch || le.Uint64(b[8:]) != 0x4000 ||
 		le.Uint64(b[24:]) != 80 || le.Uint64(b[32+8*(firstKeptArg+1):]) != uint64(0x100+firstKeptArg+1) {
 		t.Errorf("entry: %x", b)
@@ -52,12 +52,12 @@ func TestSyscallInfo(t *testing.T) {
 	}{{0, 0}, {42, 0}, {-int64(unix.ENOENT), 1}, {-4095, 1}, {-4096, 0}}
 	for _, tc := range tests {
 		r.SetRet(tc.ret)
-		b := syscallInfo(ptSyscallExit, &r)
+		b := syscallInfo(ptSyscallExit, &r, 0)
 		if len(b) != 33 || b[0] != syscallInfoExit || int64(le.Uint64(b[24:])) != tc.ret || b[32] != tc.isErr {
 			t.Errorf("exit %d: %x", tc.ret, b)
 		}
 	}
-	if b := syscallInfo(ptSignal, &r); len(b) != 24 || b[0] != syscallInfoNone {
+	if b := syscallInfo(ptSignal, &r, 0); len(b) != 24 || b[0] != syscallInfoNone {
 		t.Errorf("signal stop: %x", b)
 	}
 }

@@ -212,6 +212,9 @@ func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	if th != nil && (th.pt != nil || len(t.pt.tracers) > 0 || len(t.pt.exits) > 0) {
 		t.ptExited(tid, th, ws)
 	}
+	if len(t.pt.ptracers) > 0 {
+		t.ptracersExited(tid)
+	}
 	if th != nil && th.Proc != nil && len(t.hooks) > 0 {
 		th.op = nil
 		t.emit(Event{Kind: EventThreadGone, Tid: tid, Pid: th.Proc.Pid})

@@ -129,6 +129,15 @@ type Thread struct {
 	// process traced nobody then); it may still be blocked in it.
 	waitPassed bool
 	sysOp      int
+	// gfilters are the seccomp filters the guest installed in this thread,
+	// newest first (guestseccomp.go); gfilterNew is the one its current
+	// seccomp call installs if it succeeds.
+	gfilters   []*guestFilter
+	gfilterNew *guestFilter
+	// gfilterRestart is 1 + the number of the call droidroot restarted a
+	// blocked call as at a SIGSYS stop (0: none): that call's seccomp stop
+	// is droidroot's own, not the guest filter's.
+	gfilterRestart int
 	// slot is the thread's scratch slot (scratch.go), 0 for none yet.
 	slot int
 }

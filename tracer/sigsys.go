@@ -149,7 +149,18 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		t.ptHandover(th, &c.Regs, true)
 		return true
 	}
-	if h := t.handlerOf(s.nr); h != nil {
+	if th.gfilters != nil && t.ptGuestSigsys(th, s) {
+		return true // the guest's own filter stops the call first (guestseccomp.go)
+	}
+	t.sigsysAnswer(th, s, t.handlerOf(s.nr))
+	return true
+}
+
+// sigsysAnswer answers the blocked call of th's SIGSYS stop s with handler
+// h (nil: ENOSYS), th.call holding its registers.
+func (t *Tracer) sigsysAnswer(th *Thread, s sigsysInfo, h *Handler) {
+	c := &th.call
+	if h != nil {
 		h.Enter(c)
 		if p := th.pretranslated; p != nil && c.restart {
 			for i := range p.args {
@@ -169,16 +180,19 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		// Parked (a semop that must wait) or running injected calls
 		// (shmat): op.go has set the registers and resumed the thread.
 		c.sigsys = false
-		return true
+		return
 	}
 	switch {
 	case c.restart:
 		t.logf(3, "SIGSYS %d: restarted as %d", s.nr, c.restartNr)
+		if th.gfilters != nil {
+			th.gfilterRestart = c.restartNr + 1
+		}
 		if th.pt != nil {
 			th.pt.sigsysExit = false // the restarted call's exit stop is the one to report
 		}
 	case !c.skipped:
-		if t.handlerOf(s.nr) != nil {
+		if h != nil {
 			t.logf(2, "SIGSYS %d: the handler did not answer; ENOSYS", s.nr)
 		}
 		c.Return(-int64(unix.ENOSYS))
@@ -199,7 +213,6 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	if t.setRegs(th, &c.Regs) {
 		t.cont(th, 0)
 	}
-	return true
 }
 
 // fixup is work a handler left for the exit of the call it restarted as.

@@ -38,7 +38,7 @@ func (t *Tracer) Run() (int, error) {
 	}
 
 	if name, pid := nestedIn(); name != "" {
-		return 1, fmt.Errorf("%w: droidroot runs inside %s (pid %d), which traces it: a nested droidroot or proot needs the outer one to emulate seccomp stops, which droidroot does not yet", ErrPtrace, name, pid)
+		return 1, fmt.Errorf("%w: droidroot runs inside %s (pid %d), which traces it: a nested droidroot needs a loader it can map beside the outer one's, which droidroot does not have yet", ErrPtrace, name, pid)
 	}
 
 	var filter []byte
@@ -127,7 +127,7 @@ func (t *Tracer) Run() (int, error) {
 
 func ptraceHint(err error) string {
 	if tracer := tracerPid(); err == unix.EPERM && tracer != 0 {
-		return fmt.Sprintf("droidroot is itself traced (TracerPid %d): droidroot or proot nested in droidroot or proot needs the outer one to emulate seccomp stops, which it does not yet", tracer)
+		return fmt.Sprintf("droidroot is itself traced (TracerPid %d): droidroot nested in droidroot or proot needs the outer one to emulate ptrace with seccomp stops (proot does not; droidroot does, but cannot map a second loader yet)", tracer)
 	}
 	switch err {
 	case unix.EPERM:

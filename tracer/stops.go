@@ -14,6 +14,9 @@ func (t *Tracer) seccompStop(th *Thread) {
 	if err := getRegs(th.Tid, &c.Regs); err != nil {
 		return
 	}
+	if th.gfilters != nil && t.ptGuestSeccomp(th, &c.Regs) {
+		return // the guest's own filter's stop (guestseccomp.go)
+	}
 	t.enter(th)
 }
 
@@ -56,6 +59,12 @@ func (t *Tracer) enter(th *Thread) {
 		t.cont(th, 0)
 		return
 	}
+	t.enterWith(th, h)
+}
+
+// enterWith runs entry handler h for the syscall th is stopped at.
+func (t *Tracer) enterWith(th *Thread, h *Handler) {
+	c := &th.call
 	c.t = t
 	c.Entry = c.Regs
 	c.read = c.Regs

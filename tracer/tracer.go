@@ -85,6 +85,10 @@ type Config struct {
 	// SIGSYS stop of a call the policy blocks is answered by the table's
 	// handler for that call (see sigsysStop).
 	Android *seccomp.AndroidPolicy
+	// YamaFile is where the guest ptrace emulation reads Yama's
+	// ptrace_scope ("": /proc/sys/kernel/yama/ptrace_scope; a missing file
+	// means no Yama). Tests point it at a file of their own.
+	YamaFile string
 }
 
 // Tracer runs and traces one guest command tree.

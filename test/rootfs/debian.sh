@@ -5,13 +5,14 @@
 #   debian.sh build HERE DIR CACHE build the rootfs into the empty directory DIR
 #   debian.sh mirror               print the Debian mirror the builds use
 #
-# A Debian 12 minbase system with python3, git, tar, findutils, gcc and libc6-dev: a real glibc
-# userland for the e2e tests. Downloaded .debs are kept in CACHE/debs so rebuilds are quicker.
-# The mirror comes from DROIDROOT_DEBIAN_MIRROR, else this machine's apt sources.
+# A Debian 12 minbase system with python3, git, tar, findutils, gcc, libc6-dev, strace and
+# gdb-minimal (/usr/bin/gdb; the full gdb's libsource-highlight does not configure in minbase):
+# a real glibc userland for the e2e tests. Downloaded .debs are kept in CACHE/debs so rebuilds are
+# quicker. The mirror comes from DROIDROOT_DEBIAN_MIRROR, else this machine's apt sources.
 set -euo pipefail
 
 suite=bookworm
-include=python3,git,tar,findutils,gcc,libc6-dev,strace
+include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal
 
 mirror() {
 	if [[ -n ${DROIDROOT_DEBIAN_MIRROR:-} ]]; then echo "$DROIDROOT_DEBIAN_MIRROR"; return; fi

@@ -60,6 +60,11 @@ func child(spec, oracle string) int {
 	ptrs := make([][6][]uintptr, len(steps))
 	for k, s := range steps {
 		for i, a := range s.Args {
+			if a.Kind == KindFprog {
+				b := append([]byte(nil), a.Data...)
+				strs[k][i] = [][]byte{b}
+				ptrs[k][i] = []uintptr{uintptr(len(b) / 8), uintptr(unsafe.Pointer(&b[0]))}
+			}
 			if a.Kind == KindStrv {
 				ptrs[k][i] = make([]uintptr, len(a.Strs)+1)
 				for j, str := range a.Strs {
@@ -81,7 +86,7 @@ func child(spec, oracle string) int {
 				a[i] = uintptr(unsafe.Pointer(&bufs[k][i][0]))
 			case KindRet:
 				a[i] = uintptr(rets[arg.Val])
-			case KindStrv:
+			case KindStrv, KindFprog:
 				a[i] = uintptr(unsafe.Pointer(&ptrs[k][i][0]))
 			}
 		}

@@ -79,6 +79,9 @@ const (
 	// KindStrv passes a NULL-terminated array of pointers to the
 	// NUL-terminated strings Strs (an argv or envp).
 	KindStrv
+	// KindFprog passes a struct sock_fprog whose filter is a copy of
+	// Data (8-byte struct sock_filter instructions).
+	KindFprog
 )
 
 // Arg is one argument of a step's syscall.
@@ -105,6 +108,10 @@ func Out(n int) Arg { return Arg{Kind: KindMem, Size: n} }
 
 // Strv is a pointer to a NULL-terminated array of strings (argv, envp).
 func Strv(ss ...string) Arg { return Arg{Kind: KindStrv, Strs: ss} }
+
+// Fprog is a pointer to a struct sock_fprog for the classic BPF program
+// prog (struct sock_filter instructions, 8 bytes each): seccomp's filters.
+func Fprog(prog []byte) Arg { return Arg{Kind: KindFprog, Data: prog} }
 
 // Ret is the result of step k of the same run (k < the current step).
 func Ret(k int) Arg { return Arg{Kind: KindRet, Val: uint64(k)} }
@@ -206,6 +213,9 @@ type Options struct {
 	// NoSeccomp is tracer.Config.NoSeccomp: every syscall stops twice
 	// (ptrace-only mode, PROOT_NO_SECCOMP).
 	NoSeccomp bool
+	// YamaFile is tracer.Config.YamaFile: where the guest ptrace
+	// emulation reads Yama's ptrace_scope ("": the kernel's).
+	YamaFile string
 	// Env is added to the child's environment.
 	Env []string
 	// Verbose is the tracer's log level (logged to the test on failure).
@@ -491,6 +501,7 @@ func run(t testing.TB, o Options, steps []Step) (*Result, error) {
 		Creds:     o.Creds,
 		Android:   o.Android,
 		NoSeccomp: o.NoSeccomp,
+		YamaFile:  o.YamaFile,
 		Verbose:   o.Verbose,
 		Log:       &log,
 		Stdout:    stdout,
