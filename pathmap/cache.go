@@ -119,6 +119,9 @@ type dirNode struct {
 	// (vfat's 8.3 names and trailing dots, ...): any event about a name
 	// drops everything below the directory.
 	foldAll bool
+	// attrib: the watch reports attribute changes (IN_ATTRIB), of the
+	// directory and of its children (see watchMask).
+	attrib bool
 	// pin: an O_PATH descriptor of the directory, 0 until one is needed
 	// (pin.go); pinName: "/proc/<pid>/fd/<pin>/", made with it.
 	pin     int
@@ -680,8 +683,10 @@ func (c *cache) newNode(path, name string, parent *dirNode) *dirNode {
 	n.foldAll = local && aliasFS(uint32(sfs.Type))
 	n.failed = err != nil
 	if local || c.pins[path]&pinAnc != 0 {
+		mask := c.watchMask(path, parent)
+		n.attrib = mask&unix.IN_ATTRIB != 0
 		c.st.Syscalls++
-		wd, err := unix.InotifyAddWatch(c.ifd, path, cacheWatchMask)
+		wd, err := unix.InotifyAddWatch(c.ifd, path, mask)
 		if err == nil {
 			n.wd = int32(wd)
 			c.wds[n.wd] = append(c.wds[n.wd], n)
@@ -699,6 +704,27 @@ func (c *cache) newNode(path, name string, parent *dirNode) *dirNode {
 		parent.kids[n.fold] = append(parent.kids[n.fold], n)
 	}
 	return n
+}
+
+// watchMask is the inotify mask of directory path's watch. IN_ATTRIB is
+// what it needs for the directory's own attributes (its search permission);
+// its children's do not matter, since entries keep only a file's type. But
+// with IN_ATTRIB the kernel marks every child dentry it caches in the
+// directory, negative ones included, when the watch is added and removed:
+// tens of milliseconds for a /tmp where many temporary names came and went.
+// So a sticky, world-writable directory (a /tmp) is watched without it when
+// its parent's watch has it, which reports the directory's own attribute
+// changes as a child's. IN_MASK_ADD: a directory watched under two paths
+// keeps the union.
+func (c *cache) watchMask(path string, parent *dirNode) uint32 {
+	if parent != nil && parent.wd >= 0 && parent.attrib {
+		var st unix.Stat_t
+		c.st.Syscalls++
+		if unix.Stat(path, &st) == nil && st.Mode&(unix.S_ISVTX|0o002) == unix.S_ISVTX|0o002 {
+			return cacheWatchMask&^unix.IN_ATTRIB | unix.IN_MASK_ADD
+		}
+	}
+	return cacheWatchMask | unix.IN_MASK_ADD
 }
 
 // aliasFS tells whether a filesystem finds names under other names than

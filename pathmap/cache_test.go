@@ -876,3 +876,80 @@ func TestCacheBatch(t *testing.T) {
 		t.Errorf("a new batch after a change: %q, want %q", got, want)
 	}
 }
+
+// TestCacheStickyDir: a sticky, world-writable directory (a /tmp) under a watched parent is
+// watched without IN_ATTRIB (whose cost is a walk over every name the kernel caches in it),
+// the others with it; a change of its own attributes is still seen, through its parent's
+// watch, and drops what the cache holds below it.
+func TestCacheStickyDir(t *testing.T) {
+	root := t.TempDir()
+	tmp := filepath.Join(root, "tmp")
+	must(t, os.MkdirAll(filepath.Join(tmp, "d"), 0o755))
+	must(t, unix.Chmod(tmp, 0o1777)) // os.Chmod takes the sticky bit as os.ModeSticky
+	must(t, os.WriteFile(filepath.Join(tmp, "d", "f"), []byte("f"), 0o644))
+	m := newCached(t, root, nil)
+	if _, err := m.Lookup(Proc{}, "/", "/tmp/d/f", Follow); err != nil {
+		t.Fatal(err)
+	}
+	masks := watchMasks(t, m.cache.ifd)
+	for _, c := range []struct {
+		path   string
+		attrib bool
+	}{{root, true}, {tmp, false}, {filepath.Join(tmp, "d"), true}} {
+		var st unix.Stat_t
+		must(t, unix.Stat(c.path, &st))
+		mask, ok := masks[st.Ino]
+		if !ok {
+			t.Errorf("%s is not watched (watches: %v)", c.path, masks)
+			continue
+		}
+		if got := mask&unix.IN_ATTRIB != 0; got != c.attrib {
+			t.Errorf("%s: watch mask %#x, IN_ATTRIB %v, want %v", c.path, mask, got, c.attrib)
+		}
+	}
+	node := func() *dirNode {
+		m.cache.mu.Lock()
+		defer m.cache.mu.Unlock()
+		return m.cache.dirs[filepath.Join(tmp, "d")]
+	}
+	before := node()
+	if before == nil {
+		t.Fatal("no node for /tmp/d")
+	}
+	must(t, unix.Chmod(tmp, 0o1770))
+	if _, err := m.Lookup(Proc{}, "/", "/tmp/d/f", Follow); err != nil {
+		t.Fatal(err)
+	}
+	// The change was seen if the lookup after it made /tmp/d's node again.
+	if node() == before {
+		t.Errorf("chmod of the sticky directory was not seen: the node below it was kept")
+	}
+}
+
+// watchMasks reads the watches of inotify descriptor fd from /proc/self/fdinfo: inode -> mask.
+func watchMasks(t *testing.T, fd int) map[uint64]uint32 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint64]uint32{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "inotify ") {
+			continue
+		}
+		var ino uint64
+		var mask uint32
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "ino:"); ok {
+				ino, _ = strconv.ParseUint(v, 16, 64)
+			}
+			if v, ok := strings.CutPrefix(f, "mask:"); ok {
+				m, _ := strconv.ParseUint(v, 16, 32)
+				mask = uint32(m)
+			}
+		}
+		out[ino] = mask
+	}
+	return out
+}

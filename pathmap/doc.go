@@ -144,7 +144,14 @@
 //     directory itself or of a name in it), IN_DELETE_SELF, IN_MOVE_SELF,
 //     and the kernel's IN_IGNORED, IN_UNMOUNT and IN_Q_OVERFLOW, with
 //     IN_ONLYDIR|IN_DONT_FOLLOW so that the directory watched is the one
-//     the path names, and IN_EXCL_UNLINK.
+//     the path names, and IN_EXCL_UNLINK. Except that a sticky,
+//     world-writable directory (a /tmp) whose parent's watch has IN_ATTRIB
+//     is watched without it: its own attribute changes reach the parent's
+//     watch as a name's, every directory below it is watched with it, and
+//     a kept answer about a file is only its type; with IN_ATTRIB the
+//     kernel marks (and unmarks, when the watch goes) every child dentry it
+//     caches there, negative ones included, which took 20-40 ms on a /tmp
+//     where many temporary names had come and gone.
 //   - An event about name N in D drops D/N's answer and everything kept
 //     below D/N; an event about D itself drops everything kept below D; a
 //     queue overflow drops everything. Since a case-insensitive directory
