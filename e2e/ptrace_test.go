@@ -252,7 +252,8 @@ func firstCallNr() int {
 // gdbMask hides what differs between two gdb sessions of the same program: pids and thread
 // ids, addresses (droidroot's loader maps a PIE program in the mmap area, where the kernel
 // puts it at ELF_ET_DYN_BASE; the stack holds droidroot's environment variables), and the
-// frame a thread that was not stopped by the event happens to be in.
+// frame a thread that was not stopped by the event happens to be in, and the padding of
+// table columns.
 var gdbMask = []struct {
 	re   *regexp.Regexp
 	with string
@@ -260,6 +261,10 @@ var gdbMask = []struct {
 	{regexp.MustCompile(`0x[0-9a-f]+`), "ADDR"},
 	{regexp.MustCompile(`\b\d{3,}\b`), "N"},
 	{regexp.MustCompile(`^(  \d+ +Thread ADDR \(LWP N\) "gdbtarget") .*`), "$1 FRAME"},
+	// info threads pads its columns to the widest cell, whose masked numbers had
+	// other widths.
+	{regexp.MustCompile(`^(  Id +Target Id) +Frame *$`), "$1 Frame"},
+	{regexp.MustCompile(`^(\* \d+ +Thread ADDR \(LWP N\) "gdbtarget") +`), "$1 "},
 }
 
 // TestGdb runs gdb (the Debian rootfs's gdb-minimal) on test/progs/gdbtarget.c in the debian
