@@ -230,6 +230,11 @@ static void put_stat(const struct stat *st)
 		printf(" rdev=%u:%u", major(st->st_rdev), minor(st->st_rdev));
 	if (raw_ino)
 		printf(" rawino=%llu", (unsigned long long)st->st_ino);
+	/* A removed file or directory (a removed cwd, an unnamed file) frees its inode number
+	 * once nothing holds it, and the file system may give the number to a new file in one
+	 * run and not in the other: its label is not kept. */
+	if (st->st_nlink == 0)
+		forget(st->st_dev, st->st_ino);
 }
 
 static void put_statx(const struct statx *sx)
