@@ -87,6 +87,10 @@ seccomp: tracee exited 0
 		// At the exit stop x0 holds the result (0): the probe's register
 		// read of the first argument finds no string there, on the kernel too.
 		want = strings.Replace(want, "argument still /tmp\n", "argument still \n", 1)
+		// A read interrupted by the attach's SIGSTOP: arm64's kernel has put the first
+		// argument (the pipe's descriptor) back into x0 for the restart, where x86_64's rax
+		// still holds -ERESTARTSYS.
+		want = strings.Replace(want, "parent in read yes, result -512,", "parent in read yes, result 5,", 1)
 	}
 	for _, r := range runners {
 		res := r.Run(t, debianGuest(t), "", "/bin/bash", "-c", script)
