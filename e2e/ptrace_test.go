@@ -311,9 +311,7 @@ kill $p; wait $p || echo "target: signal $(($? - 128))"`
 		"Value returned is $1 = 1\n",
 		"outer(3) = 12\nthread: 5\nchild: 1, counter 22\n[Inferior 1 (process N) exited normally]\n",
 		"Temporary breakpoint 1, main (argc=2, argv=ADDR) at /mnt/work/gdbtarget.c:62\n",
-		"$1 = 15\n", // inner(5) called by gdb
 		"Old value = 15\nNew value = 18\ninner (x=1) at /mnt/work/gdbtarget.c:26\n",
-		"$2 = 42\n",
 		`Thread 2 "gdbtarget" hit Breakpoint 1, worker (arg=ADDR) at /mnt/work/gdbtarget.c:39` + "\n",
 		`Thread 1 "gdbtarget" received signal SIGUSR1, User defined signal 1.` + "\n",
 		`Thread 1 "gdbtarget" hit Breakpoint 1, on_usr1 (sig=10) at /mnt/work/gdbtarget.c:46` + "\n",
@@ -339,6 +337,15 @@ kill $p; wait $p || echo "target: signal $(($? - 128))"`
 		for _, m := range musts {
 			if !strings.Contains(out, m) {
 				t.Errorf("%s: no %q", r.Name, m)
+				bad = true
+			}
+		}
+		// The counter after gdb's call of inner(5), and after set var: gdb numbers the
+		// values from $1, and where its inferior call fails (x86_64 VMs whose XSAVE area
+		// gdb cannot write: "Couldn't write extended state status") it prints one fewer.
+		for _, re := range []*regexp.Regexp{regexp.MustCompile(`(?m)^\$\d+ = 15$`), regexp.MustCompile(`(?m)^\$\d+ = 42$`)} {
+			if !re.MatchString(out) {
+				t.Errorf("%s: no line matching %s", r.Name, re)
 				bad = true
 			}
 		}
