@@ -645,7 +645,7 @@ func (s *session) measureLibc(round int, order []int, libc [][]Result) {
 		var line []string
 		if j == len(s.runners) {
 			s.roundProgress(round, "libc calls, "+NoFastPathMode)
-			line = append(append([]string{s.drArgs[0], s.drArgs[1], "--no-fastpath"}, s.drArgs[2:]...), argv...)
+			line = s.noFastPath(argv)
 		} else {
 			s.roundProgress(round, "libc calls, "+s.runners[j].name)
 			line = s.runners[j].command(argv)
@@ -709,23 +709,30 @@ func (s *session) measureThroughput(round int, order []int, counts []int, par []
 			if res.State != StateOK {
 				continue
 			}
-			out, err := runCapture(command(s.runners[j].command([]string{s.prog, "par", s.work, strconv.Itoa(s.budget.parUS), strconv.Itoa(n)}), ""))
-			if err != nil {
-				fail(res, err)
-				continue
-			}
-			smp, err := parSample(out)
-			if err != nil {
-				fail(res, err)
-				continue
-			}
-			res.Samples = append(res.Samples, smp)
+			addParSample(res, s.runners[j].command([]string{s.prog, "par", s.work, strconv.Itoa(s.budget.parUS), strconv.Itoa(n)}))
 		}
 	}
 }
 
-// throughputSection makes the throughput section of par, a row per thread
-// count.
+// addParSample runs drbench par's command line and adds its rate to res.
+func addParSample(res *Result, line []string) {
+	out, err := runCapture(command(line, ""))
+	if err == nil {
+		var smp float64
+		if smp, err = parSample(out); err == nil {
+			res.Samples = append(res.Samples, smp)
+			return
+		}
+	}
+	fail(res, err)
+}
+
+// noFastPath is argv under droidroot run --no-fastpath with the session's
+// options: the extra last column of the fast path sections.
+func (s *session) noFastPath(argv []string) []string {
+	return append(append([]string{s.drArgs[0], s.drArgs[1], "--no-fastpath"}, s.drArgs[2:]...), argv...)
+}
+
 // LibcThroughputSection is the section of threads doing stat through
 // libc's syscall() in one drbench-libc process, which the fast path
 // library answers in-process (the throughput section's drbench is static).
@@ -743,44 +750,35 @@ func (s *session) measureLibcThroughput(round int, order []int, counts []int, pa
 			if res.State != StateOK {
 				continue
 			}
-			line := argv
 			if j == len(s.runners) {
-				line = append(append([]string{s.drArgs[0], s.drArgs[1], "--no-fastpath"}, s.drArgs[2:]...), argv...)
+				addParSample(res, s.noFastPath(argv))
 			} else {
-				line = s.runners[j].command(argv)
+				addParSample(res, s.runners[j].command(argv))
 			}
-			out, err := runCapture(command(line, ""))
-			if err != nil {
-				fail(res, err)
-				continue
-			}
-			smp, err := parSample(out)
-			if err != nil {
-				fail(res, err)
-				continue
-			}
-			res.Samples = append(res.Samples, smp)
 		}
 	}
 }
 
 // libcThroughputSection makes the fast path throughput section.
 func libcThroughputSection(counts []int, par [][]Result) Section {
-	var ids, titles []string
-	for _, n := range counts {
-		ids = append(ids, fmt.Sprintf("libc-threads-%d", n))
-		titles = append(titles, fmt.Sprintf("%d thread(s) doing stat through libc, total", n))
-	}
-	return gridSection(LibcThroughputSection, "ops/s", ids, titles, par)
+	return countsSection(LibcThroughputSection, "libc-threads-%d", "%d thread(s) doing stat through libc, total", counts, par)
 }
 
+// throughputSection makes the throughput section of par, a row per thread
+// count.
 func throughputSection(counts []int, par [][]Result) Section {
+	return countsSection("throughput", "threads-%d", "%d thread(s) doing stat, total", counts, par)
+}
+
+// countsSection makes an ops/s section of par with a row per thread count,
+// its id and title made by the formats.
+func countsSection(name, idFmt, titleFmt string, counts []int, par [][]Result) Section {
 	var ids, titles []string
 	for _, n := range counts {
-		ids = append(ids, fmt.Sprintf("threads-%d", n))
-		titles = append(titles, fmt.Sprintf("%d thread(s) doing stat, total", n))
+		ids = append(ids, fmt.Sprintf(idFmt, n))
+		titles = append(titles, fmt.Sprintf(titleFmt, n))
 	}
-	return gridSection("throughput", "ops/s", ids, titles, par)
+	return gridSection(name, "ops/s", ids, titles, par)
 }
 
 // wholePrograms is the whole-program section: each row's command line
