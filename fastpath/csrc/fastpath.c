@@ -774,6 +774,27 @@ static void rcache_put(const char *key, size_t klen, const char *canon, size_t c
 	__atomic_store_n(&v->seq, q + 2, __ATOMIC_RELEASE);
 }
 
+/* bind_of returns the binding whose guest path is the longest one that is
+ * guest path g (n bytes, clean, absolute) or one of its ancestors (the last
+ * given of equal ones), NULL for the rootfs; *ancestor (unless NULL) says
+ * whether g is a strict ancestor of a bind point. */
+static const struct fp_bind *bind_of(const char *g, size_t n, int *ancestor)
+{
+	const struct fp_bind *best = NULL;
+	if (ancestor)
+		*ancestor = 0;
+	for (int i = 0; i < cfg.nbinds; i++) {
+		const struct fp_bind *b = &cfg.binds[i];
+		if (b->glen <= n && fp_memeq(b->guest, g, b->glen) && (n == b->glen || g[b->glen] == '/')) {
+			if (!best || b->glen >= best->glen)
+				best = b;
+		} else if (ancestor && b->glen > n && fp_memeq(b->guest, g, n) && b->guest[n] == '/') {
+			*ancestor = 1;
+		}
+	}
+	return best;
+}
+
 /* guest_host writes the host path of clean absolute guest path g (n bytes;
  * "" for "/") into host (size bytes), NUL-terminated, as map_guest maps it;
  * -1 for what the tracer must decide (/proc, a bind of /proc/self/..., too
@@ -784,13 +805,7 @@ static long guest_host(const char *g, size_t n, char *host, size_t size)
 		g = "/", n = 1;
 	if (fp_memeq(g, "/proc", 5) && (n == 5 || g[5] == '/'))
 		return -1;
-	const struct fp_bind *best = NULL;
-	for (int i = 0; i < cfg.nbinds; i++) {
-		const struct fp_bind *b = &cfg.binds[i];
-		if (b->glen <= n && fp_memeq(b->guest, g, b->glen) && (n == b->glen || g[b->glen] == '/') &&
-		    (!best || b->glen >= best->glen))
-			best = b;
-	}
+	const struct fp_bind *best = bind_of(g, n, NULL);
 	const char *hp = cfg.root;
 	size_t hl = cfg.rootlen, skip = 0;
 	if (best) {
@@ -885,20 +900,9 @@ static __attribute__((noinline)) long resolve_parent(const char *g, size_t gl, c
  * mapped (the parent not yet verified). */
 static enum fp_why map_guest(const char *norm, size_t n, struct target *t)
 {
-	/* The longest bind whose guest path is norm or one of its ancestors. */
-	const struct fp_bind *best = NULL;
-	t->ancestor = 0;
+	const struct fp_bind *best = bind_of(norm, n, &t->ancestor);
 	t->bindpoint = 0;
 	t->mount = 0;
-	for (int i = 0; i < cfg.nbinds; i++) {
-		const struct fp_bind *b = &cfg.binds[i];
-		if (b->glen <= n && fp_memeq(b->guest, norm, b->glen) && (norm[b->glen] == 0 || norm[b->glen] == '/')) {
-			if (!best || b->glen >= best->glen)
-				best = b;
-		} else if (b->glen > n && fp_memeq(b->guest, norm, n) && b->guest[n] == '/') {
-			t->ancestor = 1;
-		}
-	}
 	const char *hp = cfg.root;
 	size_t hl = cfg.rootlen, skip = 0;
 	if (best) {
