@@ -835,6 +835,16 @@ func (s *session) newWholePrograms() *wholePrograms {
 	return w
 }
 
+// chrootOf is the directory mode j runs whole-program row row in: the
+// rootfs for the native mode (a chroot) when it is not /, but for a static
+// row; "" for none.
+func (s *session) chrootOf(j int, row wholeRow) string {
+	if s.runners[j].native && s.root != "/" && !row.static {
+		return s.root
+	}
+	return ""
+}
+
 // measureWholePrograms times each whole program once in each mode, in order;
 // the native mode chroots into a rootfs other than / (but for a static row).
 func (s *session) measureWholePrograms(round int, order []int, w *wholePrograms) {
@@ -845,11 +855,7 @@ func (s *session) measureWholePrograms(round int, order []int, w *wholePrograms)
 			if res.State != StateOK {
 				continue
 			}
-			chroot := ""
-			if s.runners[j].native && s.root != "/" && !row.static {
-				chroot = s.root
-			}
-			ms, err := timeRuns(command(s.runners[j].command(w.argv[i]), chroot), row.id == "startup")
+			ms, err := timeRuns(command(s.runners[j].command(w.argv[i]), s.chrootOf(j, row)), row.id == "startup")
 			if err != nil {
 				fail(res, err)
 				continue
@@ -891,9 +897,9 @@ func (s *session) measureInSession(round int, order []int, w *wholePrograms, g [
 			if res.State != StateOK {
 				continue
 			}
-			root := "-"
-			if s.runners[j].native && s.root != "/" && !wholeRows[i].static {
-				root = s.root
+			root := s.chrootOf(j, wholeRows[i])
+			if root == "" {
+				root = "-"
 			}
 			argv := append([]string{s.prog, "spawn", root, strconv.Itoa(RunsPerRound)}, w.argv[i]...)
 			out, err := runCapture(command(s.runners[j].command(argv), ""))
