@@ -85,9 +85,9 @@ CSRC_START_arm64 := csrc/start-aarch64.S
 # toolchain; rebuild them with `make loader` after changing loader/script.h,
 # loader/csrc/* or csrc/*, and commit the result.
 #
-#   make loader            both architectures
-#   make loader-amd64      loader/bin/loader-amd64 (gcc)
-#   make loader-arm64      loader/bin/loader-arm64 (aarch64-linux-gnu-gcc)
+#   make loader            both architectures, every variant
+#   make loader-amd64      loader/bin/loader-amd64{,-1,-2} (gcc)
+#   make loader-arm64      loader/bin/loader-arm64{,-1,-2} (aarch64-linux-gnu-gcc)
 #   make loader-check      fail if loader/bin differs from a fresh build
 #   make loader-selftest LOADER_SELFTEST_DIR=DIR
 #                          test-only builds (DIR/loader-selftest-{amd64,arm64})
@@ -99,9 +99,18 @@ LOADER_CC_arm64    ?= aarch64-linux-gnu-gcc
 LOADER_STRIP_amd64 ?= strip
 LOADER_STRIP_arm64 ?= aarch64-linux-gnu-strip
 
-# 128 GiB: clear of non-PIE programs (0x400000), of the kernel's PIE and mmap bases,
-# and below the 512 GiB top of a 39-bit arm64 address space.
-LOADER_ADDRESS := 0x2000000000
+# Variant 0 at 128 GiB: clear of non-PIE programs (0x400000), of the kernel's PIE and mmap
+# bases, and below the 512 GiB top of a 39-bit arm64 address space; its scratch area
+# (script.h) 4 GiB below it. A droidroot nested in droidroot runs the first variant whose
+# addresses are free in its own process (loader.Variants), so variants 1 and 2 are linked
+# 8 and 16 GiB lower: three sessions deep, each loader and scratch area beside the others.
+LOADER_ADDRESS_0 := 0x2000000000
+LOADER_SCRATCH_0 := 0x1f00000000
+LOADER_ADDRESS_1 := 0x1e00000000
+LOADER_SCRATCH_1 := 0x1d00000000
+LOADER_ADDRESS_2 := 0x1c00000000
+LOADER_SCRATCH_2 := 0x1b00000000
+LOADER_VARIANTS := 1 2
 
 LOADER_CFLAGS := -Os -std=gnu11 -Wall -Wextra \
 	-ffreestanding -fno-builtin -fno-stack-protector -fno-tree-loop-distribute-patterns \
@@ -111,7 +120,7 @@ LOADER_CFLAGS := -Os -std=gnu11 -Wall -Wextra \
 # position-independent (rip-relative) and link it at the fixed address anyway.
 LOADER_CFLAGS_amd64 := -fpie
 LOADER_CFLAGS_arm64 := -fno-pie -mbranch-protection=none
-LOADER_LDFLAGS := -nostdlib -static -no-pie -Wl,-Ttext-segment=$(LOADER_ADDRESS) \
+LOADER_LDFLAGS := -nostdlib -static -no-pie \
 	-Wl,--gc-sections -Wl,--build-id=none -Wl,-z,noexecstack -Wl,-z,norelro \
 	-Wl,-z,noseparate-code
 
@@ -121,24 +130,33 @@ LOADER_SELFTEST_DIR ?= /tmp/droidroot-loader-selftest
 .PHONY: loader loader-amd64 loader-arm64 loader-check
 .PHONY: loader-selftest loader-selftest-amd64 loader-selftest-arm64
 loader: loader-amd64 loader-arm64
-loader-amd64: loader/bin/loader-amd64
-loader-arm64: loader/bin/loader-arm64
+loader-amd64: loader/bin/loader-amd64 $(LOADER_VARIANTS:%=loader/bin/loader-amd64-%)
+loader-arm64: loader/bin/loader-arm64 $(LOADER_VARIANTS:%=loader/bin/loader-arm64-%)
 
-# $(call loader_link,arch,output,extra flags,extra sources)
+# $(call loader_link,arch,output,extra flags,extra sources[,variant])
 define loader_link
 	@mkdir -p $(dir $(2))
 	$(LOADER_CC_$(1)) $(LOADER_CFLAGS) $(LOADER_CFLAGS_$(1)) $(CSRC_CFLAGS) -DDR_LOADER $(3) \
-		$(LOADER_LDFLAGS) -o $(2) $(CSRC_START_$(1)) loader/csrc/loader.c $(4) -lgcc
+		-DDR_SCRATCH_ADDR=$(LOADER_SCRATCH_$(or $(5),0))ULL \
+		$(LOADER_LDFLAGS) -Wl,-Ttext-segment=$(LOADER_ADDRESS_$(or $(5),0)) \
+		-o $(2) $(CSRC_START_$(1)) loader/csrc/loader.c $(4) -lgcc
 	$(LOADER_STRIP_$(1)) --strip-all -R .comment $(2)
 endef
 
 loader/bin/loader-%: $(LOADER_SRCS)
 	$(call loader_link,$*,$@,,)
 
+# The nested variants, here and (for loader-check) in LOADER_SELFTEST_DIR.
+define loader_variant
+loader/bin/loader-$(1)-$(2) $$(LOADER_SELFTEST_DIR)/loader-$(1)-$(2): $$(LOADER_SRCS)
+	$$(call loader_link,$(1),$$@,,,$(2))
+endef
+$(foreach a,amd64 arm64,$(foreach v,$(LOADER_VARIANTS),$(eval $(call loader_variant,$(a),$(v)))))
+
 # Check that the committed loader/bin files match the sources (same toolchain).
 loader-check:
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
-	for a in amd64 arm64; do \
+	for a in amd64 $(LOADER_VARIANTS:%=amd64-%) arm64 $(LOADER_VARIANTS:%=arm64-%); do \
 		$(MAKE) -s --no-print-directory LOADER_SELFTEST_DIR="$$d" "$$d/loader-$$a" >/dev/null || exit 1; \
 		cmp loader/bin/loader-$$a "$$d/loader-$$a" || { echo "loader/bin/loader-$$a is stale: run make loader"; exit 1; }; \
 	done; echo "loader binaries up to date"

@@ -298,7 +298,7 @@ func TestOracleNoSeccomp(t *testing.T) {
 func TestStage2(t *testing.T) {
 	bin := droidrootBin(t)
 	g := busyboxGuest(t)
-	own, err := loader.Binary(runtime.GOARCH)
+	own, err := loader.Binary(runtime.GOARCH, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

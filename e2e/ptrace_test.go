@@ -163,17 +163,59 @@ for f in $(ls /tmp/log.* | sort -t. -k2 -n); do echo "== process"; grep -v -e 'l
 	}
 }
 
-// TestNestedDroidroot: droidroot run inside a droidroot guest fails at once, with one line that
-// names the nesting (not a ptrace ban of the container).
+// TestNestedDroidroot runs python three droidroot sessions deep (issue 16): the Debian rootfs,
+// then two sessions with the outer one's / as their rootfs and a binding each. Each nested
+// droidroot takes the next variant of the loader (loader.Variants), which the maps of the
+// innermost process show; the oracle is droidroot two deep in a real chroot. Python reads and
+// writes through both bindings, forks and execs, and its exit status comes back through every
+// session. Three sessions in the chroot run; a fourth under droidroot is refused with one line.
 func TestNestedDroidroot(t *testing.T) {
-	bin := droidrootBin(t)
-	res := run(t, "", bin, "run", "--", bin, "run", "--", "/bin/true")
-	if res.Code == 0 {
-		t.Fatalf("nested droidroot succeeded: %s", res)
+	needRoot(t)
+	needGuestPtrace(t)
+	g := debianGuest(t)
+	bin, err := os.ReadFile(droidrootBin(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(res.Stderr), "\n")
-	if len(lines) != 1 || !strings.Contains(lines[0], "runs inside droidroot") || strings.Contains(lines[0], "container") {
-		t.Errorf("want one line naming the nesting, got %s", res)
+	var tmp string // the host directory bound at /tmp
+	for _, b := range g.Binds {
+		if h, ok := strings.CutSuffix(b, ":/tmp"); ok {
+			tmp = h
+		}
+	}
+	if err := os.WriteFile(tmp+"/droidroot", bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `mkdir -p a b && echo one >a/f && echo two >b/g
+/tmp/droidroot run -r / -b /tmp/a:/mnt/x -w /mnt/x -- /tmp/droidroot run -r / -b /tmp/b:/srv -- python3 -c '
+import os, subprocess, sys
+print(open("/mnt/x/f").read().strip(), open("/srv/g").read().strip(), os.getcwd())
+open("/srv/new", "w").write("three\n")
+print(sorted(os.listdir("/srv")), os.path.exists("/tmp/b/new"), os.path.realpath("/srv/.."))
+r = subprocess.run(["sh", "-c", "cat /srv/new; ls /mnt/x; exit 3"], capture_output=True, text=True)
+print(r.returncode, r.stdout.split())
+print(" ".join(sorted(l.split("-")[0] for l in open("/proc/self/maps") if "droidroot-scratch" in l)))
+sys.exit(5)'
+echo "status $?"; cat b/new
+/tmp/droidroot run -r / -- /tmp/droidroot run -r / -- /tmp/droidroot run -r / -- /bin/true 2>&1; echo "deep $?"`
+	for _, r := range runners {
+		res := r.Run(t, g, "", "/bin/bash", "-c", script)
+		scratch := "1d00000000 1f00000000"
+		if r.Name == "droidroot" {
+			scratch = "1b00000000 1d00000000 1f00000000"
+		}
+		want := "one two /mnt/x\n['g', 'new'] True /\n3 ['three', 'f']\n" + scratch + "\nstatus 5\nthree\n"
+		if !strings.HasPrefix(res.Stdout, want) || res.Code != 0 || res.Stderr != "" {
+			t.Errorf("%s: got %s\nwant stdout starting with\n%s", r.Name, res, want)
+		}
+		if r.Name == "droidroot" {
+			rest := strings.TrimPrefix(res.Stdout, want)
+			if lines := strings.Split(strings.TrimSpace(rest), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "3 nested droidroot sessions") || lines[1] != "deep 1" {
+				t.Errorf("a fourth session: want one line naming the nesting, then deep 1; got\n%s", rest)
+			}
+		} else if !strings.HasSuffix(res.Stdout, "deep 0\n") {
+			t.Errorf("chroot: three droidroot sessions deep failed: %s", res)
+		}
 	}
 }
 

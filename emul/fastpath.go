@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/fastpath"
-	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -142,12 +141,11 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 	}
 }
 
-// fromLoader reports whether c is made by droidroot's loader (its code is
-// linked at loader.LoadAddress): the filter of a library-less process's
-// wakes (loader.FlagWakesProgram), which traps nothing the library does.
+// fromLoader reports whether c is made by droidroot's loader (the
+// session's variant): the filter of a library-less process's wakes
+// (loader.FlagWakesProgram), which traps nothing the library does.
 func fromLoader(c *tracer.Call) bool {
-	pc := c.Entry.PC()
-	return pc >= loader.LoadAddress && pc < loader.LoadAddress+1<<24
+	return c.Tracer() != nil && c.Tracer().InLoader(c.Entry.PC())
 }
 
 // proc returns pid's state, made on first use.

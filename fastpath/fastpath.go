@@ -127,13 +127,25 @@ const (
 	trampolineAlign = 64 << 10
 )
 
+// The loader's variants and scratch areas (loader.Variants: 108 to 128 GiB)
+// and the brk heap after variant 0 are left out of the trampoline's range.
+const (
+	loaderAreaLo = 108 << 30
+	loaderAreaHi = 132 << 30
+)
+
 // ChooseTrampoline returns a random trampoline address for a session:
-// 64 KiB-aligned (it maps on 4, 16 and 64 KiB page kernels) and different
-// per session, so that a nested droidroot's library never shares the outer
-// one's page.
+// 64 KiB-aligned (it maps on 4, 16 and 64 KiB page kernels), outside the
+// loaders' area, and different per session, so that a nested droidroot's
+// library never shares the outer one's page.
 func ChooseTrampoline() uint64 {
 	n := uint64(trampolineHi-trampolineLo) / trampolineAlign
-	return trampolineLo + rand.Uint64N(n)*trampolineAlign
+	for {
+		a := trampolineLo + rand.Uint64N(n)*trampolineAlign
+		if a < loaderAreaLo || a >= loaderAreaHi {
+			return a
+		}
+	}
 }
 
 // Flag bits of Config.Flags (fastpath.c's DR_FP_*).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/seccomp"
 )
 
@@ -80,7 +81,16 @@ func TestChooseTrampoline(t *testing.T) {
 		if a%trampolineAlign != 0 || a < trampolineLo || a >= trampolineHi || a+seccomp.TrampolineSize > 1<<39 {
 			t.Fatalf("ChooseTrampoline() = %#x: not a 64 KiB-aligned address in [%#x, %#x)", a, trampolineLo, trampolineHi)
 		}
+		if a+seccomp.TrampolineSize > loaderAreaLo && a < loaderAreaHi {
+			t.Fatalf("ChooseTrampoline() = %#x: in the loaders' area [%#x, %#x)", a, loaderAreaLo, loaderAreaHi)
+		}
 		seen[a] = true
+	}
+	// The area holds every loader variant's image and scratch area.
+	for i, v := range loader.Variants {
+		if v.Scratch < loaderAreaLo || v.Scratch+loader.ScratchSize > loaderAreaHi || v.Load < loaderAreaLo || v.Load+loader.ImageSpan > loaderAreaHi {
+			t.Errorf("loader variant %d (%#x, scratch %#x) is outside the loaders' area", i, v.Load, v.Scratch)
+		}
 	}
 	if len(seen) < 990 {
 		t.Errorf("1000 sessions got only %d different addresses", len(seen))

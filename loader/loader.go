@@ -33,12 +33,14 @@ package loader
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed" // for the prebuilt loaders
+	"embed"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // Magic is the first field of a load script: the bytes "DIDROOT1" read as a
@@ -59,21 +61,96 @@ const ScriptGap = 4096
 
 // LoadAddress is where the loader's image (its code and read-only data, then the
 // 64 KiB bss that holds the load script and the loader's stack) is linked on both
-// architectures: 128 GiB, clear of non-PIE programs at 0x400000,
-// of the kernel's PIE and mmap bases, and inside a 39-bit arm64 address space. The
-// kernel puts the brk heap right after it.
+// architectures in variant 0, the one a droidroot that is not nested runs: 128 GiB,
+// clear of non-PIE programs at 0x400000, of the kernel's PIE and mmap bases, and
+// inside a 39-bit arm64 address space. The kernel puts the brk heap right after it.
 const LoadAddress uint64 = 0x2000000000
 
 // The scratch area (script.h's DR_SCRATCH_*): with Script.Scratch the
-// loader maps ScratchSize bytes of that file at ScratchAddr, shared and
-// read-only; the tracer writes the host paths it hands the kernel into its
-// own mapping of the file, one ScratchSlot-byte slot per guest thread (slot
-// 0 holds a cookie it checks in each process).
+// loader maps ScratchSize bytes of that file at its variant's Scratch
+// address (ScratchAddr in variant 0), shared and read-only; the tracer
+// writes the host paths it hands the kernel into its own mapping of the
+// file, one ScratchSlot-byte slot per guest thread (slot 0 holds a cookie
+// it checks in each process).
 const (
 	ScratchAddr uint64 = 0x1f00000000
 	ScratchSize uint64 = 64 << 20
 	ScratchSlot uint64 = 16 << 10
 )
+
+// ImageSpan is the most address space a loader's image and bss take from its
+// variant's Load address (TestBinary checks it).
+const ImageSpan uint64 = 1 << 20
+
+// Variant is one build of the loader: the same code linked at Load, mapping
+// the scratch area at Scratch.
+type Variant struct {
+	Load, Scratch uint64
+}
+
+// Variants are the loader's builds (the Makefile's LOADER_ADDRESS_N and
+// LOADER_SCRATCH_N; bin/loader-GOARCH, bin/loader-GOARCH-N). A droidroot
+// nested in droidroot runs in a process where the outer session's loader and
+// scratch area are mapped, as they are in every process of its own guests:
+// it takes the first variant whose addresses are free (FreeVariant), so a
+// session can be nested three deep.
+var Variants = []Variant{
+	{LoadAddress, ScratchAddr},
+	{0x1e00000000, 0x1d00000000},
+	{0x1c00000000, 0x1b00000000},
+}
+
+// VariantAt returns the variant linked at load, ok false when none is (a
+// loader that is not droidroot's).
+func VariantAt(load uint64) (v Variant, ok bool) {
+	for _, v := range Variants {
+		if v.Load == load {
+			return v, true
+		}
+	}
+	return Variant{}, false
+}
+
+// FreeVariant returns the index of the first variant whose image and
+// scratch area overlap nothing mapped in this process (/proc/self/maps),
+// or -1 when every variant's addresses are taken.
+func FreeVariant() (int, error) {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return -1, err
+	}
+	return freeVariant(maps), nil
+}
+
+// freeVariant is FreeVariant on the text of a maps file.
+func freeVariant(maps []byte) int {
+	var used [][2]uint64
+	for _, line := range strings.Split(string(maps), "\n") {
+		lo, hi, ok := strings.Cut(strings.SplitN(line, " ", 2)[0], "-")
+		if !ok {
+			continue
+		}
+		l, err1 := strconv.ParseUint(lo, 16, 64)
+		h, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 == nil && err2 == nil {
+			used = append(used, [2]uint64{l, h})
+		}
+	}
+	free := func(lo, hi uint64) bool {
+		for _, u := range used {
+			if u[0] < hi && lo < u[1] {
+				return false
+			}
+		}
+		return true
+	}
+	for i, v := range Variants {
+		if free(v.Load, v.Load+ImageSpan) && free(v.Scratch, v.Scratch+ScratchSize) {
+			return i
+		}
+	}
+	return -1
+}
 
 // FlagScratch in a script's flags says that a little-endian uint64 follows
 // the header, the ids block and AT_HWCAP (if any): the offset of
@@ -219,29 +296,31 @@ func Address(originalSP uint64, size int) uint64 {
 	return (originalSP - ScriptGap - uint64(size)) &^ 15
 }
 
-var (
-	//go:embed bin/loader-amd64
-	loaderAMD64 []byte
-	//go:embed bin/loader-arm64
-	loaderARM64 []byte
-)
+//go:embed bin
+var bins embed.FS
 
-// Binary returns the embedded loader for goarch ("amd64" or "arm64"). The caller
-// must not modify the returned slice.
-func Binary(goarch string) ([]byte, error) {
-	switch goarch {
-	case "amd64":
-		return loaderAMD64, nil
-	case "arm64":
-		return loaderARM64, nil
+// Binary returns the embedded loader for goarch ("amd64" or "arm64") in
+// variant (an index of Variants). The caller must not modify the returned
+// slice.
+func Binary(goarch string, variant int) ([]byte, error) {
+	if goarch != "amd64" && goarch != "arm64" {
+		return nil, fmt.Errorf("loader: no loader for GOARCH %q (have amd64, arm64)", goarch)
 	}
-	return nil, fmt.Errorf("loader: no loader for GOARCH %q (have amd64, arm64)", goarch)
+	if variant < 0 || variant >= len(Variants) {
+		return nil, fmt.Errorf("loader: no variant %d (have %d)", variant, len(Variants))
+	}
+	name := "bin/loader-" + goarch
+	if variant > 0 {
+		name += "-" + strconv.Itoa(variant)
+	}
+	return bins.ReadFile(name)
 }
 
 // IsOwn reports whether the file at path is this droidroot's loader for
-// goarch (byte for byte), which can also serve as the tracer's stage 2.
-func IsOwn(path, goarch string) bool {
-	bin, err := Binary(goarch)
+// goarch in variant (byte for byte), which can also serve as the tracer's
+// stage 2.
+func IsOwn(path, goarch string, variant int) bool {
+	bin, err := Binary(goarch, variant)
 	if err != nil {
 		return false
 	}
@@ -249,16 +328,16 @@ func IsOwn(path, goarch string) bool {
 	return err == nil && bytes.Equal(have, bin)
 }
 
-// Extract writes the loader for goarch into dir and returns its path, which is what
-// the tracer execs. An empty dir means os.TempDir(). The file
+// Extract writes the loader for goarch in variant into dir and returns its path,
+// which is what the tracer execs. An empty dir means os.TempDir(). The file
 // is named after its content (droidroot-loader-<goarch>-<sha256 prefix>), has mode
 // 0755 and appears atomically (written under a temporary name, then renamed); an
 // existing file with the same content and mode is reused.
 //
 // On Android the app's data directory is not executable; there the loader must
 // instead come from the app's native library directory (PROOT_LOADER).
-func Extract(dir, goarch string) (string, error) {
-	bin, err := Binary(goarch)
+func Extract(dir, goarch string, variant int) (string, error) {
+	bin, err := Binary(goarch, variant)
 	if err != nil {
 		return "", err
 	}

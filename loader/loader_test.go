@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,68 +93,121 @@ func TestAddress(t *testing.T) {
 	}
 }
 
-// TestBinary checks the committed loaders: static, non-PIE, at LoadAddress, small.
+// TestBinary checks the committed loaders: static, non-PIE, at their variant's
+// Load address, small.
 func TestBinary(t *testing.T) {
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	for goarch, machine := range machines {
-		t.Run(goarch, func(t *testing.T) {
-			bin, err := Binary(goarch)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(bin) > 8192 {
-				t.Errorf("size %d bytes, want a few KiB", len(bin))
-			}
-			f, err := elf.NewFile(bytes.NewReader(bin))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Machine != machine {
-				t.Errorf("class %v data %v machine %v", f.Class, f.Data, f.Machine)
-			}
-			if f.Type != elf.ET_EXEC {
-				t.Errorf("type %v, want ET_EXEC", f.Type)
-			}
-			const limit = LoadAddress + 1<<20
-			if f.Entry < LoadAddress || f.Entry >= limit {
-				t.Errorf("entry %#x outside [%#x, %#x)", f.Entry, LoadAddress, uint64(limit))
-			}
-			stack := false
-			for _, p := range f.Progs {
-				switch p.Type {
-				case elf.PT_INTERP, elf.PT_DYNAMIC, elf.PT_TLS:
-					t.Errorf("has %v", p.Type)
-				case elf.PT_LOAD:
-					if p.Vaddr < LoadAddress || p.Vaddr+p.Memsz > limit {
-						t.Errorf("PT_LOAD at %#x+%#x outside [%#x, %#x)", p.Vaddr, p.Memsz, LoadAddress, uint64(limit))
-					}
-					if p.Flags&elf.PF_W != 0 && p.Flags&elf.PF_X != 0 {
-						t.Errorf("PT_LOAD at %#x is writable and executable", p.Vaddr)
-					}
-				case elf.PT_GNU_STACK:
-					stack = true
-					if p.Flags&elf.PF_X != 0 {
-						t.Error("PT_GNU_STACK asks for an executable stack")
-					}
+		for variant, v := range Variants {
+			testBinary(t, goarch, machine, variant, v.Load)
+		}
+	}
+	if _, err := Binary("riscv64", 0); err == nil {
+		t.Error("Binary(riscv64) succeeded")
+	}
+	if _, err := Binary("amd64", len(Variants)); err == nil {
+		t.Error("Binary(amd64, len(Variants)) succeeded")
+	}
+}
+
+func testBinary(t *testing.T, goarch string, machine elf.Machine, variant int, load uint64) {
+	t.Run(fmt.Sprintf("%s-%d", goarch, variant), func(t *testing.T) {
+		bin, err := Binary(goarch, variant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bin) > 8192 {
+			t.Errorf("size %d bytes, want a few KiB", len(bin))
+		}
+		f, err := elf.NewFile(bytes.NewReader(bin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Machine != machine {
+			t.Errorf("class %v data %v machine %v", f.Class, f.Data, f.Machine)
+		}
+		if f.Type != elf.ET_EXEC {
+			t.Errorf("type %v, want ET_EXEC", f.Type)
+		}
+		limit := load + ImageSpan
+		if f.Entry < load || f.Entry >= limit {
+			t.Errorf("entry %#x outside [%#x, %#x)", f.Entry, load, limit)
+		}
+		stack := false
+		for _, p := range f.Progs {
+			switch p.Type {
+			case elf.PT_INTERP, elf.PT_DYNAMIC, elf.PT_TLS:
+				t.Errorf("has %v", p.Type)
+			case elf.PT_LOAD:
+				if p.Vaddr < load || p.Vaddr+p.Memsz > limit {
+					t.Errorf("PT_LOAD at %#x+%#x outside [%#x, %#x)", p.Vaddr, p.Memsz, load, limit)
+				}
+				if p.Flags&elf.PF_W != 0 && p.Flags&elf.PF_X != 0 {
+					t.Errorf("PT_LOAD at %#x is writable and executable", p.Vaddr)
+				}
+			case elf.PT_GNU_STACK:
+				stack = true
+				if p.Flags&elf.PF_X != 0 {
+					t.Error("PT_GNU_STACK asks for an executable stack")
 				}
 			}
-			if !stack {
-				t.Error("no PT_GNU_STACK")
-			}
-		})
+		}
+		if !stack {
+			t.Error("no PT_GNU_STACK")
+		}
+	})
+}
+
+// TestFreeVariant: the first variant whose image and scratch area are free in
+// a maps file, as a droidroot nested one, two and three deep sees them.
+func TestFreeVariant(t *testing.T) {
+	const tail = "7ffc8d755000-7ffc8d777000 rw-p 00000000 00:00 0                          [stack]\n"
+	mapping := func(lo, hi uint64, name string) string {
+		return fmt.Sprintf("%x-%x r-xp 00000000 fe:00 42 %s\n", lo, hi, name)
 	}
-	if _, err := Binary("riscv64"); err == nil {
-		t.Error("Binary(riscv64) succeeded")
+	v0, v1 := Variants[0], Variants[1]
+	for _, c := range []struct {
+		name, maps string
+		want       int
+	}{
+		{"not nested", "400000-4a5000 r-xp 00000000 fe:00 1 /usr/bin/droidroot\n" + tail, 0},
+		{"empty", "", 0},
+		{"nested", mapping(v0.Scratch, v0.Scratch+ScratchSize, "/memfd:droidroot-scratch (deleted)") +
+			mapping(v0.Load, v0.Load+0x2000, "/tmp/droidroot-loader-amd64-x") + tail, 1},
+		{"nested, the outer scratch area missing", mapping(v0.Load, v0.Load+0x2000, "/tmp/l") + tail, 1},
+		{"nested, only the outer scratch area", mapping(v0.Scratch, v0.Scratch+ScratchSize, "/memfd:x") + tail, 1},
+		{"a mapping at the end of variant 0's image", mapping(v0.Load+ImageSpan-0x1000, v0.Load+ImageSpan, "x"), 1},
+		{"a mapping right after variant 0's image", mapping(v0.Load+ImageSpan, v0.Load+ImageSpan+0x1000, "[heap]"), 0},
+		{"two deep", mapping(v0.Load, v0.Load+0x2000, "a") + mapping(v1.Scratch, v1.Scratch+ScratchSize, "b"), 2},
+		{"four deep", mapping(Variants[2].Load, Variants[2].Load+0x1000, "c") + mapping(v0.Load, v0.Load+0x2000, "a") +
+			mapping(v1.Load, v1.Load+0x2000, "b"), -1},
+		{"one mapping over all", mapping(0x1000000000, 0x3000000000, "big"), -1},
+		{"garbage", "not a maps file\n-\nzz-yy\n", 0},
+	} {
+		if got := freeVariant([]byte(c.maps)); got != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
+		}
+	}
+	if v, err := FreeVariant(); err != nil || v != 0 {
+		t.Errorf("FreeVariant() in the test process = %d, %v; want 0", v, err)
+	}
+	for i, v := range Variants {
+		if got, ok := VariantAt(v.Load); !ok || got != v {
+			t.Errorf("VariantAt(%#x) = %v, %v; want variant %d", v.Load, got, ok, i)
+		}
+	}
+	if _, ok := VariantAt(0x400000); ok {
+		t.Error("VariantAt(0x400000) found a variant")
 	}
 }
 
 func TestExtract(t *testing.T) {
 	dir := t.TempDir()
-	p1, err := Extract(dir, "amd64")
+	p1, err := Extract(dir, "amd64", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := Extract(dir, "arm64")
+	p2, err := Extract(dir, "arm64", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +223,7 @@ func TestExtract(t *testing.T) {
 			t.Errorf("%s: mode %v, want 0755", p, fi.Mode())
 		}
 		got, _ := os.ReadFile(p)
-		want, _ := Binary(goarch)
+		want, _ := Binary(goarch, 0)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: content differs from Binary(%q)", p, goarch)
 		}
@@ -177,7 +231,7 @@ func TestExtract(t *testing.T) {
 
 	// Reused as is: same path, same inode.
 	before, _ := os.Stat(p1)
-	again, err := Extract(dir, "amd64")
+	again, err := Extract(dir, "amd64", 0)
 	if err != nil || again != p1 {
 		t.Fatalf("second Extract = %q, %v; want %q", again, err, p1)
 	}
@@ -189,12 +243,19 @@ func TestExtract(t *testing.T) {
 	if err := os.WriteFile(p1, []byte("junk"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Extract(dir, "amd64"); err != nil {
+	if _, err := Extract(dir, "amd64", 0); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(p1); !bytes.Equal(got, loaderAMD64) {
+	if got, _ := os.ReadFile(p1); !bytes.Equal(got, mustBinary(t, "amd64", 0)) {
 		t.Error("damaged file not replaced")
 	}
+
+	// A variant is a file of its own.
+	p3, err := Extract(dir, "amd64", 1)
+	if err != nil || p3 == p1 || !bytes.Equal(must(os.ReadFile(p3)), mustBinary(t, "amd64", 1)) {
+		t.Errorf("Extract(amd64, 1) = %q, %v: want another file with variant 1", p3, err)
+	}
+	os.Remove(p3)
 
 	// No temporary files are left behind.
 	entries, _ := os.ReadDir(dir)
@@ -209,12 +270,28 @@ func TestExtract(t *testing.T) {
 	// os.TempDir() is the default directory.
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	p, err := Extract("", "arm64")
+	p, err := Extract("", "arm64", 0)
 	if err != nil || filepath.Dir(p) != tmp {
 		t.Errorf("Extract with TMPDIR = %q, %v; want a file in %q", p, err, tmp)
 	}
 
-	if _, err := Extract(dir, "mips"); err == nil {
+	if _, err := Extract(dir, "mips", 0); err == nil {
 		t.Error("Extract(mips) succeeded")
 	}
+}
+
+func mustBinary(t *testing.T, goarch string, variant int) []byte {
+	t.Helper()
+	b, err := Binary(goarch, variant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		return nil
+	}
+	return b
 }

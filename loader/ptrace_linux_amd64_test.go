@@ -278,7 +278,7 @@ func stackChanges(before, after []byte) []string {
 
 func TestTraced(t *testing.T) {
 	ps := buildProbes(t, toolchains["amd64"])
-	loader, err := Extract(t.TempDir(), "amd64")
+	loader, err := Extract(t.TempDir(), "amd64", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestTraced(t *testing.T) {
 
 func TestTracedErrors(t *testing.T) {
 	ps := buildProbes(t, toolchains["amd64"])
-	loader, err := Extract(t.TempDir(), "amd64")
+	loader, err := Extract(t.TempDir(), "amd64", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,12 +65,14 @@ struct dr_ids {
  * race): DR_SCRATCH_SIZE bytes at DR_SCRATCH_ADDR. The tracer writes the host paths it hands
  * the kernel into its own, writable mapping of the same file, one DR_SCRATCH_SLOT-byte slot per
  * guest thread (slot 0 holds a cookie the tracer checks in each process); no guest thread can
- * write the area (its file is open read-only: mprotect cannot add PROT_WRITE). Below the
- * loader (linked at 128 GiB), inside a 39-bit address space. Go mirror: loader.ScratchAddr,
+ * write the area (its file is open read-only: mprotect cannot add PROT_WRITE). 4 GiB below the
+ * loader (variant 0 is linked at 128 GiB), inside a 39-bit address space. Go mirror: loader.Variants,
  * ScratchSize, ScratchSlot, FlagScratch.
  */
 #define DR_FLAG_SCRATCH 16
+#ifndef DR_SCRATCH_ADDR /* the Makefile sets it per variant (loader.Variants) */
 #define DR_SCRATCH_ADDR 0x1f00000000ULL
+#endif
 #define DR_SCRATCH_SIZE (64ULL << 20)
 #define DR_SCRATCH_SLOT (16ULL << 10)
 

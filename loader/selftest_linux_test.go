@@ -73,7 +73,7 @@ func TestSelftest(t *testing.T) {
 func TestUntraced(t *testing.T) {
 	for _, goarch := range []string{"amd64", "arm64"} {
 		t.Run(goarch, func(t *testing.T) {
-			path, err := Extract(t.TempDir(), goarch)
+			path, err := Extract(t.TempDir(), goarch, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -191,7 +191,7 @@ func (c *Call) undoRewrites() {
 		// A guest never keeps data below its stack pointer's red zone
 		// (signal frames overwrite it), nor in the scratch area: a
 		// pointer there is ours.
-		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to && (e.to < c.Entry.SP()-RedZone || inScratch(e.to)) {
+		if e.nr == nr && e.to != 0 && c.Entry.Arg(e.arg) == e.to && (e.to < c.Entry.SP()-RedZone || c.t != nil && c.t.scratch.has(e.to)) {
 			c.Entry.SetArg(e.arg, e.from)
 			c.Regs.SetArg(e.arg, e.from)
 			c.dirty = true

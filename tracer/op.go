@@ -236,10 +236,11 @@ func (t *Tracer) answer(th *Thread, op *threadOp, v int64, sig syscall.Signal) {
 		th.op = nil
 		return
 	}
-	if t.cfg.Android != nil && syscallInfoOp(th.Tid) == syscallInfoEntry {
+	if t.trapsSkips(th) && syscallInfoOp(th.Tid) == syscallInfoEntry {
 		// Skipping a call at a syscall-entry stop makes it number -1, which
-		// seccomp then checks: an Android policy traps it, and the kernel
-		// rolls the registers back. sigsysStop puts this answer back.
+		// seccomp then checks: an Android policy (ours, or a guest's own
+		// filter: a nested droidroot's reproduction) traps it, and the
+		// kernel rolls the registers back. sigsysStop puts this answer back.
 		sk := r
 		th.skipRegs = &sk
 	}

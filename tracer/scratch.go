@@ -21,7 +21,7 @@ import (
 // loader.ScratchSize bytes, mapped writable in its own memory and sealed
 // against other writers (F_SEAL_FUTURE_WRITE, where the kernel has it), and
 // every process the loader starts maps it read-only at a fixed address
-// (loader.ScratchAddr; the loader opens the tracer's /proc/<pid>/fd/<N>
+// (its loader.Variant's Scratch; the loader opens the tracer's /proc/<pid>/fd/<N>
 // read-only, so that mprotect cannot make it writable). Each guest thread
 // is given a slot of it of its own, unique among all traced threads
 // (processes share the file), and the tracer writes the slot with a plain
@@ -46,14 +46,16 @@ const (
 
 // scratch is the tracer's side of the scratch area.
 type scratch struct {
+	addr   uint64   // where the loader maps it in guest processes
 	mem    []byte   // the tracer's writable mapping
 	path   string   // /proc/<pid>/fd/<N>, for the loader
 	cookie [16]byte // the first bytes of slot 0
 }
 
-// newScratch makes the scratch file and maps it, or returns nil when the
-// kernel refuses (no memfd_create, ...): pushes then go below the stack.
-func newScratch() *scratch {
+// newScratch makes the scratch file and maps it, for a loader that maps it
+// at addr in guest processes, or returns nil when the kernel refuses (no
+// memfd_create, ...): pushes then go below the stack.
+func newScratch(addr uint64) *scratch {
 	fd, err := unix.MemfdCreate("droidroot-scratch", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil
@@ -67,7 +69,7 @@ func newScratch() *scratch {
 		unix.Close(fd)
 		return nil
 	}
-	s := &scratch{mem: mem, path: "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(fd)}
+	s := &scratch{addr: addr, mem: mem, path: "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(fd)}
 	copy(s.cookie[:], "DRSCRTCH")
 	binary.LittleEndian.PutUint64(s.cookie[8:], rand.Uint64())
 	copy(mem, s.cookie[:])
@@ -80,9 +82,10 @@ func newScratch() *scratch {
 	return s
 }
 
-// inScratch tells whether v is an address in the scratch area's slots.
-func inScratch(v uint64) bool {
-	return v >= loader.ScratchAddr+loader.ScratchSlot && v < loader.ScratchAddr+loader.ScratchSize
+// has tells whether v is an address in the scratch area's slots (false
+// for a nil s: no scratch area).
+func (s *scratch) has(v uint64) bool {
+	return s != nil && v >= s.addr+loader.ScratchSlot && v < s.addr+loader.ScratchSize
 }
 
 // checkScratch settles whether the calling thread's process has the
@@ -94,7 +97,7 @@ func (c *Call) checkScratch() {
 	}
 	p.scratch = scratchNo
 	var b [16]byte
-	if n, err := readMem(th.Tid, loader.ScratchAddr, b[:]); err == nil && n == len(b) && bytes.Equal(b[:], c.t.scratch.cookie[:]) {
+	if n, err := readMem(th.Tid, c.t.scratch.addr, b[:]); err == nil && n == len(b) && bytes.Equal(b[:], c.t.scratch.cookie[:]) {
 		p.scratch = scratchYes
 	}
 }
@@ -129,7 +132,7 @@ func (c *Call) scratchSlot() (lo, top uint64, ok bool) {
 			return 0, 0, false
 		}
 	}
-	lo = loader.ScratchAddr + uint64(th.slot)*loader.ScratchSlot
+	lo = c.t.scratch.addr + uint64(th.slot)*loader.ScratchSlot
 	return lo, lo + loader.ScratchSlot, true
 }
 
@@ -148,7 +151,7 @@ func (c *Call) pushScratch(b []byte) (uint64, bool) {
 		return 0, false
 	}
 	addr := (c.slotCur - uint64(len(b))) &^ 15
-	copy(c.t.scratch.mem[addr-loader.ScratchAddr:], b)
+	copy(c.t.scratch.mem[addr-c.t.scratch.addr:], b)
 	c.slotCur = addr
 	return addr, true
 }

@@ -41,8 +41,12 @@ func TestScratchSlots(t *testing.T) {
 		{loader.ScratchAddr + loader.ScratchSize, false},
 		{0x7ffc00000000, false},
 	} {
-		if got := inScratch(v.addr); got != v.in {
-			t.Errorf("inScratch(%#x) = %v", v.addr, got)
+		if got := (&scratch{addr: loader.ScratchAddr}).has(v.addr); got != v.in {
+			t.Errorf("has(%#x) = %v", v.addr, got)
+		}
+		v1 := loader.Variants[1].Scratch - loader.ScratchAddr
+		if got := (&scratch{addr: loader.Variants[1].Scratch}).has(v.addr + v1); got != v.in {
+			t.Errorf("variant 1: has(%#x) = %v", v.addr+v1, got)
 		}
 	}
 }

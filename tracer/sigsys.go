@@ -115,19 +115,32 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		t.foreignStop(th, s)
 		return true
 	}
-	if t.cfg.Android == nil {
-		return false
+	if s.nr == loader.ExecStopNr && s.code == sysSeccomp {
+		// Our loader's hand-over, or a nested droidroot's loader's: the
+		// signal is then the guest's, as under a kernel's Android policy
+		// (its tracer, emulated here, takes it as its exec stop).
+		return t.handoverSigsys(th, s)
 	}
 	if sk := th.skipRegs; sk != nil && s.nr == -1 && s.code == sysSeccomp {
-		// Ptrace-only mode: a call a handler answered or restarted at its
-		// entry stop went on as number -1, which the policy traps, and
-		// the kernel rolled the registers back. Put our answer back.
+		// A call answered or restarted at a syscall-entry stop (an op's
+		// end, or any call in ptrace-only mode) went on as number -1,
+		// which the policy traps (trapsSkips), and the kernel rolled the
+		// registers back. Put our answer back.
 		th.skipRegs = nil
 		sk.forceNr()
 		if t.setRegs(th, sk) {
 			t.cont(th, 0)
 		}
 		return true
+	}
+	if t.cfg.Android == nil {
+		return false
+	}
+	if s.nr == -1 && s.code == sysSeccomp && th.pt != nil {
+		// Not a skip of ours (skipRegs): the guest's tracer skipped the
+		// call at a syscall-entry stop, and its SIGSYS is for that tracer
+		// (a nested droidroot puts its answer back, as droidroot does).
+		return false
 	}
 	if !t.ours(s) {
 		return false
@@ -141,18 +154,37 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	c.reset(th)
 	c.sigsys = true
 	c.callAddr = s.callAddr
-	if s.nr == loader.ExecStopNr && t.ptIsHandover(th, &c.Regs) {
-		// The Android policy blocked the loader's hand-over call (the
-		// kernel skipped it): the exec stop, at this SIGSYS stop, which
-		// droidroot swallows.
-		c.sigsys = false
-		t.ptHandover(th, &c.Regs, true)
-		return true
-	}
 	if th.gfilters != nil && t.ptGuestSigsys(th, s) {
 		return true // the guest's own filter stops the call first (guestseccomp.go)
 	}
 	t.sigsysAnswer(th, s, t.handlerOf(s.nr))
+	return true
+}
+
+// trapsSkips tells whether a filter may trap number -1 in th: the Android
+// policy droidroot runs under, or a guest's own filter (a nested droidroot
+// runs under its reproduction of that policy), which the kernel runs on a
+// call the tracer skips at a syscall-entry stop.
+func (t *Tracer) trapsSkips(th *Thread) bool { return t.cfg.Android != nil || th.gfilters != nil }
+
+// handoverSigsys handles the SIGSYS stop s of th if it is the loader's
+// hand-over call (droidroot_execstop) that a filter trapped: the Android
+// policy (which allows no unknown number), or a guest's own filter, which
+// the kernel runs on the loader's calls too (a nested droidroot's
+// reproduction of that policy). The kernel skipped the call: the exec stop
+// is at this SIGSYS stop, which droidroot swallows.
+func (t *Tracer) handoverSigsys(th *Thread, s sigsysInfo) bool {
+	c := &th.call
+	if err := getRegs(th.Tid, &c.Regs); err != nil {
+		return false
+	}
+	if !t.ptIsHandover(th, &c.Regs) {
+		return false
+	}
+	c.t = t
+	c.Entry = c.Regs
+	c.reset(th)
+	t.ptHandover(th, &c.Regs, true)
 	return true
 }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/ident"
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/seccomp"
 )
 
@@ -37,8 +38,8 @@ func (t *Tracer) Run() (int, error) {
 		t.logf(1, "SA_NOCLDSTOP on SIGCHLD: %v", err)
 	}
 
-	if name, pid := nestedIn(); name != "" {
-		return 1, fmt.Errorf("%w: droidroot runs inside %s (pid %d), which traces it: a nested droidroot needs a loader it can map beside the outer one's, which droidroot does not have yet", ErrPtrace, name, pid)
+	if name, pid := tracedByProot(); name != "" {
+		return 1, fmt.Errorf("%w: droidroot runs inside %s (pid %d), which traces it: proot's ptrace emulation cannot run a tracer with a seccomp filter (run droidroot outside proot, or droidroot inside droidroot)", ErrPtrace, name, pid)
 	}
 
 	var filter []byte
@@ -154,9 +155,12 @@ func tracerPid() int {
 	return 0
 }
 
-// nestedIn returns the name and pid of the droidroot or proot that traces
-// droidroot (TracerPid, named by its comm), or "" when there is none.
-func nestedIn() (string, int) {
+// tracedByProot returns the name and pid of the proot that traces droidroot
+// (TracerPid, named by its comm), or "" when there is none. A droidroot
+// shipped as libproot.so has proot's name too: droidroot nested in droidroot
+// runs in a process where the outer session's loader is mapped (the first
+// loader variant is not free), and is not refused.
+func tracedByProot() (string, int) {
 	pid := tracerPid()
 	if pid == 0 {
 		return "", 0
@@ -166,8 +170,11 @@ func nestedIn() (string, int) {
 		return "", 0
 	}
 	name := strings.TrimSpace(string(b))
-	if name == "droidroot" || name == "libproot.so" || strings.HasPrefix(name, "proot") {
-		return name, pid
+	if name != "libproot.so" && !strings.HasPrefix(name, "proot") {
+		return "", 0
 	}
-	return "", 0
+	if v, err := loader.FreeVariant(); err == nil && v > 0 {
+		return "", 0 // droidroot's loader is here: the tracer is droidroot
+	}
+	return name, pid
 }

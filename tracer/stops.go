@@ -26,6 +26,7 @@ func (t *Tracer) enter(th *Thread) {
 	if t.flight != nil {
 		t.fly(th.Tid, "ENTER", "%s loading=%v", t.flyArgs(th.Tid, &c.Regs), th.loading)
 	}
+	th.skipRegs = nil // a skip's SIGSYS comes before the next call
 	if th.loading {
 		if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
 			if c.Regs.Nr() == loader.ExecStopNr && t.ptIsHandover(th, &c.Regs) {
@@ -91,7 +92,7 @@ func (t *Tracer) enterWith(th *Thread, h *Handler) {
 	if h.Exit != nil && !c.noExit {
 		th.pendingExit = h
 	}
-	if t.cfg.NoSeccomp && t.cfg.Android != nil && c.skipped {
+	if t.cfg.NoSeccomp && t.trapsSkips(th) && c.skipped {
 		saved := c.Regs
 		th.skipRegs = &saved
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/ident"
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
 )
@@ -147,9 +148,6 @@ func New(cfg Config) (*Tracer, error) {
 	}
 	t := &Tracer{cfg: cfg, goarch: runtime.GOARCH, threads: map[int]*Thread{}, warned: map[string]bool{}}
 	t.spin = cfg.Spin
-	if !cfg.NoScratch {
-		t.scratch = newScratch()
-	}
 	if t.spin == 0 {
 		t.spin = DefaultSpin
 	}
@@ -183,6 +181,15 @@ func New(cfg Config) (*Tracer, error) {
 		}
 		t.loaderLo, t.loaderHi = img.lo, img.hi
 		t.scriptArea, t.scriptAreaSize = img.area, img.areaSize
+	}
+	if !cfg.NoScratch {
+		// Where this loader maps it: its variant's address (a loader that
+		// is not droidroot's own is never asked to map it).
+		addr := loader.ScratchAddr
+		if v, ok := loader.VariantAt(t.loaderLo); ok {
+			addr = v.Scratch
+		}
+		t.scratch = newScratch(addr)
 	}
 	return t, nil
 }
@@ -284,6 +291,10 @@ func (t *Tracer) Process(pid int) *Process {
 	}
 	return nil
 }
+
+// InLoader reports whether pc is in the image of the session's loader
+// (its variant's address range).
+func (t *Tracer) InLoader(pc uint64) bool { return pc >= t.loaderLo && pc < t.loaderHi }
 
 // WarnOnce prints a diagnostic the first time key is seen.
 func (t *Tracer) WarnOnce(key, format string, args ...any) { t.warnOnce(key, format, args...) }

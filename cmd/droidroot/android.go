@@ -73,7 +73,7 @@ func underAndroidFilter() bool {
 		return false
 	}
 	tmpDir := tmpDirOf()
-	probe, err := loader.Extract(tmpDir, runtime.GOARCH)
+	probe, err := loader.Extract(tmpDir, runtime.GOARCH, 0)
 	if err != nil {
 		return false
 	}

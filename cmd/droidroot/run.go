@@ -299,15 +299,28 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		}
 	}
 
+	// Nested in droidroot, the outer session's loader and scratch area are
+	// mapped here, as in every process of our guests: take a variant of the
+	// loader linked elsewhere.
+	variant, err := loader.FreeVariant()
+	if err != nil {
+		variant = 0
+	}
+	if variant < 0 {
+		return nil, errorf("droidroot runs inside %d nested droidroot sessions already, and its loader has no variant left whose addresses are free in this process (at most %d sessions deep)", len(loader.Variants), len(loader.Variants))
+	}
 	loaderPath := os.Getenv("PROOT_LOADER")
+	if variant > 0 && loader.IsOwn(loaderPath, runtime.GOARCH, 0) {
+		loaderPath = "" // the outer session's loader: ours is another variant
+	}
 	stage2 := loaderPath
 	if loaderPath == "" {
-		loaderPath, err = loader.Extract(tmpDir, runtime.GOARCH)
+		loaderPath, err = loader.Extract(tmpDir, runtime.GOARCH, variant)
 		if err != nil {
 			return nil, errorf("cannot write the loader into %s: %v (set PROOT_TMP_DIR to a writable directory)", tmpDir, err)
 		}
 		stage2 = loaderPath
-	} else if !loader.IsOwn(loaderPath, runtime.GOARCH) {
+	} else if !loader.IsOwn(loaderPath, runtime.GOARCH, 0) {
 		stage2 = "" // another loader: droidroot itself is stage 2
 	}
 

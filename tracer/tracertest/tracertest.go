@@ -275,7 +275,7 @@ var (
 // and as the tracer's Config.Loader.
 func Loader() (string, error) {
 	loaderOnce.Do(func() {
-		loaderPath, loaderErr = loader.Extract(os.TempDir(), runtime.GOARCH)
+		loaderPath, loaderErr = loader.Extract(os.TempDir(), runtime.GOARCH, 0)
 	})
 	return loaderPath, loaderErr
 }
