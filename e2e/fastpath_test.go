@@ -193,6 +193,17 @@ func TestFastPathAnswers(t *testing.T) {
 			"stat /mnt/alias/../b1/f\nstat /fx/dir/sub/..\nstat /fx/dir/\nopen /fx/dir/sub/../file rdonly\n" +
 			"stat /fx/abs/../dir/file\nstat /fx/dir/deeplink/../deep/f2\n",
 			map[string]int{"stat": 7, "open": 1}},
+		// getcwd: the first after a chdir, fchdir or a rename of the cwd
+		// goes to the tracer, which publishes its answer; the next ones
+		// are answered in-process while the kernel's cwd is the same host
+		// directory, also where that directory has two guest names
+		// (/fx/dir and /mnt/alias). A removed cwd is the tracer's ENOENT.
+		{"getcwd", "cd /fx/dir\ngetcwd\ngetcwd\ncd /mnt/alias\ngetcwd\ngetcwd\ncd sub\ngetcwd\n" +
+			"cd /fx/dir/sub\ngetcwd\ngetcwd\ncd /mnt/b1\ngetcwd\ngetcwd\nfd 40 /fx/dir/sub rdonly,directory\n" +
+			"cd /mnt/alias\ngetcwd\nfchdir 40\ngetcwd\ngetcwd\ncd /fx/scratch\nmkdir a\ncd a\ngetcwd\ngetcwd\n" +
+			"rename /fx/scratch/a /fx/scratch/b\ngetcwd\ngetcwd\nmkdir /fx/scratch/b/c\ncd c\ngetcwd\n" +
+			"rmdir /fx/scratch/b/c\ngetcwd\ncd /\nrmdir /fx/scratch/b\ngetcwd\ngetcwd\n",
+			map[string]int{"getcwd": 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -2,6 +2,7 @@ package emul
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -34,10 +35,11 @@ const prSetSeccompBit = 1 << 4
 
 // fastPathState is the fast path layer's per-process state.
 type fastPathState struct {
-	blob  []byte // the handshake's answer
-	procs map[int]*fastPathProc
-	files map[string]string // merged preload content -> its file in Dir
-	dir   string
+	blob   []byte // the handshake's answer
+	cwdSeq uint32 // the last seq written into a cwd record
+	procs  map[int]*fastPathProc
+	files  map[string]string // merged preload content -> its file in Dir
+	dir    string
 }
 
 // fastPathProc is one process's fast path state.
@@ -51,6 +53,11 @@ type fastPathProc struct {
 	// ownFilter: the process (or an ancestor it inherited the filter
 	// from) installed a seccomp filter of its own: the library stays off.
 	ownFilter bool
+	// cwd is the address of the library's cwd record (0: unknown);
+	// cwdFS, when not nil, is the filesystem context whose cwd the record
+	// holds (a chdir, fchdir or chroot in it clears the record).
+	cwd   uint64
+	cwdFS *tracer.FS
 }
 
 // fastPathFlags are the library's flags for the options of cfg.
@@ -133,6 +140,24 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 		d := b.decl(name)
 		b.set(name, s.preloadHandler(b.t[name], d.args[0], name == "open" || name == "openat"))
 	}
+	if h, ok := b.get("getcwd"); ok {
+		enter := h.Enter
+		h.Enter = func(c *tracer.Call) {
+			enter(c)
+			s.publishCwd(c)
+		}
+		b.set("getcwd", h)
+	}
+	for _, name := range []string{"chdir", "fchdir", "chroot"} {
+		if h, ok := b.get(name); ok {
+			enter := h.Enter
+			h.Enter = func(c *tracer.Call) {
+				s.clearCwd(c)
+				enter(c)
+			}
+			b.set(name, h)
+		}
+	}
 	for _, name := range fastpath.TrampolineCalls {
 		if h, ok := b.get(name); ok && !h.FromTrampoline {
 			h.FromTrampoline = true
@@ -158,7 +183,7 @@ func (s *fastPathState) proc(pid int) *fastPathProc {
 	return p
 }
 
-// handshake answers droidroot_fastpath(buf, size, &enabled).
+// handshake answers droidroot_fastpath(buf, size, &enabled, &cwd, cwdSize).
 func (s *fastPathState) handshake(c *tracer.Call) {
 	p := s.proc(c.Pid())
 	switch {
@@ -171,7 +196,77 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 		c.Fail(unix.EFAULT)
 	default:
 		p.flag = c.Arg(2)
+		p.cwd, p.cwdFS = 0, nil
+		if c.Arg(4) >= fastpath.CwdSize {
+			p.cwd = c.Arg(3)
+		}
 		c.Return(int64(len(s.blob)))
+	}
+}
+
+// publishCwd writes the answer of the getcwd c just answered into the
+// calling process's cwd record, with the host directory the kernel has as
+// the cwd (fs.Host): while the kernel's getcwd names that directory and no
+// chdir, fchdir or chroot cleared the record, the tracer would give the same
+// answer (guestCwd: fs.Cwd for an unchanged fs.Host). Not when the cwd is
+// unsettled or lost, or the process's threads may have different cwds.
+func (s *fastPathState) publishCwd(c *tracer.Call) {
+	p := s.procs[c.Pid()]
+	fs := c.FS()
+	if p == nil || p.cwd == 0 || !cwdPublishable(fs, c.Proc(), c.Ret()) {
+		return
+	}
+	var seq [4]byte
+	if p.cwdFS != nil && c.WriteMem(p.cwd, seq[:]) != nil {
+		return
+	}
+	p.cwdFS = nil
+	if c.WriteMem(p.cwd+4, cwdRecord(fs.Host, fs.Cwd)) != nil {
+		return
+	}
+	s.cwdSeq++
+	if s.cwdSeq == 0 {
+		s.cwdSeq = 1
+	}
+	binary.LittleEndian.PutUint32(seq[:], s.cwdSeq)
+	if c.WriteMem(p.cwd, seq[:]) == nil {
+		p.cwdFS = fs
+	}
+}
+
+// cwdPublishable tells whether a getcwd that returned ret in process p,
+// whose thread has filesystem context fs, answered fs.Cwd for the kernel's
+// fs.Host, settled, with every thread of p sharing that cwd, in what fits a
+// cwd record.
+func cwdPublishable(fs *tracer.FS, p *tracer.Process, ret int64) bool {
+	return ret == int64(len(fs.Cwd)+1) && fs.Pending == nil && !fs.Lost && fs.Host != "" && !p.SplitFS &&
+		len(fs.Host) < fastpath.CwdMax && len(fs.Cwd) < fastpath.CwdMax
+}
+
+// cwdRecord is a cwd record for host and guest from its fifth byte on
+// (the lengths, padding, the host path, the guest path): what is written
+// between the seqs.
+func cwdRecord(host, guest string) []byte {
+	rec := make([]byte, fastpath.CwdGuestOff-4+len(guest))
+	binary.LittleEndian.PutUint32(rec[0:], uint32(len(host)))
+	binary.LittleEndian.PutUint32(rec[4:], uint32(len(guest)))
+	copy(rec[fastpath.CwdHostOff-4:], host)
+	copy(rec[fastpath.CwdGuestOff-4:], guest)
+	return rec
+}
+
+// clearCwd clears the cwd records that hold the cwd of c's filesystem
+// context, before a chdir, fchdir or chroot (the kernel has not run it
+// yet): the guest cwd may change while the host directory stays the same
+// (a directory bound at two guest paths; a new root).
+func (s *fastPathState) clearCwd(c *tracer.Call) {
+	fs := c.FS()
+	var zero [4]byte
+	for pid, p := range s.procs {
+		if p.cwdFS == fs {
+			p.cwdFS = nil
+			c.Tracer().WriteMem(pid, p.cwd, zero[:])
+		}
 	}
 }
 
@@ -195,7 +290,13 @@ func (s *fastPathState) events(ev *tracer.Event) {
 			return // a thread
 		}
 		if parent := s.procs[ev.ParentPid]; parent != nil {
-			s.procs[ev.Pid] = &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter}
+			// The child's copy of the cwd record holds its cwd too (a copy
+			// of the parent's filesystem context, or the same one).
+			var fs *tracer.FS
+			if parent.cwdFS != nil {
+				fs = ev.Tracer().ThreadFS(ev.Tid)
+			}
+			s.procs[ev.Pid] = &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter, cwd: parent.cwd, cwdFS: fs}
 		}
 	case tracer.EventExec:
 		// Only a dynamic program's ld.so reads the preload file before
@@ -203,7 +304,7 @@ func (s *fastPathState) events(ev *tracer.Event) {
 		// guest's ld.so is of another ABI) reading the file gets the
 		// guest's own.
 		p := s.proc(ev.Pid)
-		p.armed, p.flag = !ev.Static, 0
+		p.armed, p.flag, p.cwd, p.cwdFS = !ev.Static, 0, 0, nil
 	case tracer.EventProcessGone:
 		delete(s.procs, ev.Pid)
 	case tracer.EventGuestTraced:

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -109,5 +110,47 @@ func TestFastPathArmsDynamicOnly(t *testing.T) {
 				t.Errorf("armed = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCwdRecord: the cwd record's layout (fastpath.c's struct fp_cwd from
+// its fifth byte on) and when a getcwd's answer is published.
+func TestCwdRecord(t *testing.T) {
+	rec := cwdRecord("/host/root/tmp", "/tmp")
+	if len(rec) != fastpath.CwdGuestOff-4+4 {
+		t.Fatalf("record of %d bytes", len(rec))
+	}
+	le := binary.LittleEndian
+	if le.Uint32(rec[0:]) != 14 || le.Uint32(rec[4:]) != 4 || le.Uint32(rec[8:]) != 0 {
+		t.Errorf("lengths %d %d, padding %d", le.Uint32(rec[0:]), le.Uint32(rec[4:]), le.Uint32(rec[8:]))
+	}
+	if got := string(rec[fastpath.CwdHostOff-4 : fastpath.CwdHostOff-4+14]); got != "/host/root/tmp" {
+		t.Errorf("host %q", got)
+	}
+	if got := string(rec[fastpath.CwdGuestOff-4:]); got != "/tmp" {
+		t.Errorf("guest %q", got)
+	}
+	long := "/" + strings.Repeat("x", fastpath.CwdMax)
+	settled := tracer.FS{Cwd: "/tmp", Host: "/host/root/tmp"}
+	for _, c := range []struct {
+		name string
+		fs   tracer.FS
+		p    tracer.Process
+		ret  int64
+		want bool
+	}{
+		{"settled", settled, tracer.Process{}, 5, true},
+		{"failed", settled, tracer.Process{}, -int64(unix.ERANGE), false},
+		{"another answer", settled, tracer.Process{}, 7, false},
+		{"pending", tracer.FS{Cwd: "/tmp", Host: "/host/root/tmp", Pending: &tracer.PendingCwd{}}, tracer.Process{}, 5, false},
+		{"lost", tracer.FS{Cwd: "/", Lost: true}, tracer.Process{}, 2, false},
+		{"host unknown", tracer.FS{Cwd: "/tmp"}, tracer.Process{}, 5, false},
+		{"threads with their own cwd", settled, tracer.Process{SplitFS: true}, 5, false},
+		{"guest too long", tracer.FS{Cwd: long, Host: "/h"}, tracer.Process{}, int64(len(long) + 1), false},
+		{"host too long", tracer.FS{Cwd: "/tmp", Host: long}, tracer.Process{}, 5, false},
+	} {
+		if got := cwdPublishable(&c.fs, &c.p, c.ret); got != c.want {
+			t.Errorf("%s: publishable = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -16,11 +16,12 @@
 //     /etc/ld.so.preload with that path added (MergePreload) to the first
 //     reader of each exec'd program: ld.so.
 //  2. The library's constructor makes the droidroot_fastpath call
-//     (SyscallNr): droidroot_fastpath(buf, size, &enabled). The tracer writes
-//     the session's configuration (Config.Encode) into buf and returns its
-//     length, or fails the call with ENOSYS when the fast path is off for
-//     that process. It remembers &enabled and writes 0 there when the
-//     process installs a seccomp filter of its own.
+//     (SyscallNr): droidroot_fastpath(buf, size, &enabled, &cwd, CwdSize).
+//     The tracer writes the session's configuration (Config.Encode) into
+//     buf and returns its length, or fails the call with ENOSYS when the
+//     fast path is off for that process. It remembers &enabled and writes
+//     0 there when the process installs a seccomp filter of its own, and
+//     &cwd, where it publishes its getcwd answers (CwdHostOff).
 //  3. The library maps the trampoline page of its own file at
 //     Config.Trampoline (MAP_FIXED_NOREPLACE); the filter lets the calls
 //     TrampolineCalls names through from that page untraced.
@@ -65,7 +66,21 @@ const FileName = "libdroidroot-fastpath.so"
 // trampoline page, by native name: the filter lets exactly these through
 // from the page.
 var TrampolineCalls = []string{"openat", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close",
-	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat"}
+	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat",
+	"getcwd"}
+
+// The cwd record (fastpath.c's struct fp_cwd), which the handshake's
+// fourth argument points at: seq, the host path's and the guest path's
+// lengths (uint32 each, then 4 bytes of padding), the host path at
+// CwdHostOff and the guest path at CwdGuestOff, each at most CwdMax-1
+// bytes. The tracer writes it after it answered a getcwd: seq 0, the rest,
+// then a seq it never wrote before.
+const (
+	CwdHostOff  = 16
+	CwdMax      = 4096
+	CwdGuestOff = CwdHostOff + CwdMax
+	CwdSize     = CwdGuestOff + CwdMax
+)
 
 // Library returns the library for goarch.
 func Library(goarch string) ([]byte, error) {

@@ -50,6 +50,9 @@ func (t *Tracer) forked(th *Thread, event int) {
 	} else {
 		fs := *th.FS
 		ct.FS = &fs
+		if flags&unix.CLONE_THREAD != 0 {
+			ct.Proc.SplitFS = true
+		}
 	}
 	ct.inSyscall = th.inSyscall
 	ct.creds = th.creds

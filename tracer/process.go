@@ -62,6 +62,10 @@ type Process struct {
 	// Parent is the process's real parent (0: outside the guest), and
 	// ParentTid the thread that made it (guest ptrace: PTRACE_TRACEME).
 	Parent, ParentTid int
+	// SplitFS is set once a thread of the process has a filesystem
+	// context of its own (a clone with CLONE_THREAD but not CLONE_FS):
+	// its threads' cwds may differ.
+	SplitFS bool
 	// scratch says whether the process has the loader's scratch area
 	// (scratch.go).
 	scratch uint8

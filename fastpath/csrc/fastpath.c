@@ -125,6 +125,20 @@ static int (*real_faccessat)(int, const char *, int, int);
 static int (*real_fchmodat)(int, const char *, mode_t, int);
 static void *libc_lookup(const char *name);
 
+/* The guest cwd the tracer answered this process's last trapped getcwd with,
+ * and the host directory the kernel had as the cwd then (its d_path form).
+ * The tracer writes it with seq last, seq 0 first (and alone when a chdir,
+ * fchdir or chroot may change the answer), never the same seq twice; the
+ * handshake tells it where. A getcwd is answered in-process when the kernel's
+ * own getcwd names that same host directory (fp_getcwd). Keep in step with
+ * emul/fastpath.go's cwdRecord. */
+#define FP_CWD_MAX 4096
+static struct fp_cwd {
+	uint32_t seq, hlen, glen, pad;
+	char host[FP_CWD_MAX], guest[FP_CWD_MAX];
+} cwdrec;
+static char *(*real_getcwd)(char *, size_t);
+
 /* Set to 1 once set up; the tracer writes 0 here when this process installs
  * its own seccomp filter (its traps could see the library's checks). */
 static volatile int fp_enabled;
@@ -192,11 +206,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_NFN
+	F_FSTAT, F_GETCWD, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -309,7 +323,8 @@ __attribute__((constructor)) static void fp_init(void)
 	real_fopen = libc_lookup("fopen");
 	real_faccessat = libc_lookup("faccessat");
 	real_fchmodat = libc_lookup("fchmodat");
-	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, 0, 0, 0);
+	real_getcwd = libc_lookup("getcwd");
+	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, (long)&cwdrec, sizeof cwdrec, 0);
 	const struct dr_fp_hdr *h = (const void *)cfgbuf;
 	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
 		return;
@@ -1622,6 +1637,66 @@ EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
 	return fp_ret(fp_readlinkat(dirfd, path, buf, size));
 }
 
+/* getcwd: the kernel writes the host cwd into the caller's buffer (so that a
+ * bad buffer is its EFAULT, a short one its ERANGE: the tracer answers those);
+ * when that is the host directory of the tracer's last answer (cwdrec), the
+ * guest path replaces it. A chdir, fchdir or chroot the tracer saw clears the
+ * record; a rename on the way changes the kernel's answer. Returns the length
+ * with the NUL, -ERANGE, or FP_DEFER. */
+static long fp_getcwd(char *buf, size_t size)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp) {
+		count(F_GETCWD, W_OFF);
+		return FP_DEFER;
+	}
+	uint32_t seq = __atomic_load_n(&cwdrec.seq, __ATOMIC_ACQUIRE);
+	if (!seq) {
+		count(F_GETCWD, W_UNVERIFIED);
+		return FP_DEFER;
+	}
+	long r = tr(SYS_getcwd, (long)buf, (long)size, 0, 0, 0, 0);
+	if (r <= 0) {
+		count(F_GETCWD, W_ERRNO);
+		return FP_DEFER;
+	}
+	uint32_t hl = __atomic_load_n(&cwdrec.hlen, __ATOMIC_RELAXED);
+	uint32_t gl = __atomic_load_n(&cwdrec.glen, __ATOMIC_RELAXED);
+	if (hl >= FP_CWD_MAX || gl >= FP_CWD_MAX || gl == 0 || (unsigned long)r != hl + 1UL || !fp_memeq(buf, cwdrec.host, hl)) {
+		count(F_GETCWD, W_UNVERIFIED);
+		return FP_DEFER;
+	}
+	long ret = -ERANGE;
+	if (gl + 1UL <= size) {
+		fp_memcpy(buf, cwdrec.guest, gl);
+		buf[gl] = 0;
+		ret = (long)gl + 1;
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&cwdrec.seq, __ATOMIC_RELAXED) != seq) {
+		count(F_GETCWD, W_UNVERIFIED);
+		return FP_DEFER; /* rewritten meanwhile: the deferred call writes buf again */
+	}
+	count(F_GETCWD, W_ANSWERED);
+	return ret;
+}
+
+EXPORT char *getcwd(char *buf, size_t size)
+{
+	if (buf && size) {
+		long r = fp_getcwd(buf, size);
+		if (r != FP_DEFER)
+			return fp_ret(r) < 0 ? NULL : buf;
+	} else {
+		count(F_GETCWD, W_FLAGS); /* libc allocates the buffer */
+	}
+	if (!real_getcwd)
+		real_getcwd = libc_lookup("getcwd"); /* called before the constructor */
+	if (real_getcwd)
+		return real_getcwd(buf, size);
+	errno = ENOSYS;
+	return NULL;
+}
+
 /* syscall(): FEX and others make path calls through it. */
 #if defined(__x86_64__)
 #define SYS_rename_ 82
@@ -1675,6 +1750,11 @@ EXPORT long syscall(long nr, ...)
 		break;
 	case SYS_readlinkat:
 		r = fp_readlinkat((int)a, (const char *)b, (char *)c, (size_t)d);
+		break;
+	case SYS_getcwd:
+		r = fp_getcwd((char *)a, (size_t)b);
+		if (r == FP_DEFER)
+			r = raw6(nr, a, b, c, d, e, f);
 		break;
 #if defined(__x86_64__)
 	case SYS_open:
