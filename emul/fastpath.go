@@ -58,6 +58,9 @@ type fastPathProc struct {
 	// holds (a chdir, fchdir or chroot in it clears the record).
 	cwd   uint64
 	cwdFS *tracer.FS
+	// sharedVM: the process shares its parent's memory (vfork), and so
+	// its cwd record.
+	sharedVM bool
 }
 
 // fastPathFlags are the library's flags for the options of cfg.
@@ -213,7 +216,7 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 func (s *fastPathState) publishCwd(c *tracer.Call) {
 	p := s.procs[c.Pid()]
 	fs := c.FS()
-	if p == nil || p.cwd == 0 || !cwdPublishable(fs, c.Proc(), c.Ret()) {
+	if p == nil || p.cwd == 0 || p.sharedVM || !cwdPublishable(fs, c.Proc(), c.Ret()) {
 		return
 	}
 	var seq [4]byte
@@ -262,6 +265,9 @@ func cwdRecord(host, guest string) []byte {
 func (s *fastPathState) clearCwd(c *tracer.Call) {
 	fs := c.FS()
 	var zero [4]byte
+	if p := s.procs[c.Pid()]; p != nil && p.sharedVM && p.cwd != 0 {
+		c.WriteMem(p.cwd, zero[:]) // the record of the memory it shares
+	}
 	for pid, p := range s.procs {
 		if p.cwdFS == fs {
 			p.cwdFS = nil
@@ -291,12 +297,16 @@ func (s *fastPathState) events(ev *tracer.Event) {
 		}
 		if parent := s.procs[ev.ParentPid]; parent != nil {
 			// The child's copy of the cwd record holds its cwd too (a copy
-			// of the parent's filesystem context, or the same one).
-			var fs *tracer.FS
-			if parent.cwdFS != nil {
-				fs = ev.Tracer().ThreadFS(ev.Tid)
+			// of the parent's filesystem context, or the same one). A
+			// child sharing the parent's memory (vfork) reads the
+			// parent's record: nothing is published there for it, and
+			// its chdir clears the record.
+			child := &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter, cwd: parent.cwd}
+			child.sharedVM = ev.Flags&unix.CLONE_VM != 0
+			if parent.cwdFS != nil && !child.sharedVM {
+				child.cwdFS = ev.Tracer().ThreadFS(ev.Tid)
 			}
-			s.procs[ev.Pid] = &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter, cwd: parent.cwd, cwdFS: fs}
+			s.procs[ev.Pid] = child
 		}
 	case tracer.EventExec:
 		// Only a dynamic program's ld.so reads the preload file before
@@ -304,7 +314,7 @@ func (s *fastPathState) events(ev *tracer.Event) {
 		// guest's ld.so is of another ABI) reading the file gets the
 		// guest's own.
 		p := s.proc(ev.Pid)
-		p.armed, p.flag, p.cwd, p.cwdFS = !ev.Static, 0, 0, nil
+		p.armed, p.flag, p.cwd, p.cwdFS, p.sharedVM = !ev.Static, 0, 0, nil, false
 	case tracer.EventProcessGone:
 		delete(s.procs, ev.Pid)
 	case tracer.EventGuestTraced:
