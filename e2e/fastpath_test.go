@@ -204,6 +204,21 @@ func TestFastPathAnswers(t *testing.T) {
 			"rename /fx/scratch/a /fx/scratch/b\ngetcwd\ngetcwd\nmkdir /fx/scratch/b/c\ncd c\ngetcwd\n" +
 			"rmdir /fx/scratch/b/c\ngetcwd\ncd /\nrmdir /fx/scratch/b\ngetcwd\ngetcwd\n",
 			map[string]int{"getcwd": 8}},
+		// A missing last directory on the way (git's .git/objects/xx/
+		// before its first object), absolute and relative, in the rootfs
+		// and in binds: answered in-process under droidroot's empty
+		// directory once its parent verified and the name is missing
+		// there. Two missing levels, a file or a bind point on the way go
+		// to the tracer.
+		{"missing-parent", "stat /fx/dir/nope/x\naccess /fx/dir/nope/x f\nopen /fx/dir/nope/x rdonly\n" +
+			"open /fx/scratch/m/x wronly,creat,excl 0644\nmkdir /fx/scratch/m/x\nreadlink /fx/dir/nope/x\n" +
+			"stat /mnt/nope/x\nstat /mnt/b1/nope/x\nstat /mnt/b1/nested/nope/x\nstat /mnt/alias/nope/x\n" +
+			"cd /fx/scratch\nstat m/x\nopen m/x wronly,creat,excl 0644\nunlink m/x\nrename m/x y\nmkdir m\n" +
+			"write m/x data\nstat m/x\nstat m/y/z\naccess m/y/z r\nopen m/y/z wronly,creat 0600\n" +
+			"fd 41 /fx/scratch/m rdonly,directory\nat 41 stat y/z\nat 41 open y/z wronly,creat 0600\n" +
+			"stat /fx/dir/file/x\nstat /fx/dir/nope/deeper/x\nstat m/y/w/z\nstat /fx/scratch/m/x/y\n" +
+			"unlink m/x\nrmdir m\n",
+			map[string]int{"stat": 8, "access": 2, "open": 7, "mkdir": 2, "readlink": 1, "unlink": 3, "rename": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

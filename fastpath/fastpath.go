@@ -204,6 +204,24 @@ type Config struct {
 	// Registry is the host path of the session's futex_waitv registry
 	// (FlagWaitv; NewRegistry), "" for none.
 	Registry string
+	// Empty is the host path of an empty directory of droidroot's
+	// (NewEmpty), "" for none: a call whose parent directory the library
+	// proves missing is made under it, so that the kernel answers it as
+	// for a missing directory while walking nothing of the guest's.
+	Empty string
+}
+
+// NewEmpty makes the empty directory of Config.Empty in dir (mode 0555:
+// nothing is ever created in it) and returns its path.
+func NewEmpty(dir string) (string, error) {
+	p := filepath.Join(dir, "empty")
+	if err := os.Mkdir(p, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(p, 0o555); err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 // RegistrySize is the size of the futex_waitv registry file (waitv.c's
@@ -249,7 +267,7 @@ const (
 
 // Encode returns the handshake's answer: a header, the BindParents as
 // {dev, ino} pairs, then NUL-terminated strings: GuestPath, Root, Registry,
-// and per bind its guest and host paths.
+// Empty, and per bind its guest and host paths.
 func (c Config) Encode() ([]byte, error) {
 	if len(c.Binds) > maxBinds {
 		return nil, fmt.Errorf("fastpath: %d binds, the library takes at most %d", len(c.Binds), maxBinds)
@@ -258,7 +276,7 @@ func (c Config) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("fastpath: %d bind parents, the library takes at most %d", len(c.BindParents), maxParents)
 	}
 	var strs bytes.Buffer
-	for _, s := range append([]string{GuestPath, c.Root, c.Registry}, bindStrings(c.Binds)...) {
+	for _, s := range append([]string{GuestPath, c.Root, c.Registry, c.Empty}, bindStrings(c.Binds)...) {
 		strs.WriteString(s)
 		strs.WriteByte(0)
 	}

@@ -20,7 +20,7 @@ func TestEncode(t *testing.T) {
 	c := Config{Trampoline: 0x12340000, TTLNanos: 5e8, Flags: FlagStats | FlagOwner,
 		RealUID: 1000, RealGID: 1001, FakeUID: 0, FakeGID: 2,
 		Root: "/data/rootfs", Binds: []Bind{{"/proc", "/proc"}, {"/sdcard", "/storage/emulated/0"}},
-		BindParents: []DevIno{{1, 2}, {3, 4}}, ProcDev: 22, Registry: "/tmp/reg"}
+		BindParents: []DevIno{{1, 2}, {3, 4}}, ProcDev: 22, Registry: "/tmp/reg", Empty: "/tmp/empty"}
 	b, err := c.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestEncode(t *testing.T) {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
 	strs := strings.Split(strings.TrimSuffix(string(b[hdrSize+32:]), "\x00"), "\x00")
-	if diff := cmp.Diff([]string{GuestPath, "/data/rootfs", "/tmp/reg", "/proc", "/proc", "/sdcard", "/storage/emulated/0"}, strs); diff != "" {
+	if diff := cmp.Diff([]string{GuestPath, "/data/rootfs", "/tmp/reg", "/tmp/empty", "/proc", "/proc", "/sdcard", "/storage/emulated/0"}, strs); diff != "" {
 		t.Errorf("strings (-want +got):\n%s", diff)
 	}
 	many := Config{Root: "/", Binds: make([]Bind, maxBinds+1)}
@@ -52,6 +52,13 @@ func TestEncode(t *testing.T) {
 		t.Error(err)
 	} else if fi, err := os.Stat(p); err != nil || fi.Size() != RegistrySize {
 		t.Errorf("NewRegistry: %v, %v", fi, err)
+	}
+	if p, err := NewEmpty(t.TempDir()); err != nil {
+		t.Error(err)
+	} else if fi, err := os.Stat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o555 {
+		t.Errorf("NewEmpty: %v, %v", fi, err)
+	} else if ents, err := os.ReadDir(p); err != nil || len(ents) != 0 {
+		t.Errorf("NewEmpty: holds %v, %v", ents, err)
 	}
 	big := Config{Root: strings.Repeat("x", maxSize)}
 	if _, err := big.Encode(); err != ErrTooLarge {

@@ -108,6 +108,9 @@ func fastPathConfig(m *pathmap.Mapper, dir string, waitv bool) *emul.FastPath {
 			warnf("cannot make the futex_waitv registry in %s: %v (futex_waitv stays unanswered)", dir, err)
 		}
 	}
+	if empty, err := fastpath.NewEmpty(dir); err == nil {
+		lib.Empty = empty
+	}
 	var st unix.Stat_t
 	if unix.Stat("/proc/self", &st) == nil {
 		lib.ProcDev = st.Dev

@@ -82,7 +82,8 @@ struct dr_fp_hdr {
 	/* then nparents {dev, ino} pairs (uint64_t each): the host directories
 	 * that are a bind point's guest ancestors (relative names in them go to
 	 * the tracer); then NUL-terminated strings: the library's guest path,
-	 * the rootfs's host path, and per bind its guest path and host path. */
+	 * the rootfs's host path, the futex_waitv registry's, the empty
+	 * directory's ("" for none), and per bind its guest path and host path. */
 };
 
 #define FP_MAX_BINDS 256
@@ -106,6 +107,7 @@ static struct {
 	int nbinds;
 	struct fp_bind binds[FP_MAX_BINDS];
 	const uint64_t *parents; /* nparents {dev, ino} pairs */
+	const char *empty;       /* droidroot's empty directory (host path), NULL for none */
 	uint32_t nparents;
 	uint64_t proc_dev;
 	long (*tramp)(long, long, long, long, long, long, long);
@@ -334,7 +336,8 @@ __attribute__((constructor)) static void fp_init(void)
 		return;
 	const char *p = cfgbuf + sizeof *h + (size_t)h->nparents * 16, *end = cfgbuf + n;
 	const char *lib = next_str(&p, end), *root = next_str(&p, end), *reg = next_str(&p, end);
-	if (!lib || !root || !reg)
+	const char *empty = next_str(&p, end);
+	if (!lib || !root || !reg || !empty)
 		return;
 
 	/* The trampoline: this library's page of its own file (opened through
@@ -376,6 +379,7 @@ __attribute__((constructor)) static void fp_init(void)
 	cfg.fake_uid = h->fake_uid;
 	cfg.fake_gid = h->fake_gid;
 	cfg.libguest = lib;
+	cfg.empty = empty[0] ? empty : NULL;
 	cfg.parents = (const uint64_t *)(cfgbuf + sizeof *h);
 	cfg.nparents = h->nparents;
 	cfg.proc_dev = h->proc_dev;
@@ -702,6 +706,62 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	return 0;
 }
 
+/* ---- missing parents ---- */
+
+/* droidroot's empty directory (cfg.empty, mode 0555: nothing is created in
+ * it), opened O_PATH on first use and kept at a high number, checked by
+ * dev/ino before each use (guests close and reuse numbers). A call whose
+ * parent directory is proven missing is made under it as "<missing>/<name>":
+ * the kernel answers as for a missing directory, with its own errors in its
+ * own order (flags, descriptors, ENOENT), and walks nothing of the guest's
+ * (a name the guest creates meanwhile is never followed). */
+static int empty_fd = -1;
+static uint64_t empty_dev, empty_ino;
+
+static int empty_dir(void)
+{
+	struct stat st;
+	int fd = __atomic_load_n(&empty_fd, __ATOMIC_ACQUIRE);
+	if (fd >= 0 && tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 &&
+	    st.st_dev == __atomic_load_n(&empty_dev, __ATOMIC_RELAXED) && st.st_ino == __atomic_load_n(&empty_ino, __ATOMIC_RELAXED))
+		return fd;
+	if (!cfg.empty)
+		return -1;
+	long nfd = tr(SYS_openat, AT_FDCWD, (long)cfg.empty, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+	if (nfd < 0)
+		return -1;
+	long hi = raw6(SYS_fcntl, nfd, F_DUPFD_CLOEXEC, FP_FD_BASE, 0, 0, 0);
+	tr(SYS_close, nfd, 0, 0, 0, 0, 0);
+	if (hi < 0)
+		return -1;
+	uint64_t ino = __atomic_load_n(&empty_ino, __ATOMIC_RELAXED);
+	if (tr(SYS_fstat, hi, (long)&st, 0, 0, 0, 0) != 0 || !S_ISDIR(st.st_mode) ||
+	    (ino && (st.st_dev != __atomic_load_n(&empty_dev, __ATOMIC_RELAXED) || st.st_ino != ino))) {
+		tr(SYS_close, hi, 0, 0, 0, 0, 0);
+		return -1;
+	}
+	__atomic_store_n(&empty_dev, st.st_dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&empty_ino, st.st_ino, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&empty_fd, &fd, (int)hi, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+		tr(SYS_close, hi, 0, 0, 0, 0, 0); /* another thread's is in place */
+		return -1;
+	}
+	return (int)hi;
+}
+
+/* missing_in looks name (len bytes) up in directory fd without following it:
+ * 1 when it is missing (ENOENT), so a path through it is missing too. */
+static int missing_in(int fd, const char *name, size_t len)
+{
+	char comp[256];
+	struct stat st;
+	if (len == 0 || len >= sizeof comp || (len == 2 && name[0] == '.' && name[1] == '.') || (len == 1 && name[0] == '.'))
+		return 0;
+	fp_memcpy(comp, name, len);
+	comp[len] = 0;
+	return tr(SYS_newfstatat, fd, (long)comp, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) == -ENOENT;
+}
+
 /* ---- guest path -> host parent + name ---- */
 
 struct target {
@@ -947,6 +1007,40 @@ static enum fp_why map_guest(const char *norm, size_t n, struct target *t)
 	return W_ANSWERED;
 }
 
+/* missing_parent: the host parent of t (map_guest's mapping of guest path
+ * norm, whose parent is norm[0:gp]) did not verify. When the parent is no
+ * bind point and no bind point's guest ancestor (a directory that exists
+ * only for one), its own parent verifies and its name is missing there, the
+ * call is made under the empty directory as "<that name>/<name>". */
+static enum fp_why missing_parent(const char *norm, size_t gp, struct target *t)
+{
+	if (!cfg.empty || gp == 0)
+		return W_UNVERIFIED;
+	int anc;
+	const struct fp_bind *b = bind_of(norm, gp, &anc);
+	if (anc || (b && b->glen == gp))
+		return W_UNVERIFIED;
+	size_t s = t->parentlen; /* the parent's name is host[s:parentlen] */
+	while (s > 0 && t->host[s - 1] != '/')
+		s--;
+	if (s == 0 || s - 1 < (b ? b->hlen : cfg.rootlen))
+		return W_UNVERIFIED;
+	struct parent gpar;
+	t->host[s - 1] = 0;
+	int ok = get_parent(t->host, s - 1, -1, t->host, s - 1, &gpar, 0) == 0;
+	t->host[s - 1] = '/';
+	if (!ok)
+		return W_UNVERIFIED;
+	int missing = missing_in(gpar.fd, t->host + s, t->parentlen - s);
+	release(&gpar);
+	int fd = missing ? empty_dir() : -1;
+	if (fd < 0)
+		return W_UNVERIFIED;
+	t->parent.fd = fd, t->parent.slot = NULL, t->parent.borrowed = 1;
+	t->name = t->host + s; /* "<missing>/<name>": host[parentlen] is '/' again */
+	return W_ANSWERED;
+}
+
 /* map_path maps absolute guest path g to its host parent (verified) and last
  * component, or returns the reason it cannot (W_ANSWERED means done). A
  * parent with a symlink on its way is resolved in the guest's terms
@@ -1018,6 +1112,8 @@ static enum fp_why map_path(const char *g, struct target *t)
 				return W_ANSWERED;
 			t->host[t->parentlen] = '/';
 		}
+		if (!dots && missing_parent(norm, gp, t) == W_ANSWERED)
+			return W_ANSWERED;
 		if ((cfg.flags & DR_FP_L2S) || gp >= R_LEN || namelen >= 256)
 			return dots ? W_DOTS : W_UNVERIFIED;
 		if ((cl = resolve_parent(norm, gp, g2, R_LEN)) < 0 || (!dots && (size_t)cl == gp && fp_memeq(g2, norm, gp)))
@@ -1137,8 +1233,37 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 	fp_memcpy(key + 9, (const char *)&st.st_ino, 8);
 	fp_memcpy(key + 17, dir, dl);
 	dir[dl] = 0;
-	if (get_parent(key, kl, dirfd, dir, dl, &t->parent, 0) < 0)
+	if (get_parent(key, kl, dirfd, dir, dl, &t->parent, 0) == 0)
+		return W_ANSWERED;
+	/* A missing last directory on the way (git's .git/objects/xx/ before its
+	 * first object): its parent (the base, or cached under the base's
+	 * identity) verified, and the name missing there. */
+	size_t s = dl;
+	while (s > 0 && dir[s - 1] != '/')
+		s--;
+	struct parent gpar;
+	if (s == 0) {
+		if (bind_parent(st.st_dev, st.st_ino))
+			return W_UNVERIFIED;
+		gpar.fd = dirfd, gpar.slot = NULL, gpar.borrowed = 1;
+	} else {
+		dir[s - 1] = 0;
+		int ok = get_parent(key, 17 + s - 1, dirfd, dir, s - 1, &gpar, 0) == 0;
+		dir[s - 1] = '/';
+		if (!ok)
+			return W_UNVERIFIED;
+	}
+	int missing = missing_in(gpar.fd, dir + s, dl - s);
+	release(&gpar);
+	size_t ml = dl - s, nl = fp_strlen(name);
+	int fd = missing && ml + 1 + nl < sizeof t->host ? empty_dir() : -1;
+	if (fd < 0)
 		return W_UNVERIFIED;
+	fp_memcpy(t->host, dir + s, ml);
+	t->host[ml] = '/';
+	fp_memcpy(t->host + ml + 1, name, nl + 1);
+	t->name = t->host;
+	t->parent.fd = fd, t->parent.slot = NULL, t->parent.borrowed = 1;
 	return W_ANSWERED;
 }
 
