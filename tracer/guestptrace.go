@@ -328,7 +328,7 @@ func (t *Tracer) ptSyscallEntry(th *Thread) bool {
 	if err := getRegs(th.Tid, &r); err != nil {
 		return false
 	}
-	if pc := r.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+	if t.InLoader(r.PC()) {
 		return false
 	}
 	pt.execed, pt.rewrote = false, false
@@ -545,8 +545,7 @@ func (t *Tracer) ptExecDeferred(th *Thread, former int) bool {
 // with registers r, is droidroot's loader handing over to the program of
 // an exec whose stop its emulated tracer waits for.
 func (t *Tracer) ptIsHandover(th *Thread, r *Regs) bool {
-	pc := r.PC()
-	return th.pt != nil && th.pt.execPending && pc >= t.loaderLo && pc < t.loaderHi
+	return th.pt != nil && th.pt.execPending && t.InLoader(r.PC())
 }
 
 // ptHandover is the loader's droidroot_execstop(entry, sp) call of th (r

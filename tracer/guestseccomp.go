@@ -131,7 +131,7 @@ func (t *Tracer) ptFilterEnter(c *Call, progArg int) {
 	if c.skipped {
 		return
 	}
-	if pc := c.Entry.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+	if t.InLoader(c.Entry.PC()) {
 		return
 	}
 	var hdr [16]byte
@@ -177,7 +177,7 @@ func (t *Tracer) ptFilterExit(c *Call, tsync bool) {
 // the tracer resumes it), or, without a tracer that asked for it, the call
 // fails with ENOSYS. It reports whether it took the stop.
 func (t *Tracer) ptGuestSeccomp(th *Thread, r *Regs) bool {
-	if pc := r.PC(); pc >= t.loaderLo && pc < t.loaderHi || th.pretranslatedMatch(r) {
+	if t.InLoader(r.PC()) || th.pretranslatedMatch(r) {
 		return false // the loader's calls, droidroot's restarts: its own
 	}
 	if n := th.gfilterRestart; n != 0 {
@@ -228,7 +228,7 @@ func (t *Tracer) ptGuestSeccomp(th *Thread, r *Regs) bool {
 // (pretranslatedMatch, gfilterRestart). It reports whether it took the stop.
 func (t *Tracer) ptGuestSigsys(th *Thread, s sigsysInfo) bool {
 	c := &th.call
-	if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+	if t.InLoader(c.Regs.PC()) {
 		return false
 	}
 	if !mayTrace(th.gfilters) {

@@ -28,7 +28,7 @@ func (t *Tracer) enter(th *Thread) {
 	}
 	th.skipRegs = nil // a skip's SIGSYS comes before the next call
 	if th.loading {
-		if pc := c.Regs.PC(); pc >= t.loaderLo && pc < t.loaderHi {
+		if t.InLoader(c.Regs.PC()) {
 			if c.Regs.Nr() == loader.ExecStopNr && t.ptIsHandover(th, &c.Regs) {
 				t.ptHandover(th, &c.Regs, false) // the hand-over: the exec stop
 				return
