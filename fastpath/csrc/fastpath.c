@@ -749,17 +749,27 @@ static int empty_dir(void)
 	return (int)hi;
 }
 
-/* missing_in looks name (len bytes) up in directory fd without following it:
- * 1 when it is missing (ENOENT), so a path through it is missing too. */
-static int missing_in(int fd, const char *name, size_t len)
+/* under_empty looks directory name (len bytes) up in verified directory dir
+ * (released here) without following it; when it is missing (ENOENT), so is
+ * every path through it, and *out becomes the empty directory, for the call
+ * to be made under it (the caller names it "<name>/<the call's name>"). 0,
+ * or -1 to defer. */
+static int under_empty(struct parent *dir, const char *name, size_t len, struct parent *out)
 {
 	char comp[256];
 	struct stat st;
-	if (len == 0 || len >= sizeof comp || (len == 2 && name[0] == '.' && name[1] == '.') || (len == 1 && name[0] == '.'))
-		return 0;
-	fp_memcpy(comp, name, len);
-	comp[len] = 0;
-	return tr(SYS_newfstatat, fd, (long)comp, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) == -ENOENT;
+	int missing = 0;
+	if (len && len < sizeof comp && !(len == 2 && name[0] == '.' && name[1] == '.') && !(len == 1 && name[0] == '.')) {
+		fp_memcpy(comp, name, len);
+		comp[len] = 0;
+		missing = tr(SYS_newfstatat, dir->fd, (long)comp, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) == -ENOENT;
+	}
+	release(dir);
+	int fd = missing ? empty_dir() : -1;
+	if (fd < 0)
+		return -1;
+	out->fd = fd, out->slot = NULL, out->borrowed = 1;
+	return 0;
 }
 
 /* ---- guest path -> host parent + name ---- */
@@ -1031,12 +1041,8 @@ static enum fp_why missing_parent(const char *norm, size_t gp, struct target *t)
 	t->host[s - 1] = '/';
 	if (!ok)
 		return W_UNVERIFIED;
-	int missing = missing_in(gpar.fd, t->host + s, t->parentlen - s);
-	release(&gpar);
-	int fd = missing ? empty_dir() : -1;
-	if (fd < 0)
+	if (under_empty(&gpar, t->host + s, t->parentlen - s, &t->parent) < 0)
 		return W_UNVERIFIED;
-	t->parent.fd = fd, t->parent.slot = NULL, t->parent.borrowed = 1;
 	t->name = t->host + s; /* "<missing>/<name>": host[parentlen] is '/' again */
 	return W_ANSWERED;
 }
@@ -1253,17 +1259,17 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 		if (!ok)
 			return W_UNVERIFIED;
 	}
-	int missing = missing_in(gpar.fd, dir + s, dl - s);
-	release(&gpar);
 	size_t ml = dl - s, nl = fp_strlen(name);
-	int fd = missing && ml + 1 + nl < sizeof t->host ? empty_dir() : -1;
-	if (fd < 0)
+	if (ml + 1 + nl >= sizeof t->host) {
+		release(&gpar);
+		return W_UNVERIFIED;
+	}
+	if (under_empty(&gpar, dir + s, ml, &t->parent) < 0)
 		return W_UNVERIFIED;
 	fp_memcpy(t->host, dir + s, ml);
 	t->host[ml] = '/';
 	fp_memcpy(t->host + ml + 1, name, nl + 1);
 	t->name = t->host;
-	t->parent.fd = fd, t->parent.slot = NULL, t->parent.borrowed = 1;
 	return W_ANSWERED;
 }
 
