@@ -40,6 +40,15 @@ type fastPathState struct {
 	procs  map[int]*fastPathProc
 	files  map[string]string // merged preload content -> its file in Dir
 	dir    string
+	// changes is the session's change counter (fastpath.Config.Changes),
+	// nil for none.
+	changes *changeCounter
+	// write, when set, replaces the tracer's WriteMem for the guard words
+	// (tests).
+	write memWriter
+	// dirEntries: per thread, whether the entry call being entered names a
+	// directory or a symlink (noteEntries), as the base handler found it.
+	dirEntries map[int]bool
 }
 
 // fastPathProc is one process's fast path state.
@@ -61,6 +70,11 @@ type fastPathProc struct {
 	// sharedVM: the process shares its parent's memory (vfork), and so
 	// its cwd record.
 	sharedVM bool
+	// guard is the descriptor guard word of the process's memory (nil:
+	// none); guardShare: the process shares it with a table of its own
+	// (fdGuard.shares counts it).
+	guard      *fdGuard
+	guardShare bool
 }
 
 // fastPathFlags are the library's flags for the options of cfg.
@@ -97,13 +111,22 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 	lib := fp.Lib
 	var fl uint32
 	fl, lib.RealUID, lib.RealGID, lib.FakeUID, lib.FakeGID = fastPathFlags(e.cfg)
-	lib.Flags |= fl
+	lib.Flags |= fl | fastpath.FlagFDGuard
 	blob, err := lib.Encode()
 	if err != nil {
 		return // too many binds for the library: it stays off (no handshake)
 	}
 	s := &fastPathState{blob: blob, procs: map[int]*fastPathProc{}, files: map[string]string{}, dir: fp.Dir}
 	e.fastPath = s
+	if lib.Changes != "" {
+		if cc, err := mapChanges(lib.Changes); err == nil {
+			s.changes = cc
+			s.countChanges(b)
+		}
+	}
+	if lib.Flags&fastpath.FlagFDGuard != 0 {
+		s.applyFDGuard(b)
+	}
 
 	b.set(fastpath.SyscallName, tracer.Handler{Enter: s.handshake, Events: s.events})
 	if h, ok := b.get("seccomp"); ok {
@@ -169,6 +192,68 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 	}
 }
 
+// countChanges makes every rename and removal of a directory or symlink
+// the tracer sees succeed count in the session's change counter, after the
+// kernel made it (the library counts its own): a process without the
+// library (static, an inline system call) changes paths other processes
+// have cached. A call the base handler found to name only other files
+// (noteEntries: unlinking or renaming a regular file changes no directory
+// and no symlink on anyone's way) gets no exit stop.
+func (s *fastPathState) countChanges(b *tableBuilder) {
+	s.dirEntries = map[int]bool{}
+	for _, name := range []string{"rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir"} {
+		h, ok := b.get(name)
+		if !ok {
+			continue
+		}
+		enter, exit := h.Enter, h.Exit
+		h.Enter = func(c *tracer.Call) {
+			delete(s.dirEntries, c.Tid())
+			enter(c)
+			if dirs, ok := s.dirEntries[c.Tid()]; ok && !dirs && exit == nil {
+				c.NoExit()
+			}
+			delete(s.dirEntries, c.Tid())
+		}
+		h.Exit = func(c *tracer.Call) {
+			if exit != nil {
+				exit(c)
+			}
+			if c.Ret() >= 0 {
+				s.changes.add()
+			}
+		}
+		b.set(name, h)
+	}
+}
+
+// noteEntries records, for the fast path's change counter, whether the
+// entry call c is entering names a directory or a symlink (or something
+// it cannot tell) among ts.
+func noteEntries(c *tracer.Call, ts []translated) {
+	s := emulationOf(c).fastPath
+	if s == nil || s.dirEntries == nil {
+		return
+	}
+	dirs := false
+	for _, t := range ts {
+		var st unix.Stat_t
+		if t.skip || t.res.Host == "" {
+			dirs = true
+			break
+		}
+		err := unix.Lstat(t.res.Host, &st)
+		if err == unix.ENOENT || err == unix.ENOTDIR {
+			continue // a name not there (a rename's new one)
+		}
+		if m := st.Mode & unix.S_IFMT; err != nil || m == unix.S_IFDIR || m == unix.S_IFLNK {
+			dirs = true
+			break
+		}
+	}
+	s.dirEntries[c.Tid()] = dirs
+}
+
 // fromLoader reports whether c is made by droidroot's loader (the
 // session's variant): the filter of a library-less process's wakes
 // (loader.FlagWakesProgram), which traps nothing the library does.
@@ -186,7 +271,8 @@ func (s *fastPathState) proc(pid int) *fastPathProc {
 	return p
 }
 
-// handshake answers droidroot_fastpath(buf, size, &enabled, &cwd, cwdSize).
+// handshake answers droidroot_fastpath(buf, size, &enabled, &cwd, cwdSize,
+// &guard).
 func (s *fastPathState) handshake(c *tracer.Call) {
 	p := s.proc(c.Pid())
 	switch {
@@ -202,6 +288,10 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 		p.cwd, p.cwdFS = 0, nil
 		if c.Arg(4) >= fastpath.CwdSize {
 			p.cwd = c.Arg(3)
+		}
+		s.guardLeave(c.Tracer(), p)
+		if c.Arg(5) != 0 {
+			p.guard = &fdGuard{pid: c.Pid(), addr: c.Arg(5)} // the library starts it at 0
 		}
 		c.Return(int64(len(s.blob)))
 	}
@@ -293,7 +383,10 @@ func (s *fastPathState) events(ev *tracer.Event) {
 	switch ev.Kind {
 	case tracer.EventFork:
 		if ev.Pid == ev.ParentPid {
-			return // a thread
+			if parent := s.procs[ev.ParentPid]; parent != nil {
+				s.guardFork(ev, parent, nil) // a thread
+			}
+			return
 		}
 		if parent := s.procs[ev.ParentPid]; parent != nil {
 			// The child's copy of the cwd record holds its cwd too (a copy
@@ -307,6 +400,7 @@ func (s *fastPathState) events(ev *tracer.Event) {
 				child.cwdFS = ev.Tracer().ThreadFS(ev.Tid)
 			}
 			s.procs[ev.Pid] = child
+			s.guardFork(ev, parent, child)
 		}
 	case tracer.EventExec:
 		// Only a dynamic program's ld.so reads the preload file before
@@ -314,8 +408,12 @@ func (s *fastPathState) events(ev *tracer.Event) {
 		// guest's ld.so is of another ABI) reading the file gets the
 		// guest's own.
 		p := s.proc(ev.Pid)
+		s.guardLeave(ev.Tracer(), p)
 		p.armed, p.flag, p.cwd, p.cwdFS, p.sharedVM = !ev.Static, 0, 0, nil, false
 	case tracer.EventProcessGone:
+		if p := s.procs[ev.Pid]; p != nil {
+			s.guardLeave(ev.Tracer(), p)
+		}
 		delete(s.procs, ev.Pid)
 	case tracer.EventGuestTraced:
 		// A guest tracer attached: the library's own calls must not show

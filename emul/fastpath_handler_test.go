@@ -39,7 +39,7 @@ func TestFastPathHandshake(t *testing.T) {
 		t.Fatalf("handshake = %d, %q", n, blob)
 	}
 	flags := binary.LittleEndian.Uint32(blob[12:])
-	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagIDs)
+	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagIDs | fastpath.FlagFDGuard)
 	if os.Getuid() != 0 || os.Getgid() != 0 {
 		wantFlags |= fastpath.FlagOwner
 	}

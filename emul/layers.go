@@ -97,8 +97,8 @@ func chainHandlers(a, b tracer.Handler) tracer.Handler {
 // mergeTraceIf is the TraceIf of a handler that serves two: the calls
 // either stops (nil, every call, unless both test the same argument).
 func mergeTraceIf(a, b *tracer.ArgMask) *tracer.ArgMask {
-	if a == nil || b == nil || a.Arg != b.Arg {
-		return nil
+	if a == nil || b == nil || a.Arg != b.Arg || a.Mask == 0 || b.Mask == 0 {
+		return nil // (a range merges with nothing)
 	}
 	return &tracer.ArgMask{Arg: a.Arg, Mask: a.Mask | b.Mask}
 }

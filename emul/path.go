@@ -528,6 +528,7 @@ func entryHandler(args ...pathArg) tracer.Handler {
 			c.Fail(errno)
 			return
 		}
+		noteEntries(c, ts[:len(args)])
 		writeArgs(c, args, ts[:len(args)])
 	}}
 }

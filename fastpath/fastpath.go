@@ -16,12 +16,14 @@
 //     /etc/ld.so.preload with that path added (MergePreload) to the first
 //     reader of each exec'd program: ld.so.
 //  2. The library's constructor makes the droidroot_fastpath call
-//     (SyscallNr): droidroot_fastpath(buf, size, &enabled, &cwd, CwdSize).
+//     (SyscallNr): droidroot_fastpath(buf, size, &enabled, &cwd, CwdSize,
+//     &guard).
 //     The tracer writes the session's configuration (Config.Encode) into
 //     buf and returns its length, or fails the call with ENOSYS when the
 //     fast path is off for that process. It remembers &enabled and writes
 //     0 there when the process installs a seccomp filter of its own, and
-//     &cwd, where it publishes its getcwd answers (CwdHostOff).
+//     &cwd, where it publishes its getcwd answers (CwdHostOff), and &guard,
+//     the descriptor guard word (FlagFDGuard).
 //  3. The library maps the trampoline page of its own file at
 //     Config.Trampoline (MAP_FIXED_NOREPLACE); the filter lets the calls
 //     TrampolineCalls names through from that page untraced.
@@ -173,6 +175,22 @@ const (
 	FlagIDs       = 1 << 5 // emulated credentials: access goes to the tracer
 	FlagNoLink    = 1 << 6 // link goes to the tracer (-l, or links refused on purpose)
 	FlagWaitv     = 1 << 7 // futex_waitv answered in the library (Registry)
+	FlagFDGuard   = 1 << 8 // the filter traps changes to FDBase..FDEnd-1 (the guard word)
+)
+
+// The library keeps its verified directories' descriptors at numbers
+// FDBase to FDEnd-1 (fastpath.c's FP_FD_BASE and FP_FD_END). With
+// FlagFDGuard, droidroot's filter traps every close, dup2 and dup3 onto one
+// of them (and every close_range), and the tracer changes the process's
+// guard word (the handshake's sixth argument) before the kernel runs it:
+// while the word is even and unchanged since a directory was verified, its
+// descriptor is still the one verified, and the library uses it without
+// checking it by dev/ino first. An odd word (a process sharing the memory
+// but not the descriptor table: vfork; or the table shared with another
+// memory) makes the library check every use.
+const (
+	FDBase = 768
+	FDEnd  = 848
 )
 
 // Bind is one bind as the library sees it.
@@ -209,6 +227,31 @@ type Config struct {
 	// proves missing is made under it, so that the kernel answers it as
 	// for a missing directory while walking nothing of the guest's.
 	Empty string
+	// Changes is the host path of the session's change counter (NewChanges),
+	// "" for none: a 4 KiB file every guest process maps shared, whose first
+	// 32-bit word the library and the tracer increment after each rename or
+	// removal, so that every process's cached directories are verified again
+	// on their next use (otherwise another process's change to them is seen
+	// within the TTL).
+	Changes string
+}
+
+// ChangesSize is the size of the change counter's file (Config.Changes).
+const ChangesSize = 4096
+
+// NewChanges creates the session's change counter file in dir (Config.Changes)
+// and returns its path.
+func NewChanges(dir string) (string, error) {
+	f, err := os.CreateTemp(dir, "changes-")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := f.Truncate(ChangesSize); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // NewEmpty makes the empty directory of Config.Empty in dir (mode 0555:
@@ -276,7 +319,7 @@ func (c Config) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("fastpath: %d bind parents, the library takes at most %d", len(c.BindParents), maxParents)
 	}
 	var strs bytes.Buffer
-	for _, s := range append([]string{GuestPath, c.Root, c.Registry, c.Empty}, bindStrings(c.Binds)...) {
+	for _, s := range append([]string{GuestPath, c.Root, c.Registry, c.Empty, c.Changes}, bindStrings(c.Binds)...) {
 		strs.WriteString(s)
 		strs.WriteByte(0)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,7 +22,7 @@ func TestEncode(t *testing.T) {
 	c := Config{Trampoline: 0x12340000, TTLNanos: 5e8, Flags: FlagStats | FlagOwner,
 		RealUID: 1000, RealGID: 1001, FakeUID: 0, FakeGID: 2,
 		Root: "/data/rootfs", Binds: []Bind{{"/proc", "/proc"}, {"/sdcard", "/storage/emulated/0"}},
-		BindParents: []DevIno{{1, 2}, {3, 4}}, ProcDev: 22, Registry: "/tmp/reg", Empty: "/tmp/empty"}
+		BindParents: []DevIno{{1, 2}, {3, 4}}, ProcDev: 22, Registry: "/tmp/reg", Empty: "/tmp/empty", Changes: "/tmp/changes"}
 	b, err := c.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +43,7 @@ func TestEncode(t *testing.T) {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
 	strs := strings.Split(strings.TrimSuffix(string(b[hdrSize+32:]), "\x00"), "\x00")
-	if diff := cmp.Diff([]string{GuestPath, "/data/rootfs", "/tmp/reg", "/tmp/empty", "/proc", "/proc", "/sdcard", "/storage/emulated/0"}, strs); diff != "" {
+	if diff := cmp.Diff([]string{GuestPath, "/data/rootfs", "/tmp/reg", "/tmp/empty", "/tmp/changes", "/proc", "/proc", "/sdcard", "/storage/emulated/0"}, strs); diff != "" {
 		t.Errorf("strings (-want +got):\n%s", diff)
 	}
 	many := Config{Root: "/", Binds: make([]Bind, maxBinds+1)}
@@ -59,6 +61,11 @@ func TestEncode(t *testing.T) {
 		t.Errorf("NewEmpty: %v, %v", fi, err)
 	} else if ents, err := os.ReadDir(p); err != nil || len(ents) != 0 {
 		t.Errorf("NewEmpty: holds %v, %v", ents, err)
+	}
+	if p, err := NewChanges(t.TempDir()); err != nil {
+		t.Error(err)
+	} else if fi, err := os.Stat(p); err != nil || fi.Size() != ChangesSize {
+		t.Errorf("NewChanges: %v, %v", fi, err)
 	}
 	big := Config{Root: strings.Repeat("x", maxSize)}
 	if _, err := big.Encode(); err != ErrTooLarge {
@@ -187,4 +194,28 @@ func TestExtract(t *testing.T) {
 // fmtSscanf parses "GLIBC_MAJOR.MINOR[.PATCH]".
 func fmtSscanf(v string, major, minor *int) (int, error) {
 	return fmt.Sscanf(strings.TrimPrefix(v, "GLIBC_"), "%d.%d", major, minor)
+}
+
+// TestFDRange: the library's descriptor range (fastpath.c's FP_FD_BASE and
+// FP_FD_END) is FDBase..FDEnd-1, which the filter guards, and holds every
+// descriptor the library caches (its C_SLOTS directories and the empty one).
+func TestFDRange(t *testing.T) {
+	src, err := os.ReadFile("csrc/fastpath.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := func(name string) int {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("fastpath.c: no #define %s", name)
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	if base, end := def("FP_FD_BASE"), def("FP_FD_END"); base != FDBase || end != FDEnd {
+		t.Errorf("fastpath.c: FP_FD_BASE %d, FP_FD_END %d; fastpath.go: FDBase %d, FDEnd %d", base, end, FDBase, FDEnd)
+	}
+	if slots := def("C_SLOTS"); slots+1 > FDEnd-FDBase {
+		t.Errorf("%d cached directories and the empty one do not fit %d..%d", slots, FDBase, FDEnd-1)
+	}
 }

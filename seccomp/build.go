@@ -77,11 +77,13 @@ type builder struct {
 }
 
 // argBlock is the code of one number's ArgRule: "ld args[arg] (low word);
-// jset mask -> set's target, else -> clear's", both shared targets.
+// jset mask -> set's target, else -> clear's", both shared targets; with
+// no mask "jge min, then jgt max -> clear's, else set's".
 type argBlock struct {
 	l          *label
 	arg        int
 	mask       uint32
+	min, max   uint32
 	set, clear Action
 }
 
@@ -185,7 +187,14 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 		if b.used[blk.l] {
 			a.bind(blk.l)
 			a.load(offArgs + 8*uint32(blk.arg))
-			a.jump(bpf.JumpBitsSet, blk.mask, b.actionTarget(blk.set), b.actionTarget(blk.clear))
+			if blk.mask != 0 {
+				a.jump(bpf.JumpBitsSet, blk.mask, b.actionTarget(blk.set), b.actionTarget(blk.clear))
+				continue
+			}
+			if blk.min > 0 {
+				a.jump(bpf.JumpGreaterOrEqual, blk.min, nil, b.actionTarget(blk.clear))
+			}
+			a.jump(bpf.JumpGreaterThan, blk.max, b.actionTarget(blk.clear), b.actionTarget(blk.set))
 		}
 	}
 	if b.used[b.allow] {
@@ -293,7 +302,8 @@ const argCheck Action = 1 << 24
 
 // argRules returns abi's rules (after trampolineRules) with each number of
 // p.ArgRules[abi] given an action of its own, argCheck|i, whose target is
-// b.args[i]: the rule's action when the argument has a bit of the mask,
+// b.args[i]: the rule's action when the argument has a bit of the mask (or
+// lies in the range),
 // the number's own (rules, else p.Default) otherwise; each with the
 // trampoline check where trampolineRules gives the number one.
 func (b *builder) argRules(p Policy, abi *ABI, rules map[int]Action) map[int]Action {
@@ -318,7 +328,7 @@ func (b *builder) argRules(p Policy, abi *ABI, rules map[int]Action) map[int]Act
 		}
 		set := trampolineRules(p, abi, map[int]Action{nr: r.Action})[nr]
 		out[nr] = argCheck | Action(len(b.args))
-		b.args = append(b.args, argBlock{l: b.asm.newLabel(), arg: r.Arg, mask: r.Mask, set: set, clear: clear})
+		b.args = append(b.args, argBlock{l: b.asm.newLabel(), arg: r.Arg, mask: r.Mask, min: r.Min, max: r.Max, set: set, clear: clear})
 	}
 	return out
 }

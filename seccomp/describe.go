@@ -66,7 +66,11 @@ func Describe(goarch string, p Policy) string {
 			}
 			fmt.Fprintf(&sb, "  %-24s %6d  %s", abi.nameOr(nr, "?"), nr, act)
 			if r, ok := p.ArgRules[abi][nr]; ok {
-				fmt.Fprintf(&sb, "; %s if args[%d] & %#x", r.Action, r.Arg, r.Mask)
+				if r.Mask != 0 {
+					fmt.Fprintf(&sb, "; %s if args[%d] & %#x", r.Action, r.Arg, r.Mask)
+				} else {
+					fmt.Fprintf(&sb, "; %s if %d <= args[%d] <= %d", r.Action, r.Min, r.Arg, r.Max)
+				}
 			}
 			sb.WriteString("\n")
 		}

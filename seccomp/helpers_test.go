@@ -54,8 +54,19 @@ var argSets = func() [][6]uint64 {
 // argsFor returns the argument sets to probe number nr (NrBit included)
 // of abi with under p: argSets when it has an ArgRule, else junkArgs.
 func argsFor(abi *ABI, p Policy, nr uint32) [][6]uint64 {
-	if _, ok := p.ArgRules[abi][int(nr&^abi.NrBit)]; ok {
-		return argSets
+	if r, ok := p.ArgRules[abi][int(nr&^abi.NrBit)]; ok {
+		if r.Mask != 0 {
+			return argSets
+		}
+		// A range: its bounds and their neighbours, with junk above the
+		// low word too.
+		out := append([][6]uint64(nil), argSets...)
+		for _, v := range []uint64{uint64(r.Min) - 1, uint64(r.Min), uint64(r.Min) + 1, uint64(r.Max) - 1, uint64(r.Max), uint64(r.Max) + 1} {
+			a := junkArgs
+			a[r.Arg] = 0xdead_0000_0000_0000 | uint64(uint32(v))
+			out = append(out, a)
+		}
+		return out
 	}
 	return [][6]uint64{junkArgs}
 }
@@ -116,7 +127,7 @@ func expectABI(abi *ABI, p Policy, nr uint32, ip uint64, args [6]uint64) verdict
 	if !listed {
 		act = p.Default
 	}
-	if r, ok := p.ArgRules[abi][int(nr&^abi.NrBit)]; ok && uint32(args[r.Arg])&r.Mask != 0 {
+	if r, ok := p.ArgRules[abi][int(nr&^abi.NrBit)]; ok && r.matches(args[r.Arg]) {
 		act = r.Action
 	}
 	if e, ok := act.Errno(); ok {
@@ -248,7 +259,15 @@ func someArgRules(a *ABI) map[int]ArgRule {
 			if i%3 == 0 {
 				mask |= 0x00800000
 			}
-			m[nr] = ArgRule{Arg: nr % 6, Mask: mask, Action: acts[(i/5)%len(acts)]}
+			r := ArgRule{Arg: nr % 6, Mask: mask, Action: acts[(i/5)%len(acts)]}
+			if i%4 == 1 {
+				// A range instead: [Min, Max], from 0 on every other time.
+				r.Mask, r.Min, r.Max = 0, mask&^0x00800000, mask|0xff
+				if i%8 == 1 {
+					r.Min = 0
+				}
+			}
+			m[nr] = r
 		}
 	}
 	return m

@@ -187,12 +187,23 @@ type Policy struct {
 // ArgRule gives a syscall Action instead of the action its number has
 // (Rules, else Default) when any bit of Mask is set in the low 32 bits of
 // argument Arg (0-5): clone with CLONE_UNTRACED in its flags, for example.
-// The low word is enough for flags the kernel reads as an int (clone's),
-// and a 32-bit test is all classic BPF has.
+// With Mask 0 it tests a range instead: the low word lies in [Min, Max]
+// (close of a descriptor in the fast path library's range, for example).
+// The low word is enough for flags and descriptors the kernel reads as an
+// int, and a 32-bit test is all classic BPF has.
 type ArgRule struct {
-	Arg    int
-	Mask   uint32
-	Action Action
+	Arg      int
+	Mask     uint32
+	Min, Max uint32
+	Action   Action
+}
+
+// matches reports whether argument value v gives the rule's action.
+func (r ArgRule) matches(v uint64) bool {
+	if r.Mask != 0 {
+		return uint32(v)&r.Mask != 0
+	}
+	return uint32(v) >= r.Min && uint32(v) <= r.Max
 }
 
 // Errors of Build.
@@ -249,8 +260,8 @@ func (p Policy) validate(goarch string, abis []*ABI) error {
 				return fmt.Errorf("seccomp: %s argument rule: syscall number %d out of range [0, %#x)", abi.Name, nr, limit)
 			case r.Arg < 0 || r.Arg > 5:
 				return fmt.Errorf("seccomp: %s syscall %d: argument rule on argument %d (want 0-5)", abi.Name, nr, r.Arg)
-			case r.Mask == 0:
-				return fmt.Errorf("seccomp: %s syscall %d: argument rule with an empty mask", abi.Name, nr)
+			case r.Mask == 0 && (r.Max == 0 || r.Min > r.Max):
+				return fmt.Errorf("seccomp: %s syscall %d: argument rule with an empty mask and range", abi.Name, nr)
 			case !r.Action.valid():
 				return fmt.Errorf("seccomp: %s syscall %d: argument rule: invalid action %v", abi.Name, nr, r.Action)
 			}

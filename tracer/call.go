@@ -31,7 +31,8 @@ type Handler struct {
 	// library makes it with host paths it has verified.
 	FromTrampoline bool
 	// TraceIf, when set, stops the call only when its argument has a bit
-	// of the mask: the filter checks it after the number dispatch
+	// of the mask (or lies in its range): the filter checks it after the
+	// number dispatch
 	// (seccomp.ArgRule), and otherwise gives the call the action of its
 	// class (Classes; allowed without one), so its ordinary calls cost no
 	// stop. In ptrace-only mode Enter sees every call of that number and
@@ -45,10 +46,21 @@ type Handler struct {
 }
 
 // ArgMask names bits of the low 32 bits of one syscall argument (Arg,
-// 0-5): see Handler.TraceIf.
+// 0-5), or with Mask 0 a range of its values, [Min, Max]: see
+// Handler.TraceIf.
 type ArgMask struct {
-	Arg  int
-	Mask uint32
+	Arg      int
+	Mask     uint32
+	Min, Max uint32
+}
+
+// Matches reports whether argument value v has a bit of m.Mask (or lies in
+// m's range).
+func (m *ArgMask) Matches(v uint64) bool {
+	if m.Mask != 0 {
+		return uint32(v)&m.Mask != 0
+	}
+	return uint32(v) >= m.Min && uint32(v) <= m.Max
 }
 
 // Table maps syscall names of the host's native ABI to their handlers.

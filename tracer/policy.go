@@ -67,7 +67,7 @@ func Policy(goarch string, table Table, classes *Classes) seccomp.Policy {
 			if p.ArgRules == nil {
 				p.ArgRules = map[*seccomp.ABI]map[int]seccomp.ArgRule{abi: {}}
 			}
-			p.ArgRules[abi][nr] = seccomp.ArgRule{Arg: h.TraceIf.Arg, Mask: h.TraceIf.Mask, Action: act}
+			p.ArgRules[abi][nr] = seccomp.ArgRule{Arg: h.TraceIf.Arg, Mask: h.TraceIf.Mask, Min: h.TraceIf.Min, Max: h.TraceIf.Max, Action: act}
 			continue
 		}
 		rules[nr] = act

@@ -111,6 +111,9 @@ func fastPathConfig(m *pathmap.Mapper, dir string, waitv bool) *emul.FastPath {
 	if empty, err := fastpath.NewEmpty(dir); err == nil {
 		lib.Empty = empty
 	}
+	if changes, err := fastpath.NewChanges(dir); err == nil {
+		lib.Changes = changes
+	}
 	var st unix.Stat_t
 	if unix.Stat("/proc/self", &st) == nil {
 		lib.ProcDev = st.Dev

@@ -58,8 +58,8 @@
 #define AT_STATX_SYNC_TYPE 0x6000
 #endif
 
-/* The handshake: droidroot_fastpath(buf, size, &fp_enabled) -> bytes written or
- * -errno. Keep in step with fastpath/config.go. */
+/* The handshake: droidroot_fastpath(buf, size, &fp_enabled, &cwdrec,
+ * sizeof cwdrec, &fp_guard) -> bytes written or -errno. Keep in step with fastpath/config.go. */
 #define DR_SYS_FASTPATH 25714
 #define DR_FP_MAGIC 0x50465244u /* "DRFP" */
 #define DR_FP_VERSION 1
@@ -72,6 +72,7 @@ enum {
 	DR_FP_IDS = 1 << 5,        /* emulated credentials: access goes to the tracer */
 	DR_FP_NOLINK = 1 << 6,     /* link goes to the tracer (-l, or links refused on purpose) */
 	DR_FP_WAITV = 1 << 7,      /* futex_waitv answered here (waitv.c) */
+	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -144,6 +145,8 @@ static char *(*real_getcwd)(char *, size_t);
 /* Set to 1 once set up; the tracer writes 0 here when this process installs
  * its own seccomp filter (its traps could see the library's checks). */
 static volatile int fp_enabled;
+static unsigned *fp_changes; /* the session's change counter (cur_gen) */
+static unsigned fp_guard = 1; /* the tracer's descriptor guard word (guard_now) */
 
 static char cfgbuf[64 << 10];   /* the handshake's answer */
 static char arena[64 << 10];    /* kernel forms of the rootfs and bind hosts */
@@ -318,6 +321,20 @@ static const char *next_str(const char **p, const char *end)
 
 #include "waitv.c"
 
+/* changes_setup maps the session's change counter (host path path, a
+ * 4 KiB file: fastpath.Config.Changes) shared. */
+static void changes_setup(const char *path)
+{
+	long fd = tr(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0, 0, 0);
+	if (fd < 0)
+		return;
+	long addr = raw6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	tr(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (addr < 0 && addr > -4096)
+		return;
+	fp_changes = (unsigned *)addr;
+}
+
 extern char dr_tramp_page[];
 
 __attribute__((constructor)) static void fp_init(void)
@@ -326,7 +343,7 @@ __attribute__((constructor)) static void fp_init(void)
 	real_faccessat = libc_lookup("faccessat");
 	real_fchmodat = libc_lookup("fchmodat");
 	real_getcwd = libc_lookup("getcwd");
-	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, (long)&cwdrec, sizeof cwdrec, 0);
+	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, (long)&cwdrec, sizeof cwdrec, (long)&fp_guard);
 	const struct dr_fp_hdr *h = (const void *)cfgbuf;
 	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
 		return;
@@ -336,8 +353,8 @@ __attribute__((constructor)) static void fp_init(void)
 		return;
 	const char *p = cfgbuf + sizeof *h + (size_t)h->nparents * 16, *end = cfgbuf + n;
 	const char *lib = next_str(&p, end), *root = next_str(&p, end), *reg = next_str(&p, end);
-	const char *empty = next_str(&p, end);
-	if (!lib || !root || !reg || !empty)
+	const char *empty = next_str(&p, end), *changes = next_str(&p, end);
+	if (!lib || !root || !reg || !empty || !changes)
 		return;
 
 	/* The trampoline: this library's page of its own file (opened through
@@ -401,6 +418,10 @@ __attribute__((constructor)) static void fp_init(void)
 	}
 	if ((cfg.flags & DR_FP_WAITV) && reg[0])
 		fw_setup(reg);
+	if (changes[0])
+		changes_setup(changes);
+	if (cfg.flags & DR_FP_FDGUARD)
+		__atomic_store_n(&fp_guard, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&fp_enabled, 1, __ATOMIC_RELEASE);
 }
 
@@ -410,6 +431,7 @@ __attribute__((constructor)) static void fp_init(void)
 #define C_WAYS 4
 #define C_KEY 512
 #define FP_FD_BASE 768 /* below the usual soft RLIMIT_NOFILE of 1024 */
+#define FP_FD_END 848  /* the guarded range's end (fastpath.FDEnd) */
 /* A slot is shared by the threads that use its directory and changed by one
  * at a time: state counts the users (readers) and has S_BUSY set while one
  * thread refills it, which it may do only when nobody uses it. Nothing ever
@@ -419,7 +441,8 @@ __attribute__((constructor)) static void fp_init(void)
 #define S_BUSY 0x40000000u
 struct slot {
 	unsigned state;
-	unsigned gen; /* fp_gen when verified */
+	unsigned gen; /* cur_gen() when verified */
+	unsigned guard; /* fp_guard when last known ours (odd: never) */
 	int fd;   /* -1: empty */
 	uint64_t dev, ino, stamp;
 	int64_t ctime_sec, ctime_nsec; /* a rename of the directory itself changes it */
@@ -429,12 +452,38 @@ struct slot {
 static struct slot slots[C_SLOTS];
 
 /* fp_gen counts this process's renames and removals (through the library's
- * functions and syscall()): a cached directory or resolution from before one
- * is verified again, so that the process's own changes to a path (an
- * ancestor renamed, a symlink on the way replaced) show on its next call;
- * other processes' show within the TTL. */
+ * functions and syscall()), and the session's change counter (fp_changes, a
+ * file every guest process maps shared; the tracer counts the calls it
+ * traps) everyone's: a cached directory or resolution from before one is
+ * verified again, so that a guest's change to a path (an ancestor renamed,
+ * a symlink on the way replaced) shows on the next call of every process;
+ * changes made outside the guest show within the TTL. */
 static unsigned fp_gen;
-static void changed(void) { __atomic_add_fetch(&fp_gen, 1, __ATOMIC_RELEASE); }
+static unsigned cur_gen(void)
+{
+	unsigned g = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
+	if (fp_changes)
+		g += __atomic_load_n(fp_changes, __ATOMIC_ACQUIRE);
+	return g;
+}
+static void changed(void)
+{
+	__atomic_add_fetch(&fp_gen, 1, __ATOMIC_RELEASE);
+	if (fp_changes)
+		__atomic_add_fetch(fp_changes, 1, __ATOMIC_RELEASE);
+}
+
+/* fp_guard is the tracer's word for this memory's descriptors
+ * (DR_FP_FDGUARD; odd until the handshake asks for it): even while the
+ * filter traps every close, dup2 and dup3 onto FP_FD_BASE..FP_FD_END-1 (and
+ * every close_range), at each of which the tracer changes it before the
+ * kernel runs the call, and while the threads sharing this memory share one
+ * descriptor table (no vfork child running in it, no CLONE_FILES
+ * difference). A cached descriptor is known to be the directory verified as
+ * long as the word is the even value it had then: its dev/ino check is
+ * skipped, and the call is the only system call of an answer. */
+static unsigned guard_now(void) { return __atomic_load_n(&fp_guard, __ATOMIC_ACQUIRE); }
+static int guardable(int fd) { return fd >= FP_FD_BASE && fd < FP_FD_END; }
 
 /* use takes a reader's reference on s, unless it is being refilled. */
 static int use(struct slot *s)
@@ -606,6 +655,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	uint32_t h = hash_of(key, keylen);
 	struct slot *victim = NULL; /* held with S_BUSY */
 	uint64_t t = cfg.ttl_ns ? now_ns() : 0;
+	unsigned g0 = guard_now(); /* before any check: a change after it shows as a new word */
 	if (cfg.ttl_ns && keylen < C_KEY) {
 		int found = 0;
 		for (int i = 0; i < C_WAYS && !found; i++) {
@@ -617,10 +667,18 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 				continue;
 			}
 			found = 1;
+			unsigned gen = cur_gen();
+			int fresh = t - s->stamp < cfg.ttl_ns && __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen;
+			if (fresh && !(g0 & 1) && __atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0) {
+				/* Guarded: still the descriptor verified. */
+				out->fd = s->fd, out->slot = s, out->borrowed = 0;
+				return 0;
+			}
 			int ours = tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino;
-			unsigned gen = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
-			if (ours && t - s->stamp < cfg.ttl_ns && st.st_ctim.tv_sec == s->ctime_sec &&
-			    st.st_ctim.tv_nsec == s->ctime_nsec && __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen) {
+			if (ours && fresh && st.st_ctim.tv_sec == s->ctime_sec && st.st_ctim.tv_nsec == s->ctime_nsec) {
+				/* Ours now: guarded from here while the word stays. */
+				if (!(g0 & 1) && guardable(s->fd) && guard_now() == g0)
+					__atomic_store_n(&s->guard, g0, __ATOMIC_RELAXED);
 				out->fd = s->fd, out->slot = s, out->borrowed = 0;
 				return 0;
 			}
@@ -634,6 +692,8 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			int fd = ours ? (base == -1 ? verify(dir, len, &nst) : verify_rel(base, dir, len, &nst)) : -1;
 			if (fd >= 0 && nst.st_dev == s->dev && nst.st_ino == s->ino) {
 				tr(SYS_close, fd, 0, 0, 0, 0, 0);
+				if (!(g0 & 1) && guardable(s->fd) && guard_now() == g0)
+					__atomic_store_n(&s->guard, g0, __ATOMIC_RELAXED);
 				__atomic_store_n(&s->ctime_sec, nst.st_ctim.tv_sec, __ATOMIC_RELAXED);
 				__atomic_store_n(&s->ctime_nsec, nst.st_ctim.tv_nsec, __ATOMIC_RELAXED);
 				__atomic_store_n(&s->gen, gen, __ATOMIC_RELAXED);
@@ -666,7 +726,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	}
 	if (lookup_only)
 		return -1;
-	unsigned gen = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
+	unsigned gen = cur_gen();
 	int fd = base == -1 ? verify(dir, len, &st) : verify_rel(base, dir, len, &st);
 	if (fd < 0) {
 		if (victim)
@@ -698,6 +758,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	victim->ctime_nsec = st.st_ctim.tv_nsec;
 	victim->stamp = t;
 	victim->gen = gen;
+	victim->guard = !(g0 & 1) && guardable(fd) && guard_now() == g0 ? g0 : 1;
 	victim->hash = h;
 	victim->len = (uint32_t)keylen;
 	fp_memcpy(victim->key, key, keylen);
@@ -717,14 +778,21 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
  * (a name the guest creates meanwhile is never followed). */
 static int empty_fd = -1;
 static uint64_t empty_dev, empty_ino;
+static unsigned empty_guard = 1; /* fp_guard when empty_fd was last known ours */
 
 static int empty_dir(void)
 {
 	struct stat st;
+	unsigned g0 = guard_now();
 	int fd = __atomic_load_n(&empty_fd, __ATOMIC_ACQUIRE);
-	if (fd >= 0 && tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 &&
-	    st.st_dev == __atomic_load_n(&empty_dev, __ATOMIC_RELAXED) && st.st_ino == __atomic_load_n(&empty_ino, __ATOMIC_RELAXED))
+	if (fd >= 0 && !(g0 & 1) && __atomic_load_n(&empty_guard, __ATOMIC_RELAXED) == g0)
 		return fd;
+	if (fd >= 0 && tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 &&
+	    st.st_dev == __atomic_load_n(&empty_dev, __ATOMIC_RELAXED) && st.st_ino == __atomic_load_n(&empty_ino, __ATOMIC_RELAXED)) {
+		if (!(g0 & 1) && guardable(fd) && guard_now() == g0)
+			__atomic_store_n(&empty_guard, g0, __ATOMIC_RELAXED);
+		return fd;
+	}
 	if (!cfg.empty)
 		return -1;
 	long nfd = tr(SYS_openat, AT_FDCWD, (long)cfg.empty, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
@@ -746,6 +814,8 @@ static int empty_dir(void)
 		tr(SYS_close, hi, 0, 0, 0, 0, 0); /* another thread's is in place */
 		return -1;
 	}
+	if (!(g0 & 1) && guardable((int)hi) && guard_now() == g0)
+		__atomic_store_n(&empty_guard, g0, __ATOMIC_RELAXED);
 	return (int)hi;
 }
 
@@ -819,7 +889,7 @@ static long rcache_get(const char *key, size_t klen, char *out, size_t size)
 		uint32_t cl = __atomic_load_n(&s->clen, __ATOMIC_RELAXED);
 		uint64_t st = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&s->hash, __ATOMIC_RELAXED) != h || __atomic_load_n(&s->klen, __ATOMIC_RELAXED) != klen ||
-		    cl >= size || t - st >= cfg.ttl_ns || __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE))
+		    cl >= size || t - st >= cfg.ttl_ns || __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != cur_gen())
 			continue;
 		int same = fp_memeq(s->key, key, klen);
 		fp_memcpy(out, s->canon, cl);
@@ -1111,7 +1181,7 @@ static enum fp_why map_path(const char *g, struct target *t)
 	int resolved = 0;
 	if (cfg.ttl_ns && gp < R_LEN && namelen < 256)
 		cl = rcache_get(norm, gp, g2, R_LEN);
-	unsigned gen = __atomic_load_n(&fp_gen, __ATOMIC_ACQUIRE);
+	unsigned gen = cur_gen();
 	if (cl < 0) {
 		if (!dots) {
 			if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 0) == 0)
