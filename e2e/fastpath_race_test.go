@@ -3,19 +3,26 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// raceScript (SECONDS PAUSE LEVEL) swaps /tmp/race/d between a directory
-// and a symlink to another directory (renameat2 RENAME_EXCHANGE, the fast
-// path's own rename) every PAUSE seconds in one process while another stats
-// a file through it, d/f (LEVEL parent) or d/x/f (ancestor), both for
-// SECONDS seconds, and prints the swaps' times and each stat's [start, end]
-// and inode as JSON.
+// raceScript (SECONDS PAUSE LEVEL SWAPPER) swaps /tmp/race/d between a
+// directory and a symlink to another directory (renameat2 RENAME_EXCHANGE,
+// the fast path's own rename) every PAUSE seconds in one process while
+// another stats a file through it, d/f (LEVEL parent) or d/x/f (ancestor),
+// both for SECONDS seconds, and prints the swaps' times and each stat's
+// [start, end] and inode as JSON. With SWAPPER "host" the guest does not
+// swap: the test does, on the host, outside droidroot.
 const raceScript = `
 import ctypes, json, multiprocessing as mp, os, sys, time
-secs, pause, level = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+secs, pause, level, swapper_at = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 libc = ctypes.CDLL(None, use_errno=True)
 # level "parent": d is the file's directory; "ancestor": d is its
 # grandparent (the file is d/x/f), whose rename its directory does not see.
@@ -32,7 +39,7 @@ target = "/tmp/race/d" + sub + "/f"
 
 def swapper(q):
     out, end = [], time.monotonic() + secs
-    while time.monotonic() < end:
+    while swapper_at == "guest" and time.monotonic() < end:
         t0 = time.monotonic()
         if libc.renameat2(-100, b"/tmp/race/d", -100, b"/tmp/race/s", 2) != 0:
             raise OSError(ctypes.get_errno(), "renameat2")
@@ -58,6 +65,50 @@ swaps, stats = qs.get(), qc.get()
 ps.join(); pc.join()
 print(json.dumps({"a": a, "b": b, "swaps": swaps, "stats": stats}))
 `
+
+// hostTmp is the host directory bound at g's /tmp.
+func hostTmp(g guest) string {
+	for _, b := range g.Binds {
+		if h, ok := strings.CutSuffix(b, ":/tmp"); ok {
+			return h
+		}
+	}
+	return filepath.Join(g.Root, "tmp")
+}
+
+// swapOnHost swaps tmp/race/d and tmp/race/s (RENAME_EXCHANGE) every pause
+// seconds from the moment raceScript made them until stop, and returns each
+// swap's [start, end] on CLOCK_MONOTONIC (python's time.monotonic).
+func swapOnHost(t *testing.T, tmp, pause string, stop chan bool) [][2]float64 {
+	p, err := strconv.ParseFloat(pause, 64)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	now := func() float64 {
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		return float64(ts.Sec) + float64(ts.Nsec)/1e9
+	}
+	d, s := filepath.Join(tmp, "race/d"), filepath.Join(tmp, "race/s")
+	var out [][2]float64
+	for {
+		select {
+		case <-stop:
+			return out
+		case <-time.After(time.Duration(p * float64(time.Second))):
+		}
+		if _, err := os.Lstat(s); err != nil {
+			continue // not made yet
+		}
+		t0 := now()
+		if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, s, unix.RENAME_EXCHANGE); err != nil {
+			t.Errorf("host swap: %v", err)
+			return out
+		}
+		out = append(out, [2]float64{t0, now()})
+	}
+}
 
 // raceResult is raceScript's output.
 type raceResult struct {
@@ -137,26 +188,46 @@ func TestFastPathRace(t *testing.T) {
 		ttl   int    // DROIDROOT_FASTPATH_TTL_MS
 		pause string // seconds between swaps
 		level string
+		host  bool // the swaps are made on the host, outside droidroot
 		late  bool // answers up to the TTL late are expected
 	}{
-		{0, "0.003", "parent", false},
-		{0, "0.003", "ancestor", false},
-		// A rename of the cached directory itself changes its ctime, seen on
-		// the next call, unless two swaps fall within one clock tick (ctime's
-		// granularity, a few ms): then within the TTL.
-		{100, "0.003", "parent", true},
-		{100, "0.25", "ancestor", true},
+		{0, "0.003", "parent", false, false},
+		{0, "0.003", "ancestor", false, false},
+		// A guest's rename counts in the session's change counter: every
+		// process verifies again on its next call.
+		{100, "0.003", "parent", false, false},
+		{100, "0.05", "ancestor", false, false},
+		// The host's renames are seen within the TTL.
+		{0, "0.01", "parent", true, false},
+		{100, "0.25", "parent", true, true},
+		{100, "0.25", "ancestor", true, true},
 	} {
-		t.Run(fmt.Sprintf("ttl=%dms/%s", c.ttl, c.level), func(t *testing.T) {
+		where := "guest"
+		if c.host {
+			where = "host"
+		}
+		t.Run(fmt.Sprintf("ttl=%dms/%s/%s", c.ttl, c.level, where), func(t *testing.T) {
 			g := debianGuest(t)
-			argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", raceScript, secs, c.pause, c.level)
+			argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", raceScript, secs, c.pause, c.level, where)
+			var hostSwaps [][2]float64
+			stop, swapped := make(chan bool), make(chan bool)
+			if c.host {
+				go func() { hostSwaps = swapOnHost(t, hostTmp(g), c.pause, stop); close(swapped) }()
+			} else {
+				close(swapped)
+			}
 			res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=1", fmt.Sprintf("DROIDROOT_FASTPATH_TTL_MS=%d", c.ttl)}, argv...)...)
+			close(stop)
+			<-swapped
 			if res.Code != 0 {
 				t.Fatalf("%s", res)
 			}
 			var r raceResult
 			if err := json.NewDecoder(strings.NewReader(res.Stdout)).Decode(&r); err != nil {
 				t.Fatalf("output: %v\n%s", err, res)
+			}
+			if c.host {
+				r.Swaps = hostSwaps
 			}
 			if len(r.Swaps) < 3 || len(r.Stats) < 100 {
 				t.Fatalf("too few swaps (%d) or stats (%d) to judge", len(r.Swaps), len(r.Stats))

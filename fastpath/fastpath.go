@@ -67,7 +67,7 @@ const FileName = "libdroidroot-fastpath.so"
 // TrampolineCalls are the syscalls the library makes through its
 // trampoline page, by native name: the filter lets exactly these through
 // from the page.
-var TrampolineCalls = []string{"openat", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close",
+var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close",
 	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat",
 	"getcwd"}
 
@@ -176,6 +176,7 @@ const (
 	FlagNoLink    = 1 << 6 // link goes to the tracer (-l, or links refused on purpose)
 	FlagWaitv     = 1 << 7 // futex_waitv answered in the library (Registry)
 	FlagFDGuard   = 1 << 8 // the filter traps changes to FDBase..FDEnd-1 (the guard word)
+	FlagOpenat2   = 1 << 9 // the library may make openat2 (no Android policy blocks it)
 )
 
 // The library keeps its verified directories' descriptors at numbers

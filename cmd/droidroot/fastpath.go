@@ -84,10 +84,22 @@ func futexWaitvEmulated(android *seccomp.AndroidPolicy) bool {
 	return android.Device() || android.Blocks(seccomp.NativeABI(runtime.GOARCH), nr)
 }
 
+// openat2Allowed tells whether the library may make openat2 (it opens a
+// file and refuses a symlink in one call): not where an Android policy (the
+// device's or a reproduced one) blocks it, which would make every such call
+// a SIGSYS stop.
+func openat2Allowed(android *seccomp.AndroidPolicy) bool {
+	if android == nil {
+		return true
+	}
+	nr, _ := seccomp.NativeABI(runtime.GOARCH).Nr("openat2")
+	return !android.Device() && !android.Blocks(seccomp.NativeABI(runtime.GOARCH), nr)
+}
+
 // fastPathConfig is the library's configuration for a run with mapper m,
 // whose merged /etc/ld.so.preload files and futex_waitv registry (when
-// waitv) go into dir.
-func fastPathConfig(m *pathmap.Mapper, dir string, waitv bool) *emul.FastPath {
+// waitv) go into dir; openat2: the library may make openat2.
+func fastPathConfig(m *pathmap.Mapper, dir string, waitv, openat2 bool) *emul.FastPath {
 	lib := fastpath.Config{
 		Trampoline: fastpath.ChooseTrampoline(),
 		TTLNanos:   uint64(fastPathTTL()),
@@ -95,6 +107,9 @@ func fastPathConfig(m *pathmap.Mapper, dir string, waitv bool) *emul.FastPath {
 	}
 	if os.Getenv("DROIDROOT_FASTPATH_STATS") == "1" {
 		lib.Flags |= fastpath.FlagStats
+	}
+	if openat2 {
+		lib.Flags |= fastpath.FlagOpenat2
 	}
 	for _, b := range m.Bindings() {
 		lib.Binds = append(lib.Binds, fastpath.Bind{Guest: b.Guest, Host: b.Host})

@@ -328,7 +328,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	if fpLib != "" {
 		if dir, err := os.MkdirTemp(tmpDir, "droidroot-fastpath-"); err == nil {
 			cleanups = append(cleanups, func() { os.RemoveAll(dir) })
-			fp = fastPathConfig(m, dir, futexWaitvEmulated(android))
+			fp = fastPathConfig(m, dir, futexWaitvEmulated(android), openat2Allowed(android))
 		} else {
 			warnf("cannot make a directory in %s: %v (the fast path is off)", tmpDir, err)
 		}

@@ -73,6 +73,7 @@ enum {
 	DR_FP_NOLINK = 1 << 6,     /* link goes to the tracer (-l, or links refused on purpose) */
 	DR_FP_WAITV = 1 << 7,      /* futex_waitv answered here (waitv.c) */
 	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
+	DR_FP_OPENAT2 = 1 << 9,    /* openat2 is neither blocked (Android) nor refused here */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -1225,6 +1226,37 @@ static int bind_parent(uint64_t dev, uint64_t ino)
 
 /* remember_dir records that descriptor fd is directory dev/ino of the guest's
  * view, or forgets fd (ino 0). */
+/* FP_DIR_LAZY (with dev 0) marks a descriptor the library opened
+ * read-only in one openat2 (open_nolink), which may be a directory: no
+ * lstat told. Its first use as a directory descriptor checks it (dir_lazy),
+ * then keeps its dev/ino as for any other. */
+#define FP_DIR_LAZY (~(uint64_t)0)
+
+/* dir_lazy reports whether directory descriptor fd, as /proc/self/fd names
+ * it now, lies in the rootfs or a bind's host (or is one of them), outside
+ * /proc: a directory whose relative names the tracer would translate to
+ * the same host files. (The descriptor number may have been closed and
+ * reused by calls the library does not see since it opened it.) */
+static int dir_lazy(int fd)
+{
+	char proc[32], buf[FP_PATH_MAX];
+	fmt_procfd(proc, fd);
+	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
+	if (n <= 0 || n >= (long)sizeof buf || buf[0] != '/')
+		return 0;
+	if (n >= 10 && fp_memeq(buf + n - 10, " (deleted)", 10))
+		return 0;
+	size_t len = n == 1 ? 0 : (size_t)n; /* "/": the empty prefix */
+	if (len >= cfg.rootlen && fp_memeq(buf, cfg.root, cfg.rootlen) && (len == cfg.rootlen || buf[cfg.rootlen] == '/'))
+		return 1;
+	for (int i = 0; i < cfg.nbinds; i++) {
+		const struct fp_bind *b = &cfg.binds[i];
+		if (b->host && len >= b->hlen && fp_memeq(buf, b->host, b->hlen) && (len == b->hlen || buf[b->hlen] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
 static void remember_dir(long fd, uint64_t dev, uint64_t ino)
 {
 	if (fd >= 0 && fd < FP_MAX_DIRFD) {
@@ -1282,7 +1314,13 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 		if (!ino)
 			return W_RELATIVE;
 		r = tr(SYS_fstat, dirfd, (long)&st, 0, 0, 0, 0);
-		if (r == 0 && (st.st_dev != dev || st.st_ino != ino))
+		if (r == 0 && ino == FP_DIR_LAZY && !dev) {
+			if (!S_ISDIR(st.st_mode) || !dir_lazy(dirfd)) {
+				remember_dir(dirfd, 0, 0);
+				return W_UNVERIFIED;
+			}
+			remember_dir(dirfd, st.st_dev, st.st_ino);
+		} else if (r == 0 && (st.st_dev != dev || st.st_ino != ino))
 			return W_UNVERIFIED;
 	}
 	if (r != 0 || !S_ISDIR(st.st_mode))
@@ -1609,7 +1647,9 @@ static long fp_access_k(int dirfd, const char *path, int mode)
 		count(F_ACCESS, W_SYMLINK);
 		return FP_DEFER;
 	}
-	if (r == 0)
+	/* F_OK asks only whether the name is there, which the lstat said (a
+	 * mode with bits the kernel refuses is its own EINVAL). */
+	if (r == 0 && mode != F_OK)
 		r = tr(SYS_faccessat, t.parent.fd, (long)t.name, mode, 0, 0, 0);
 	release(&t.parent);
 	if ((r == -ENOENT && t.ancestor) || (r != 0 && r != -ENOENT && r != -EACCES && r != -EROFS)) {
@@ -1643,9 +1683,48 @@ EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 	return (int)fp_ret(fp_faccessat(dirfd, path, mode));
 }
 
+/* openat2 through syscall(): with no RESOLVE_* flags, the struct's size
+ * the kernel's own, and flags and mode the kernel takes (anything it would
+ * refuse with EINVAL or E2BIG goes to the tracer), it opens as openat. */
+struct fp_open_how {
+	uint64_t flags, mode, resolve;
+};
+#if defined(__x86_64__)
+#define FP_O_LARGEFILE 0100000
+#else
+#define FP_O_LARGEFILE 0400000
+#endif
+#define FP_OPENAT2_FLAGS                                                                                     \
+	((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | \
+		    O_SYNC | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME | O_DIRECT | FP_O_LARGEFILE))
+
+/* fp_openat2_ok: openat2 may be made (DR_FP_OPENAT2; off for good after an
+ * ENOSYS from an older kernel). */
+static int fp_openat2_ok = 1;
+
+/* open_nolink opens name under verified directory dir (a name that is no
+ * bind point's ancestor) in one system call where it can: openat2 with
+ * RESOLVE_NO_SYMLINKS, which fails with ELOOP rather than follow a symlink
+ * and, unlike O_NOFOLLOW, leaves no trace in the descriptor's flags. Flags
+ * and a mode openat2 would refuse where openat takes them, O_DIRECTORY
+ * (whose descriptor the library remembers by dev/ino), and kernels or
+ * policies without openat2 give -ENOSYS: the caller checks with lstat. */
+static long open_nolink(int dir, const char *name, int flags, unsigned mode)
+{
+	if (!(cfg.flags & DR_FP_OPENAT2) || !__atomic_load_n(&fp_openat2_ok, __ATOMIC_RELAXED) ||
+	    ((uint64_t)(unsigned)flags & ~FP_OPENAT2_FLAGS) || (flags & O_ACCMODE) == O_ACCMODE || (flags & O_DIRECTORY) ||
+	    ((flags & O_CREAT) && (mode & ~07777u)))
+		return -ENOSYS;
+	struct fp_open_how how = {(uint64_t)(unsigned)flags, (flags & O_CREAT) ? mode : 0, 0x04 /* RESOLVE_NO_SYMLINKS */};
+	long r = tr(SYS_openat2, dir, (long)name, (long)&how, sizeof how, 0, 0);
+	if (r == -ENOSYS)
+		__atomic_store_n(&fp_openat2_ok, 0, __ATOMIC_RELAXED);
+	return r;
+}
+
 /* open family: the last component is checked with lstat first (a symlink
- * goes to the tracer), then opened relative to the verified parent. O_PATH
- * and O_TMPFILE go to the tracer. */
+ * goes to the tracer), then opened relative to the verified parent; or both
+ * in one openat2 (open_nolink). O_PATH and O_TMPFILE go to the tracer. */
 static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, unsigned mode)
 {
 	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
@@ -1663,12 +1742,24 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 		count(fn, W_OPTION);
 		return FP_DEFER;
 	}
+	long r;
+	if (!t.ancestor && (r = open_nolink(t.parent.fd, t.name, flags, mode)) != -ENOSYS) {
+		release(&t.parent);
+		if (r == -ELOOP || r == -EXDEV) {
+			count(fn, r == -ELOOP ? W_SYMLINK : W_ERRNO); /* a symlink there (or O_NOFOLLOW's own ELOOP) */
+			return FP_DEFER;
+		}
+		if (r >= 0) /* a directory opens read-only: known as one at its first use (dir_lazy) */
+			remember_dir(r, 0, (flags & O_ACCMODE) == O_RDONLY ? FP_DIR_LAZY : 0);
+		count(fn, W_ANSWERED);
+		return r;
+	}
 	/* The last component is examined first (a symlink the open would
 	 * follow goes to the tracer). Not O_NOFOLLOW on the open itself: the
 	 * descriptor would keep it in its flags (F_GETFL, fdinfo), and a
 	 * reopen of /proc/self/fd/N with those flags would fail. */
 	struct stat st;
-	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
 	if (r == 0 && S_ISLNK(st.st_mode) && !(flags & O_NOFOLLOW)) {
 		release(&t.parent);
 		count(fn, W_SYMLINK);
@@ -1724,21 +1815,6 @@ static long fp_openat(int dirfd, const char *path, int flags, unsigned mode)
 	}
 	return r;
 }
-
-/* openat2 through syscall(): with no RESOLVE_* flags, the struct's size
- * the kernel's own, and flags and mode the kernel takes (anything it would
- * refuse with EINVAL or E2BIG goes to the tracer), it opens as openat. */
-struct fp_open_how {
-	uint64_t flags, mode, resolve;
-};
-#if defined(__x86_64__)
-#define FP_O_LARGEFILE 0100000
-#else
-#define FP_O_LARGEFILE 0400000
-#endif
-#define FP_OPENAT2_FLAGS                                                                                     \
-	((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | \
-		    O_SYNC | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME | O_DIRECT | FP_O_LARGEFILE))
 
 static long fp_openat2(int dirfd, const char *path, const struct fp_open_how *how, size_t size)
 {
