@@ -21,7 +21,7 @@ import (
 // fastpath.FDBase..FDEnd-1, a close_range) changes the epoch before the
 // kernel runs it.
 type fdGuard struct {
-	pid    int    // a process whose memory holds the word
+	pid    int    // the process whose memory holds the word (0: it left it)
 	addr   uint64 // the word's address there
 	epoch  uint32
 	shares int  // children sharing the memory with a table of their own, running
@@ -188,10 +188,18 @@ func (s *fastPathState) guardFork(ev *tracer.Event, parent, child *fastPathProc)
 // guardLeave: p (pid) leaves its memory (exec, exit): a child that shared
 // its parent's memory with a table of its own no longer makes it odd.
 func (s *fastPathState) guardLeave(t *tracer.Tracer, p *fastPathProc) {
-	if p.guard != nil && p.guardShare {
-		g := p.guard
+	g := p.guard
+	switch {
+	case g == nil:
+	case p.guardShare:
 		g.shares--
-		g.change(s.writer(t).in(g.pid))
+		if g.pid != 0 {
+			g.change(s.writer(t).in(g.pid))
+		}
+	default:
+		// The owner leaves the memory (a vfork child may still run in
+		// it): never write its new image at this address.
+		g.pid = 0
 	}
 	p.guard, p.guardShare = nil, false
 }

@@ -60,6 +60,10 @@ func TestFDGuardWord(t *testing.T) {
 			map[int][]uint32{8: {3}, 7: {3, 5}}},
 		{"unshare", []func(*fastPathState){unshare(7), closeIn(7)}, map[int][]uint32{7: {3, 5}}},
 		{"exec forgets the word", []func(*fastPathState){exec(7), closeIn(7)}, map[int][]uint32{}},
+		// The parent execs (another thread of it) while its vfork child runs:
+		// the child's exit must not write into the parent's new image.
+		{"owner execs during a vfork", []func(*fastPathState){fork(8, 7, vfork), exec(7), closeIn(8), gone(8)},
+			map[int][]uint32{7: {3}, 8: {5}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			em := New(Config{FastPath: &FastPath{Lib: fastpath.Config{Root: "/"}, Dir: t.TempDir()}})
