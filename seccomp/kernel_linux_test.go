@@ -77,9 +77,13 @@ func kernelChild() error {
 	getppid, _ := native.Nr("getppid")
 	getpgid, _ := native.Nr("getpgid")
 	getpriority, _ := native.Nr("getpriority")
+	getsid, _ := native.Nr("getsid")
 	prog, err := Build(runtime.GOARCH, Policy{
-		Rules:      map[*ABI]map[int]Action{native: {getppid: TraceEntry, getpgid: TraceExit}},
-		ArgRules:   map[*ABI]map[int]ArgRule{native: {getpriority: {Arg: 1, Mask: 1 << 30, Action: TraceEntry}}},
+		Rules: map[*ABI]map[int]Action{native: {getppid: TraceEntry, getpgid: TraceExit}},
+		ArgRules: map[*ABI]map[int]ArgRule{native: {
+			getpriority: {Arg: 1, Mask: 1 << 30, Action: TraceEntry},
+			getsid:      {Arg: 0, Min: 1000, Max: 2000, Action: TraceEntry},
+		}},
 		Trampoline: uint64(uintptr(unsafe.Pointer(&mem[0]))),
 	})
 	if err != nil {
@@ -127,6 +131,11 @@ func kernelChild() error {
 	// who as an int: 0, this process).
 	for _, who := range []uintptr{0, 1 << 30, 1<<62 | 1<<30, 1 << 62} {
 		unix.RawSyscall(unix.SYS_GETPRIORITY, unix.PRIO_PROCESS, who, 0)
+	}
+	// getsid: traced only for pids 1000-2000 of the low word (the kernel
+	// takes pid as an int; whatever the answer).
+	for _, pid := range []uintptr{999, 1000, 2000, 2001, 1<<32 | 1500, 1<<32 | 2001} {
+		unix.RawSyscall(unix.SYS_GETSID, pid, 0, 0)
 	}
 	// amd64: x32 has no rules, so even from the trampoline page it traps
 	// (SIGSYS) with DataUnsupportedABI. The result depends on the kernel's x32
@@ -232,6 +241,9 @@ func TestKernelFilter(t *testing.T) {
 		{"TRACE", unix.SYS_GETPGID, DataExit}, // from the page after the trampoline
 		{"TRACE", unix.SYS_GETPRIORITY, DataEntry},
 		{"TRACE", unix.SYS_GETPRIORITY, DataEntry},
+		{"TRACE", unix.SYS_GETSID, DataEntry},
+		{"TRACE", unix.SYS_GETSID, DataEntry},
+		{"TRACE", unix.SYS_GETSID, DataEntry},
 	}
 	if runtime.GOARCH == "amd64" {
 		want = append(want, stop{"TRAP", x32SyscallBit | 39, DataUnsupportedABI})
