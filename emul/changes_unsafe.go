@@ -21,16 +21,22 @@ type changeCounter struct {
 
 // mapChanges maps the change counter's file at path shared.
 func mapChanges(path string) (*changeCounter, error) {
+	mem, err := mapShared(path, fastpath.ChangesSize)
+	if err != nil {
+		return nil, err
+	}
+	return &changeCounter{mem: mem}, nil
+}
+
+// mapShared maps the first size bytes of the file at path read-write and
+// shared (the futex_waitv registry, the change counter).
+func mapShared(path string, size int) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	mem, err := unix.Mmap(int(f.Fd()), 0, fastpath.ChangesSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, err
-	}
-	return &changeCounter{mem: mem}, nil
+	return unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 }
 
 func (cc *changeCounter) word() *uint32 { return (*uint32)(unsafe.Pointer(&cc.mem[0])) }

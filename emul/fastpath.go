@@ -124,9 +124,7 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 			s.countChanges(b)
 		}
 	}
-	if lib.Flags&fastpath.FlagFDGuard != 0 {
-		s.applyFDGuard(b)
-	}
+	s.applyFDGuard(b)
 
 	b.set(fastpath.SyscallName, tracer.Handler{Enter: s.handshake, Events: s.events})
 	if h, ok := b.get("seccomp"); ok {

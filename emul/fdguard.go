@@ -116,11 +116,7 @@ func (s *fastPathState) applyFDGuard(b *tableBuilder) {
 // guarded descriptor; tables: the call gives the calling thread a table of
 // its own (the memory's threads may then see two for good).
 func (s *fastPathState) fdChange(c *tracer.Call, tables bool) {
-	w := s.write
-	if w == nil {
-		w = func(_ int, addr uint64, b []byte) error { return c.WriteMem(addr, b) }
-	}
-	s.fdChangeIn(c.Pid(), tables, w)
+	s.fdChangeIn(c.Pid(), tables, s.writer(c.Tracer()))
 }
 
 // memWriter writes b at addr in process pid's memory.

@@ -1,7 +1,6 @@
 package emul
 
 import (
-	"os"
 	"sync/atomic"
 	"unsafe"
 
@@ -34,12 +33,7 @@ const (
 // mapWaitvRegistry maps the registry file at path shared and marks it
 // initialised, as the library's fw_setup does.
 func mapWaitvRegistry(path string) (*waitvRegistry, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	mem, err := unix.Mmap(int(f.Fd()), 0, fastpath.RegistrySize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := mapShared(path, fastpath.RegistrySize)
 	if err != nil {
 		return nil, err
 	}

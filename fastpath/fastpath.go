@@ -242,18 +242,7 @@ const ChangesSize = 4096
 
 // NewChanges creates the session's change counter file in dir (Config.Changes)
 // and returns its path.
-func NewChanges(dir string) (string, error) {
-	f, err := os.CreateTemp(dir, "changes-")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if err := f.Truncate(ChangesSize); err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
-}
+func NewChanges(dir string) (string, error) { return newSharedFile(dir, "changes-", ChangesSize) }
 
 // NewEmpty makes the empty directory of Config.Empty in dir (mode 0555:
 // nothing is ever created in it) and returns its path.
@@ -275,13 +264,17 @@ const RegistrySize = 16 + 1024*4 + 1024*8 + 1024*(16+128*24)
 
 // NewRegistry creates the session's futex_waitv registry: an empty file of
 // RegistrySize bytes in dir that every guest process maps shared.
-func NewRegistry(dir string) (string, error) {
-	f, err := os.CreateTemp(dir, "futex-waitv-")
+func NewRegistry(dir string) (string, error) { return newSharedFile(dir, "futex-waitv-", RegistrySize) }
+
+// newSharedFile creates an empty file of size bytes in dir, named from
+// pattern as os.CreateTemp names it, for guest processes to map shared.
+func newSharedFile(dir, pattern string, size int64) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	if err := f.Truncate(RegistrySize); err != nil {
+	if err := f.Truncate(size); err != nil {
 		os.Remove(f.Name())
 		return "", err
 	}
