@@ -108,9 +108,11 @@ type translated struct {
 	// directory deeper than PATH_MAX works as in the kernel.
 	keep bool
 	res  pathmap.Result
-	// pinned is host's name below its pinned parent (kernelName), when
-	// pinnedHost is host.
+	// pinned is host's name below its pinned parent (kernelName), or
+	// host itself pinned (pathmap's PinnedFile), when pinnedHost is host.
 	pinned, pinnedHost string
+	// follows: the kernel follows the last component (pathmap.Follow).
+	follows bool
 }
 
 // kernelPath is the path to hand to the kernel for t.host: its relative
@@ -135,24 +137,39 @@ const staleTries = 4
 
 // translateIn is translate with its lookups in batch b: the path arguments
 // of one call share one (see pathmap.Batch). It also pins the host path's
-// parent directory (kernelName), looking the path up again when that
-// directory changed since the lookup, which saw it before the change.
+// parent directory (kernelName), and for a call that follows the last
+// component the file itself (pathmap's PinnedFile, its descriptor held
+// until the kernel has run the call: Call.HoldFd), looking the path up
+// again when either changed since the lookup, which saw it before the
+// change.
 func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batch) (translated, unix.Errno) {
 	for try := 1; ; try++ {
 		t, errno := translateOnce(c, a, extra, b)
 		if errno != 0 || !pinnable(c, t) {
 			return t, errno
 		}
-		if t.keep && t.host == t.res.Host && !strings.Contains(t.guest, "/") {
+		var name string
+		var pin pathmap.Pin
+		var e unix.Errno
+		switch {
+		case t.follows:
+			// The last component too: a symlink swapped in for it after
+			// the lookup must not be followed (issue 18).
+			var fd int
+			if name, fd, pin, e = c.Mapper().PinnedFile(t.host); fd >= 0 {
+				c.HoldFd(fd)
+			}
+		case t.keep && t.host == t.res.Host && !strings.Contains(t.guest, "/"):
 			// One name in the cwd or dirfd, which the kernel resolves in
 			// the directory it holds (the one the lookup checked: the
 			// cwd's path is watched, a dirfd's read back), with nothing
-			// before it to swap: a copy of the guest's own, which no
-			// magic link makes dearer for the kernel.
+			// before it to swap, and not followed: a copy of the guest's
+			// own, which no magic link makes dearer for the kernel.
 			t.pinned, t.pinnedHost = t.guest, t.host
 			return t, 0
+		default:
+			name, pin, e = c.Mapper().PinnedName(t.host)
 		}
-		name, pin, e := c.Mapper().PinnedName(t.host)
 		switch {
 		case pin == pathmap.Pinned:
 			t.pinned, t.pinnedHost = name, t.host
@@ -208,7 +225,7 @@ func translateOnce(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Ba
 		}
 	}
 	keep := res.Literal && guest[0] != '/'
-	return translated{guest: guest, host: res.Host, keep: keep, res: res}, 0
+	return translated{guest: guest, host: res.Host, keep: keep, res: res, follows: flags&pathmap.Follow != 0}, 0
 }
 
 // tracerPath is the path for the tracer's own system calls on what the

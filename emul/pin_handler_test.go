@@ -17,25 +17,33 @@ import (
 // handed to the kernel as its last component below the parent directory the lookup found,
 // which the tracer holds open ("/proc/<tracer>/fd/N/last"), absolute or relative (a relative
 // path the kernel would resolve by itself is no longer left in guest memory; one name in the
-// cwd is a copy of the guest's, which the kernel resolves in the cwd it holds); "." stays the
-// guest's, as
-// do magic links left to the kernel. The answers are the kernel's. (The child here is not
+// cwd is a copy of the guest's, which the kernel resolves in the cwd it holds); where the
+// kernel follows the last component, as the file itself, held open until the thread's next
+// call ("/proc/<tracer>/fd/M", pathmap's PinnedFile), unless it is missing; "." stays the
+// guest's, as do magic links left to the kernel. The answers are the kernel's. (The child here is not
 // started by the loader: its paths go below the stack pointer; TestScratchSlots and the e2e
 // TestRaces cover the scratch area.)
 func TestPinnedPaths(t *testing.T) {
 	pinned := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"
 	cases := []struct {
 		kcase
-		want string // the suffix of the pinned name, "" for the guest's own path
+		// want: the suffix of the pinned name, "" for the guest's own path, "=" and the
+		// guest's name for a copy of it, "#" for the file itself, "-" for anything not pinned.
+		want string
 	}{
-		{kcase{name: "absolute", step: access("/etc/hostname")}, "/hostname"},
-		{kcase{name: "relative", step: access("dir/file")}, "/file"},
-		{kcase{name: "one name", step: access("etc")}, "=etc"},
-		{kcase{name: "through a symlink", step: access("/link/file")}, "/file"},
-		{kcase{name: "bind", step: access("/mnt/inside")}, "/inside"},
+		{kcase{name: "absolute", step: access("/etc/hostname")}, "#"},
+		{kcase{name: "relative", step: access("dir/file")}, "#"},
+		{kcase{name: "one name", step: access("etc")}, "#"},
+		{kcase{name: "one name, not followed", step: fstatat(cwdFD, "etc", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "=etc"},
+		{kcase{name: "through a symlink", step: access("/link/file")}, "#"},
+		{kcase{name: "bind", step: access("/mnt/inside")}, "#"},
 		{kcase{name: "missing", step: access("/dir/nofile")}, "/nofile"},
-		{kcase{name: "open", step: openat(cwdFD, "/dir/file", unix.O_RDONLY)}, "/file"},
-		{kcase{name: "trailing slash", step: fstatat(cwdFD, "/dir/sub/", 0), stat: []int{2}}, "/sub/"},
+		{kcase{name: "open", step: openat(cwdFD, "/dir/file", unix.O_RDONLY)}, "#"},
+		{kcase{name: "open O_NOFOLLOW", step: openat(cwdFD, "/dir/file", unix.O_RDONLY|unix.O_NOFOLLOW)}, "/file"},
+		{kcase{name: "lstat", step: fstatat(cwdFD, "/dir/file", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "/file"},
+		{kcase{name: "stat of a directory", step: fstatat(cwdFD, "/dir/sub", 0), stat: []int{2}}, "#"},
+		{kcase{name: "trailing slash", step: fstatat(cwdFD, "/dir/sub/", 0), stat: []int{2}}, "#"},
+		{kcase{name: "trailing slash on a file", step: fstatat(cwdFD, "/dir/file/", 0), stat: []int{2}}, ""},
 		{kcase{name: "dot", step: fstatat(cwdFD, ".", 0), stat: []int{2}}, ""},
 		{kcase{name: "proc", step: access("/proc/self/status")}, "-"},
 	}
@@ -51,6 +59,7 @@ func TestPinnedPaths(t *testing.T) {
 	defer m.Close()
 	addrs := map[int]uint64{}
 	em := New(Config{})
+	var held []int
 	got := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: "/", Observe: func(_ *tracer.Call, s *tt.Stop) {
 		if !s.Exit && s.Regs.Arg(1) != s.Entry.Arg(1) {
 			addrs[s.Step] = s.Regs.Arg(1)
@@ -82,8 +91,24 @@ func TestPinnedPaths(t *testing.T) {
 			if path != c.want[1:] {
 				t.Errorf("%s: the kernel was given %q, want a copy of the guest's %q", c.name, path, c.want[1:])
 			}
-		case c.want != "" && c.want != "-" && !strings.HasPrefix(c.want, "=") && (!strings.HasPrefix(path, pinned) || !strings.HasSuffix(path, c.want)):
+		case c.want == "#":
+			n, err := strconv.Atoi(strings.TrimPrefix(path, pinned))
+			if !strings.HasPrefix(path, pinned) || err != nil {
+				t.Errorf("%s: the kernel was given %q, want the file itself, %s<M>", c.name, path, pinned)
+			} else {
+				held = append(held, n)
+			}
+		case c.want != "" && c.want != "-" && (!strings.HasPrefix(path, pinned) || !strings.HasSuffix(path, c.want)):
 			t.Errorf("%s: the kernel was given %q, want %s<N>...%s", c.name, path, pinned, c.want)
+		}
+	}
+	// The file pins are closed by the thread's next call: none is open still, unless its
+	// number now holds one of the mapper's directories (or a pin the last call held).
+	for _, fd := range held {
+		if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
+			if st, err := os.Stat("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && !st.IsDir() {
+				t.Errorf("pin %d (%s) still open after the guest's next call", fd, l)
+			}
 		}
 	}
 	if len(addrs) == 0 {

@@ -33,6 +33,11 @@ const (
 // PinnedName is not available without the lookup cache: Unpinned.
 func (m *Mapper) PinnedName(host string) (string, Pin, syscall.Errno) { return "", Unpinned, 0 }
 
+// PinnedFile is not available without the lookup cache: Unpinned.
+func (m *Mapper) PinnedFile(host string) (string, int, Pin, syscall.Errno) {
+	return "", -1, Unpinned, 0
+}
+
 // DirToken is nil without the lookup cache.
 func (m *Mapper) DirToken(dir string) any { return nil }
 

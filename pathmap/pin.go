@@ -101,24 +101,36 @@ func (m *Mapper) PinnedName(host string) (name string, pin Pin, errno syscall.Er
 }
 
 func (c *cache) pinnedName(host string) (string, Pin, syscall.Errno) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, last, slash, pin, errno := c.pinnedParent(host)
+	if pin != Pinned {
+		return "", pin, errno
+	}
+	if slash {
+		return n.pinName + last + "/", Pinned, 0
+	}
+	return n.pinName + last, Pinned, 0
+}
+
+// pinnedParent finds and pins host's parent directory's node, for
+// pinnedName: the node, host's last component and whether host ends with
+// a slash, or what pinnedName answers when the parent cannot be pinned.
+// c.mu is held.
+func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, pin Pin, errno syscall.Errno) {
 	h := host
-	slash := h[len(h)-1] == '/'
+	slash = h[len(h)-1] == '/'
 	if slash {
 		h = strings.TrimRight(h, "/")
 	}
 	i := strings.LastIndexByte(h, '/')
-	if i < 0 || !cleanAbsString(h) {
-		return "", Unpinned, 0
+	if i < 0 || !cleanAbsString(h) || c.ifd < 0 {
+		return nil, "", false, Unpinned, 0
 	}
-	last := h[i+1:]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ifd < 0 {
-		return "", Unpinned, 0
-	}
+	last = h[i+1:]
 	c.reap(false)
 	dir := h[:max(i, 1)]
-	n := c.dirs[dir]
+	n = c.dirs[dir]
 	failed := false
 	switch {
 	case n != nil && !n.cacheable:
@@ -128,23 +140,83 @@ func (c *cache) pinnedName(host string) (string, Pin, syscall.Errno) {
 	}
 	if n == nil {
 		if e := c.gone(dir); failed && e != 0 {
-			return "", Stale, e
+			return nil, "", false, Stale, e
 		}
-		return "", Unpinned, 0
+		return nil, "", false, Unpinned, 0
 	}
 	if n.pin <= 0 {
 		_, p := c.pinFd(n, 0)
 		if p == Stale {
-			return "", p, c.gone(dir)
+			return nil, "", false, p, c.gone(dir)
 		}
 		if p != Pinned {
-			return "", p, 0
+			return nil, "", false, p, 0
 		}
 	}
-	if slash {
-		return n.pinName + last + "/", Pinned, 0
+	return n, last, slash, Pinned, 0
+}
+
+// PinnedFile is PinnedName for a call whose kernel follows host's last
+// component (open without O_NOFOLLOW, stat, chdir, ...): what the lookup
+// found there is pinned too, so that a symlink swapped in for it after
+// the lookup is not followed with the host's root (issue 18, "A last
+// component swapped with a symlink"). The name is then
+// "/proc/<pid>/fd/<M>", M an O_PATH descriptor of the file or directory
+// itself, opened with O_NOFOLLOW below the pinned parent and checked to be
+// no symlink; the kernel's walk of that magic link ends at that inode and
+// follows nothing. fd is M, which the caller closes once the kernel has
+// resolved the name (its next stop), or -1 when nothing is to be closed: a
+// directory the cache pins already is named by its own descriptor, and a
+// name that cannot be opened so (missing: the kernel creates it or says
+// ENOENT; EACCES, ...) gets PinnedName's parent-pinned name. Stale, as for
+// PinnedName, also when a symlink is there now: the lookup, which found
+// none, is out of date.
+func (m *Mapper) PinnedFile(host string) (name string, fd int, pin Pin, errno syscall.Errno) {
+	if m.cache == nil || len(host) < 2 || host[0] != '/' || m.fileHosts[host] {
+		return "", -1, Unpinned, 0
 	}
-	return n.pinName + last, Pinned, 0
+	return m.cache.pinnedFile(host)
+}
+
+func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.dirs[strings.TrimRight(host, "/")]; d != nil && d.cacheable && d.pin > 0 && c.ifd >= 0 {
+		return d.pinName[:len(d.pinName)-1], -1, Pinned, 0 // "/proc/<pid>/fd/<N>"
+	}
+	n, last, slash, pin, errno := c.pinnedParent(host)
+	if pin != Pinned {
+		return "", -1, pin, errno
+	}
+	parent := n.pinName + last
+	if slash {
+		parent += "/"
+	}
+	c.st.Syscalls++
+	fd, err := unix.Openat(n.pin, last, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case err != nil:
+		return parent, -1, Pinned, 0
+	case fd <= 2: // never hand out a standard descriptor's number
+		unix.Close(fd)
+		return parent, -1, Pinned, 0
+	}
+	var st unix.Stat_t
+	c.st.Syscalls++
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return parent, -1, Pinned, 0
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		unix.Close(fd)
+		return "", -1, Stale, 0
+	}
+	if slash && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return parent, -1, Pinned, 0 // the kernel's ENOTDIR
+	}
+	name := c.pinPrefix(fd)
+	return name[:len(name)-1], fd, Pinned, 0
 }
 
 // cleanAbsString is cleanAbs for a string, in one pass: absolute, no empty,

@@ -99,6 +99,62 @@ func TestPinnedName(t *testing.T) {
 
 // TestPinnedNameUnpinned: paths whose parent is outside every mount top, on procfs, or whose
 // last component is "." or "..", and every path of a Mapper without a cache, are left as they
+// TestPinnedFile: for a call that follows the last component, PinnedFile names the file
+// itself, an O_PATH descriptor the caller closes ("/proc/<pid>/fd/<M>"): reading through it
+// reaches the file the lookup found, and once that file is swapped with a symlink to a host
+// file (the swap-last race), the name pinned before still reads the file, never the host's;
+// PinnedFile after the swap is Stale (a symlink there, which the lookup must follow in the
+// guest's terms). A directory the cache pins already is named by its own descriptor (nothing
+// to close); a missing name and a file with a trailing slash get PinnedName's answer.
+func TestPinnedFile(t *testing.T) {
+	root, outside, m := pinnedTree(t)
+	prefix := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"
+	lookup := func(p string) string {
+		r, err := m.Lookup(Proc{}, "/", p, Follow)
+		if err != nil {
+			t.Fatalf("Lookup(%s): %v", p, err)
+		}
+		return r.Host
+	}
+	host := lookup("/d/f")
+	name, fd, pin, e := m.PinnedFile(host)
+	if pin != Pinned || fd < 0 || name != prefix+strconv.Itoa(fd) {
+		t.Fatalf("PinnedFile(%s) = %q, %d, %v (%v); want %s<M>, M", host, name, fd, pin, e, prefix)
+	}
+	defer unix.Close(fd)
+	must(t, os.Symlink(filepath.Join(outside, "f"), filepath.Join(root, "d", "s")))
+	must(t, unix.Renameat2(unix.AT_FDCWD, host, unix.AT_FDCWD, filepath.Join(root, "d", "s"), unix.RENAME_EXCHANGE))
+	if b, err := os.ReadFile(name); err != nil || string(b) != "in d" {
+		t.Errorf("the file pinned before the swap reads %q, %v; want the looked-up file's \"in d\"", b, err)
+	}
+	if b, _ := os.ReadFile(host); string(b) != "host" {
+		t.Fatalf("the host path should reach the host file through the swapped symlink (the race); got %q", b)
+	}
+	if name, fd, pin, _ := m.PinnedFile(host); pin != Stale || fd != -1 {
+		t.Errorf("PinnedFile after the swap = %q, %d, %v; want Stale", name, fd, pin)
+	}
+
+	// A directory the cache holds: its own descriptor, nothing to close.
+	dir := lookup("/e")
+	lookup("/e/f") // makes e's node
+	if _, p, _ := m.PinnedName(filepath.Join(dir, "f")); p != Pinned {
+		t.Fatalf("PinnedName(%s/f) = %v", dir, p)
+	}
+	if name, fd, pin, _ := m.PinnedFile(dir); pin != Pinned || fd != -1 || !strings.HasPrefix(name, prefix) || strings.Contains(strings.TrimPrefix(name, prefix), "/") {
+		t.Errorf("PinnedFile(%s) = %q, %d, %v; want the node's own %s<N>, -1", dir, name, fd, pin, prefix)
+	} else if st, err := os.Stat(name); err != nil || !st.IsDir() {
+		t.Errorf("%s: %v, %v; want the directory", name, st, err)
+	}
+	// Missing, and a file named with a trailing slash: the parent pinned, the kernel's answer.
+	for _, p := range []string{filepath.Join(root, "e", "missing"), filepath.Join(root, "e", "f") + "/"} {
+		name, fd, pin, _ := m.PinnedFile(p)
+		want := strings.TrimPrefix(p, filepath.Join(root, "e"))
+		if pin != Pinned || fd != -1 || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, want) {
+			t.Errorf("PinnedFile(%s) = %q, %d, %v; want %s<N>%s, -1", p, name, fd, pin, prefix, want)
+		}
+	}
+}
+
 // are.
 func TestPinnedNameUnpinned(t *testing.T) {
 	root, outside, m := pinnedTree(t)

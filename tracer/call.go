@@ -137,6 +137,19 @@ type prefetched struct {
 	path string
 }
 
+// HoldFd keeps descriptor fd of the tracer's open until the kernel has
+// run this call (a path handed to it names fd: pathmap's PinnedFile): it is
+// closed at the thread's next traced call, when it exec's or ends.
+func (c *Call) HoldFd(fd int) { c.th.heldFds = append(c.th.heldFds, fd) }
+
+// releaseHeld closes the descriptors th's last call held (HoldFd).
+func releaseHeld(th *Thread) {
+	for _, fd := range th.heldFds {
+		unix.Close(fd)
+	}
+	th.heldFds = th.heldFds[:0]
+}
+
 // KeepArgs makes the argument registers as the handler left them final
 // when it answers at a SIGSYS stop. Normally they are put back as they were
 // at the stop (a translating handler's rewrites must not leak to the

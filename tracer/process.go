@@ -102,7 +102,12 @@ type Thread struct {
 	// rewrites remembers the arguments handlers rewrote in this thread's
 	// last few translated calls (see undoRewrites).
 	rewrites rewriteLog
-	call     Call
+	// heldFds are descriptors of the tracer's that a translated path of
+	// this thread's last traced call names (Call.HoldFd): open until the
+	// kernel has resolved it, closed at the thread's next traced call, its
+	// exec or its end.
+	heldFds []int
+	call    Call
 	// creds are the thread's emulated credentials (when Config.Creds is set).
 	creds ident.Creds
 	// op is a call that takes more than one stop to answer: parked

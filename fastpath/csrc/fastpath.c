@@ -1698,6 +1698,41 @@ struct fp_open_how {
 	((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | \
 		    O_SYNC | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME | O_DIRECT | FP_O_LARGEFILE))
 
+/* pin_last opens the last component of t, for a call that follows it, with
+ * O_PATH and O_NOFOLLOW below its verified parent: the call is then made on
+ * proc, "/proc/self/fd/<M>", which names exactly that file (the kernel's
+ * walk of the magic link follows nothing after it), so that a symlink
+ * swapped in for the name after any check is never followed here with the
+ * host's root (issue 18, "A last component swapped with a symlink"). The
+ * kernel's checks on the file through that name are its checks through the
+ * path: the same inode and mount, the parent searched by the openat. st,
+ * if not NULL, gets M's fstat, and a symlink there is W_SYMLINK; without
+ * it a symlink's M makes the call itself fail (open: ELOOP), which the
+ * caller defers. Returns M (the caller closes it), -ENOENT for a missing
+ * name (the call's own answer, or its creation's: t's parent is then still
+ * held), or FP_DEFER with *w set; t's parent is released otherwise. */
+static long pin_last(struct target *t, char proc[32], struct stat *st, enum fp_why *w)
+{
+	long m = tr(SYS_openat, t->parent.fd, (long)t->name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+	if (m == -ENOENT && !t->ancestor)
+		return m;
+	release(&t->parent);
+	if (m < 0) {
+		*w = W_ERRNO; /* ENOENT of a directory that exists only for a bind point, EACCES, ... */
+		return FP_DEFER;
+	}
+	if (st && tr(SYS_fstat, m, (long)st, 0, 0, 0, 0) != 0) {
+		*w = W_ERRNO;
+	} else if (st && S_ISLNK(st->st_mode)) {
+		*w = W_SYMLINK;
+	} else {
+		fmt_procfd(proc, (int)m);
+		return m;
+	}
+	tr(SYS_close, m, 0, 0, 0, 0, 0);
+	return FP_DEFER;
+}
+
 /* fp_openat2_ok: openat2 may be made (DR_FP_OPENAT2; off for good after an
  * ENOSYS from an older kernel). */
 static int fp_openat2_ok = 1;
@@ -1706,13 +1741,13 @@ static int fp_openat2_ok = 1;
  * bind point's ancestor) in one system call where it can: openat2 with
  * RESOLVE_NO_SYMLINKS, which fails with ELOOP rather than follow a symlink
  * and, unlike O_NOFOLLOW, leaves no trace in the descriptor's flags. Flags
- * and a mode openat2 would refuse where openat takes them, O_DIRECTORY
- * (whose descriptor the library remembers by dev/ino), and kernels or
- * policies without openat2 give -ENOSYS: the caller checks with lstat. */
+ * and a mode openat2 would refuse where openat takes them, and kernels or
+ * policies without openat2 give -ENOSYS: the caller pins the last
+ * component (pin_last). */
 static long open_nolink(int dir, const char *name, int flags, unsigned mode)
 {
 	if (!(cfg.flags & DR_FP_OPENAT2) || !__atomic_load_n(&fp_openat2_ok, __ATOMIC_RELAXED) ||
-	    ((uint64_t)(unsigned)flags & ~FP_OPENAT2_FLAGS) || (flags & O_ACCMODE) == O_ACCMODE || (flags & O_DIRECTORY) ||
+	    ((uint64_t)(unsigned)flags & ~FP_OPENAT2_FLAGS) || (flags & O_ACCMODE) == O_ACCMODE ||
 	    ((flags & O_CREAT) && (mode & ~07777u)))
 		return -ENOSYS;
 	struct fp_open_how how = {(uint64_t)(unsigned)flags, (flags & O_CREAT) ? mode : 0, 0x04 /* RESOLVE_NO_SYMLINKS */};
@@ -1722,9 +1757,56 @@ static long open_nolink(int dir, const char *name, int flags, unsigned mode)
 	return r;
 }
 
-/* open family: the last component is checked with lstat first (a symlink
- * goes to the tracer), then opened relative to the verified parent; or both
- * in one openat2 (open_nolink). O_PATH and O_TMPFILE go to the tracer. */
+/* open_pinned opens t's last component, which the open follows, where
+ * openat2 cannot: reopened through its O_PATH descriptor (pin_last), whose
+ * magic link follows nothing, with the guest's flags (no trace of the pin
+ * in them); a missing name is created with O_EXCL added (which follows
+ * nothing either and leaves no trace in the flags), and one that appeared
+ * meanwhile goes to the tracer. A directory's dev/ino is remembered (fstat
+ * of the pin when O_DIRECTORY asks for one), a read-only descriptor that
+ * may be one is checked at its first use (dir_lazy). */
+static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mode)
+{
+	char proc[32];
+	struct stat st;
+	enum fp_why w = W_ANSWERED;
+	long m = pin_last(t, proc, (flags & O_DIRECTORY) ? &st : NULL, &w), r;
+	if (m == -ENOENT) {
+		r = -ENOENT;
+		if (flags & O_CREAT) {
+			r = tr(SYS_openat, t->parent.fd, (long)t->name, flags | O_EXCL, mode, 0, 0);
+			if (r == -EEXIST || r == -ELOOP || r == -EXDEV)
+				w = W_ERRNO; /* the name appeared meanwhile */
+		}
+		release(&t->parent);
+		if (r >= 0)
+			remember_dir(r, 0, 0);
+	} else if (m >= 0) {
+		r = tr(SYS_openat, AT_FDCWD, (long)proc, flags, mode, 0, 0);
+		if (r == -ELOOP)
+			w = W_SYMLINK; /* a symlink there: the tracer's */
+		else if (r >= 0 && (flags & O_DIRECTORY))
+			remember_dir(r, st.st_dev, st.st_ino);
+		else if (r >= 0)
+			remember_dir(r, 0, (flags & O_ACCMODE) == O_RDONLY ? FP_DIR_LAZY : 0);
+		tr(SYS_close, m, 0, 0, 0, 0, 0);
+	} else {
+		r = m;
+	}
+	count(fn, w);
+	if (w != W_ANSWERED) {
+		if (r >= 0)
+			tr(SYS_close, r, 0, 0, 0, 0, 0);
+		return FP_DEFER;
+	}
+	return r;
+}
+
+/* open family: a followed last component is opened in one openat2 that
+ * refuses a symlink (open_nolink), or through its pin (open_pinned); one
+ * the open does not follow (O_NOFOLLOW, O_CREAT|O_EXCL) is opened relative
+ * to the verified parent. A symlink goes to the tracer. O_PATH and
+ * O_TMPFILE go to the tracer. */
 static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, unsigned mode)
 {
 	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
@@ -1749,22 +1831,21 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 			count(fn, r == -ELOOP ? W_SYMLINK : W_ERRNO); /* a symlink there (or O_NOFOLLOW's own ELOOP) */
 			return FP_DEFER;
 		}
-		if (r >= 0) /* a directory opens read-only: known as one at its first use (dir_lazy) */
+		struct stat st;
+		if (r >= 0 && (flags & O_DIRECTORY) && tr(SYS_fstat, r, (long)&st, 0, 0, 0, 0) == 0)
+			remember_dir(r, st.st_dev, st.st_ino); /* a directory's descriptor, for its relative names */
+		else if (r >= 0) /* a directory opens read-only: known as one at its first use (dir_lazy) */
 			remember_dir(r, 0, (flags & O_ACCMODE) == O_RDONLY ? FP_DIR_LAZY : 0);
 		count(fn, W_ANSWERED);
 		return r;
 	}
-	/* The last component is examined first (a symlink the open would
-	 * follow goes to the tracer). Not O_NOFOLLOW on the open itself: the
-	 * descriptor would keep it in its flags (F_GETFL, fdinfo), and a
-	 * reopen of /proc/self/fd/N with those flags would fail. */
+	if (!(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)))
+		return open_pinned(fn, &t, flags, mode);
+	/* Not followed: the open itself refuses a symlink (ELOOP, O_NOFOLLOW)
+	 * or any existing name (EEXIST, O_CREAT|O_EXCL); the lstat tells
+	 * what a directory is, and the ENOENT of a bind point's parent. */
 	struct stat st;
 	r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
-	if (r == 0 && S_ISLNK(st.st_mode) && !(flags & O_NOFOLLOW)) {
-		release(&t.parent);
-		count(fn, W_SYMLINK);
-		return FP_DEFER;
-	}
 	if (r == -ENOENT && (t.ancestor || !(flags & O_CREAT))) {
 		release(&t.parent);
 		if (t.ancestor) {
@@ -1783,7 +1864,7 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	r = tr(SYS_openat, t.parent.fd, (long)t.name, flags, mode, 0, 0);
 	release(&t.parent);
 	if (r == -ELOOP || r == -EXDEV) {
-		count(fn, W_ERRNO); /* a symlink appeared meanwhile */
+		count(fn, W_ERRNO); /* O_NOFOLLOW's ELOOP: the tracer's answer */
 		return FP_DEFER;
 	}
 	if (r >= 0)
@@ -2328,20 +2409,6 @@ static enum fp_why map_entry(int dirfd, const char *path, struct target *t)
 	return W_ANSWERED;
 }
 
-/* not_symlink checks, for a call that follows the last component, that it
- * is not a symlink (which the tracer resolves): W_ANSWERED if not (or if it
- * is missing: the call itself then fails as the kernel's). */
-static enum fp_why not_symlink(struct target *t)
-{
-	struct stat st;
-	long r = tr(SYS_newfstatat, t->parent.fd, (long)t->name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
-	if (r == 0 && S_ISLNK(st.st_mode))
-		return W_SYMLINK;
-	if (r != 0 && r != -ENOENT)
-		return W_ERRNO;
-	return W_ANSWERED;
-}
-
 static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
 {
 	struct target t;
@@ -2423,10 +2490,9 @@ static long fp_symlinkat(const char *target, int dirfd, const char *path)
 static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *new, int flags)
 {
 	struct target a, b;
-	enum fp_why w = (cfg.flags & (DR_FP_L2S | DR_FP_NOLINK)) ? W_OPTION : (flags & ~AT_SYMLINK_FOLLOW) ? W_FLAGS
-												: map_entry(olddirfd, old, &a);
-	if (w == W_ANSWERED && (flags & AT_SYMLINK_FOLLOW) && (w = not_symlink(&a)) != W_ANSWERED)
-		release(&a.parent);
+	/* AT_SYMLINK_FOLLOW follows the old name's last component: the
+	 * tracer's, which pins it (as pin_last does). */
+	enum fp_why w = (cfg.flags & (DR_FP_L2S | DR_FP_NOLINK)) ? W_OPTION : flags ? W_FLAGS : map_entry(olddirfd, old, &a);
 	if (w == W_ANSWERED)
 		w = map_second(&a, newdirfd, new, &b);
 	count(F_LINK, w);
@@ -2438,99 +2504,94 @@ static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *n
 	return r;
 }
 
-/* chmod, chown and utimensat act on the file the path names (following a
- * last symlink unless told not to): checked like stat. */
-static enum fp_why map_attr(int dirfd, const char *path, int nofollow, struct target *t)
+/* chmod, chown, utimensat and truncate act on the file the path names
+ * (following a last symlink unless told not to). */
+static enum fp_why map_attr(int dirfd, const char *path, struct target *t)
 {
 	enum fp_why w = map_at(dirfd, path, t);
 	if (w != W_ANSWERED)
 		return w;
-	if (t->ancestor) {
+	if (t->ancestor || ((cfg.flags & DR_FP_L2S) && is_l2s_name(t->name))) {
 		release(&t->parent);
 		return W_OPTION;
 	}
-	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t->name)) {
+	return W_ANSWERED;
+}
+
+/* attr_call makes call nr, which follows the last component, on t's
+ * last component through its pin (pin_last, checked to be no symlink:
+ * that goes to the tracer), as nr(AT_FDCWD, "/proc/self/fd/<M>", a, b, 0),
+ * which follows nothing after the magic link; truncate, which takes no
+ * directory, as truncate(name, a). t's parent is released; FP_DEFER with
+ * *w set goes to the tracer. */
+static long attr_call(struct target *t, long nr, long a, long b, enum fp_why *w)
+{
+	char proc[32];
+	struct stat st;
+	long m = pin_last(t, proc, &st, w), r;
+	if (m == -ENOENT)
 		release(&t->parent);
-		return W_OPTION;
-	}
-	if (!nofollow && (w = not_symlink(t)) != W_ANSWERED)
-		release(&t->parent);
-	return w;
+	if (m < 0)
+		return m;
+	if (nr == SYS_truncate)
+		r = tr(nr, (long)proc, a, 0, 0, 0, 0);
+	else
+		r = tr(nr, AT_FDCWD, (long)proc, a, b, 0, 0);
+	tr(SYS_close, m, 0, 0, 0, 0, 0);
+	return r;
+}
+
+/* attr_nofollow makes call nr(parent, name, a, b, c) on t's last component
+ * itself, relative to its verified parent; t's parent is released. */
+static long attr_nofollow(struct target *t, long nr, long a, long b, long c)
+{
+	long r = tr(nr, t->parent.fd, (long)t->name, a, b, c, 0);
+	release(&t->parent);
+	return r;
 }
 
 static long fp_fchmodat(int dirfd, const char *path, unsigned mode)
 {
 	struct target t;
-	enum fp_why w = (cfg.flags & DR_FP_IDS) ? W_OPTION : map_attr(dirfd, path, 0, &t);
+	enum fp_why w = (cfg.flags & DR_FP_IDS) ? W_OPTION : map_attr(dirfd, path, &t);
+	long r = w == W_ANSWERED ? attr_call(&t, SYS_fchmodat, mode, 0, &w) : FP_DEFER;
 	count(F_CHMOD, w);
-	if (w != W_ANSWERED)
-		return raw6(SYS_fchmodat, dirfd, (long)path, mode, 0, 0, 0);
-	long r = tr(SYS_fchmodat, t.parent.fd, (long)t.name, mode, 0, 0, 0);
-	release(&t.parent);
-	return r;
+	return r == FP_DEFER ? raw6(SYS_fchmodat, dirfd, (long)path, mode, 0, 0, 0) : r;
 }
 
 static long fp_fchownat(int dirfd, const char *path, unsigned uid, unsigned gid, int flags)
 {
 	struct target t;
 	enum fp_why w = (cfg.flags & DR_FP_IDS) ? W_OPTION : (flags & ~AT_SYMLINK_NOFOLLOW) ? W_FLAGS
-							  : map_attr(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &t);
+												: map_attr(dirfd, path, &t);
+	long r = w != W_ANSWERED		   ? FP_DEFER
+		 : (flags & AT_SYMLINK_NOFOLLOW) ? attr_nofollow(&t, SYS_fchownat, uid, gid, flags)
+						   : attr_call(&t, SYS_fchownat, uid, gid, &w);
 	count(F_CHOWN, w);
-	if (w != W_ANSWERED)
-		return raw6(SYS_fchownat, dirfd, (long)path, uid, gid, flags, 0);
-	long r = tr(SYS_fchownat, t.parent.fd, (long)t.name, uid, gid, flags, 0);
-	release(&t.parent);
-	return r;
+	return r == FP_DEFER ? raw6(SYS_fchownat, dirfd, (long)path, uid, gid, flags, 0) : r;
 }
 
 static long fp_utimensat(int dirfd, const char *path, const struct timespec *ts, int flags)
 {
 	struct target t;
-	enum fp_why w = !path ? W_FLAGS : (flags & ~AT_SYMLINK_NOFOLLOW) ? W_FLAGS
-						: map_attr(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &t);
+	enum fp_why w = !path ? W_FLAGS : (flags & ~AT_SYMLINK_NOFOLLOW) ? W_FLAGS : map_attr(dirfd, path, &t);
+	long r = w != W_ANSWERED		   ? FP_DEFER
+		 : (flags & AT_SYMLINK_NOFOLLOW) ? attr_nofollow(&t, SYS_utimensat, (long)ts, flags, 0)
+						   : attr_call(&t, SYS_utimensat, (long)ts, 0, &w);
 	count(F_UTIME, w);
-	if (w != W_ANSWERED)
-		return raw6(SYS_utimensat, dirfd, (long)path, (long)ts, flags, 0, 0);
-	long r = tr(SYS_utimensat, t.parent.fd, (long)t.name, (long)ts, flags, 0, 0);
-	release(&t.parent);
-	return r;
+	return r == FP_DEFER ? raw6(SYS_utimensat, dirfd, (long)path, (long)ts, flags, 0, 0) : r;
 }
 
-/* truncate takes no directory descriptor: the file is opened O_PATH (never
- * following a symlink, which goes to the tracer) under the verified parent
- * and truncated through its /proc/self/fd link, which names exactly that
- * file; the kernel's checks (write permission, EISDIR, EINVAL for what is not
- * a regular file) are the same as through its path. */
+/* truncate: through the pin too (attr_call); the kernel's checks (write
+ * permission, EISDIR, EINVAL for what is not a regular file) are the same
+ * as through its path. */
 static long fp_truncate(const char *path, long len)
 {
 	struct target t;
-	enum fp_why w = map_attr(AT_FDCWD, path, 1, &t);
-	long r = FP_DEFER;
-	if (w == W_ANSWERED) {
-		long fd = tr(SYS_openat, t.parent.fd, (long)t.name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
-		release(&t.parent);
-		struct stat st;
-		if (fd >= 0) {
-			if (tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0)
-				w = W_ERRNO;
-			else if (S_ISLNK(st.st_mode))
-				w = W_SYMLINK;
-			else {
-				char proc[32];
-				fmt_procfd(proc, (int)fd);
-				r = tr(SYS_truncate, (long)proc, len, 0, 0, 0, 0);
-			}
-			tr(SYS_close, fd, 0, 0, 0, 0, 0);
-		} else if (fd == -ENOENT) {
-			r = fd;
-		} else {
-			w = W_ERRNO;
-		}
-	}
+	enum fp_why w = map_attr(AT_FDCWD, path, &t);
+	long r = w == W_ANSWERED ? attr_call(&t, SYS_truncate, len, 0, &w) : FP_DEFER;
 	count(F_TRUNCATE, w);
-	if (r == FP_DEFER)
-		r = raw6(SYS_truncate, (long)path, len, 0, 0, 0, 0);
-	return r;
+	return r == FP_DEFER ? raw6(SYS_truncate, (long)path, len, 0, 0, 0, 0) : r;
 }
 
 /* mknod of a FIFO or a regular file is an entry call like mkdir; devices
