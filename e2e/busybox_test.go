@@ -168,13 +168,13 @@ func TestFlightRecorder(t *testing.T) {
 			continue
 		}
 		// cat's open of /etc/hostname: its entry, and the path written for it, read back: the
-		// name below the host's etc directory, which droidroot holds open (see emul's
-		// kernelName), with that directory.
+		// file itself, which droidroot holds open until cat's next call (see emul's
+		// translateIn), with that file.
 		root, err := filepath.EvalSymlinks(g.Root)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := regexp.MustCompile(`"/proc/\d+/fd/\d+/hostname" <nil> \(\d+ = ` + regexp.QuoteMeta(strconv.Quote(root+"/etc")) + `\)`)
+		want := regexp.MustCompile(`"/proc/\d+/fd/\d+" <nil> \(\d+ = ` + regexp.QuoteMeta(strconv.Quote(root+"/etc/hostname")) + `\)`)
 		if !strings.Contains(res.Stderr, `a1="/etc/hostname"`) || !want.MatchString(res.Stderr) {
 			t.Errorf("no entry for cat's open of /etc/hostname with host path %s:\n%s", want, res.Stderr)
 		}
