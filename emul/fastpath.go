@@ -206,7 +206,7 @@ func (s *fastPathState) countChanges(b *tableBuilder) {
 		}
 		enter, exit := h.Enter, h.Exit
 		h.Enter = func(c *tracer.Call) {
-			delete(s.dirEntries, c.Tid())
+			s.dirEntries[c.Tid()] = true // asked for (noteEntries); until told, it may
 			enter(c)
 			if dirs, ok := s.dirEntries[c.Tid()]; ok && !dirs && exit == nil {
 				c.NoExit()
@@ -227,11 +227,14 @@ func (s *fastPathState) countChanges(b *tableBuilder) {
 
 // noteEntries records, for the fast path's change counter, whether the
 // entry call c is entering names a directory or a symlink (or something
-// it cannot tell) among ts.
+// it cannot tell) among ts, when the call is one countChanges counts.
 func noteEntries(c *tracer.Call, ts []translated) {
 	s := emulationOf(c).fastPath
 	if s == nil || s.dirEntries == nil {
 		return
+	}
+	if _, asked := s.dirEntries[c.Tid()]; !asked {
+		return // not a counted call (link): no lstat
 	}
 	dirs := false
 	for _, t := range ts {

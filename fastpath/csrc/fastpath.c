@@ -285,26 +285,40 @@ __attribute__((destructor)) static void fp_report(void)
 
 /* ---- set-up ---- */
 
+/* fd_link reads what /proc/self/fd names for fd into buf (FP_PATH_MAX
+ * bytes): its length, or 0 for what is no absolute path of a live file
+ * (an error, a pipe or socket, a directory removed: " (deleted)"). */
+static size_t fd_link(long fd, char *buf)
+{
+	char proc[32];
+	fmt_procfd(proc, (int)fd);
+	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, FP_PATH_MAX, 0, 0);
+	if (n <= 0 || n >= FP_PATH_MAX || buf[0] != '/')
+		return 0;
+	if (n >= 10 && fp_memeq(buf + n - 10, " (deleted)", 10))
+		return 0;
+	return (size_t)n;
+}
+
 /* kernel_form stores the path the kernel prints for host directory or file
  * h (its O_PATH descriptor's /proc/self/fd link), or returns NULL. */
 static const char *kernel_form(const char *h, size_t *len)
 {
-	char proc[32], buf[FP_PATH_MAX];
+	char buf[FP_PATH_MAX];
 	long fd = tr(SYS_openat, AT_FDCWD, (long)h, O_PATH | O_CLOEXEC, 0, 0, 0);
 	if (fd < 0)
 		return NULL;
-	fmt_procfd(proc, (int)fd);
-	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
+	size_t n = fd_link(fd, buf);
 	tr(SYS_close, fd, 0, 0, 0, 0, 0);
-	if (n <= 0 || n >= (long)sizeof buf || buf[0] != '/' || arena_used + (size_t)n + 1 > sizeof arena)
+	if (n == 0 || arena_used + n + 1 > sizeof arena)
 		return NULL;
 	if (n == 1)
 		n = 0; /* "/": the empty prefix */
 	char *s = arena + arena_used;
-	fp_memcpy(s, buf, (size_t)n);
+	fp_memcpy(s, buf, n);
 	s[n] = 0;
-	arena_used += (size_t)n + 1;
-	*len = (size_t)n;
+	arena_used += n + 1;
+	*len = n;
 	return s;
 }
 
@@ -486,6 +500,15 @@ static void changed(void)
 static unsigned guard_now(void) { return __atomic_load_n(&fp_guard, __ATOMIC_ACQUIRE); }
 static int guardable(int fd) { return fd >= FP_FD_BASE && fd < FP_FD_END; }
 
+/* guard_for is the guard word to record for descriptor fd verified ours
+ * under word g0 (read before the check): g0 while it is even, fd is in the
+ * guarded range and the word has not changed since; else 1 (odd: checked
+ * at every use). */
+static unsigned guard_for(int fd, unsigned g0)
+{
+	return !(g0 & 1) && guardable(fd) && guard_now() == g0 ? g0 : 1;
+}
+
 /* use takes a reader's reference on s, unless it is being refilled. */
 static int use(struct slot *s)
 {
@@ -565,14 +588,10 @@ static int bind_parent(uint64_t dev, uint64_t ino);
  * the guest, removed) goes to the tracer. */
 static int up_ok(long fd)
 {
-	char proc[32], buf[FP_PATH_MAX];
-	fmt_procfd(proc, (int)fd);
-	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
-	if (n <= 1 || n >= (long)sizeof buf || buf[0] != '/')
+	char buf[FP_PATH_MAX];
+	size_t len = fd_link(fd, buf);
+	if (len <= 1)
 		return 0;
-	if (n >= 10 && fp_memeq(buf + n - 10, " (deleted)", 10))
-		return 0;
-	size_t len = (size_t)n;
 	int below = len > cfg.rootlen && fp_memeq(buf, cfg.root, cfg.rootlen) && buf[cfg.rootlen] == '/';
 	for (int i = 0; i < cfg.nbinds; i++) {
 		const struct fp_bind *b = &cfg.binds[i];
@@ -678,8 +697,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			int ours = tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino;
 			if (ours && fresh && st.st_ctim.tv_sec == s->ctime_sec && st.st_ctim.tv_nsec == s->ctime_nsec) {
 				/* Ours now: guarded from here while the word stays. */
-				if (!(g0 & 1) && guardable(s->fd) && guard_now() == g0)
-					__atomic_store_n(&s->guard, g0, __ATOMIC_RELAXED);
+				__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
 				out->fd = s->fd, out->slot = s, out->borrowed = 0;
 				return 0;
 			}
@@ -693,8 +711,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			int fd = ours ? (base == -1 ? verify(dir, len, &nst) : verify_rel(base, dir, len, &nst)) : -1;
 			if (fd >= 0 && nst.st_dev == s->dev && nst.st_ino == s->ino) {
 				tr(SYS_close, fd, 0, 0, 0, 0, 0);
-				if (!(g0 & 1) && guardable(s->fd) && guard_now() == g0)
-					__atomic_store_n(&s->guard, g0, __ATOMIC_RELAXED);
+				__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
 				__atomic_store_n(&s->ctime_sec, nst.st_ctim.tv_sec, __ATOMIC_RELAXED);
 				__atomic_store_n(&s->ctime_nsec, nst.st_ctim.tv_nsec, __ATOMIC_RELAXED);
 				__atomic_store_n(&s->gen, gen, __ATOMIC_RELAXED);
@@ -759,7 +776,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	victim->ctime_nsec = st.st_ctim.tv_nsec;
 	victim->stamp = t;
 	victim->gen = gen;
-	victim->guard = !(g0 & 1) && guardable(fd) && guard_now() == g0 ? g0 : 1;
+	victim->guard = guard_for(fd, g0);
 	victim->hash = h;
 	victim->len = (uint32_t)keylen;
 	fp_memcpy(victim->key, key, keylen);
@@ -790,8 +807,7 @@ static int empty_dir(void)
 		return fd;
 	if (fd >= 0 && tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 &&
 	    st.st_dev == __atomic_load_n(&empty_dev, __ATOMIC_RELAXED) && st.st_ino == __atomic_load_n(&empty_ino, __ATOMIC_RELAXED)) {
-		if (!(g0 & 1) && guardable(fd) && guard_now() == g0)
-			__atomic_store_n(&empty_guard, g0, __ATOMIC_RELAXED);
+		__atomic_store_n(&empty_guard, guard_for(fd, g0), __ATOMIC_RELAXED);
 		return fd;
 	}
 	if (!cfg.empty)
@@ -815,8 +831,7 @@ static int empty_dir(void)
 		tr(SYS_close, hi, 0, 0, 0, 0, 0); /* another thread's is in place */
 		return -1;
 	}
-	if (!(g0 & 1) && guardable((int)hi) && guard_now() == g0)
-		__atomic_store_n(&empty_guard, g0, __ATOMIC_RELAXED);
+	__atomic_store_n(&empty_guard, guard_for((int)hi, g0), __ATOMIC_RELAXED);
 	return (int)hi;
 }
 
@@ -1239,14 +1254,12 @@ static int bind_parent(uint64_t dev, uint64_t ino)
  * reused by calls the library does not see since it opened it.) */
 static int dir_lazy(int fd)
 {
-	char proc[32], buf[FP_PATH_MAX];
-	fmt_procfd(proc, fd);
-	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
-	if (n <= 0 || n >= (long)sizeof buf || buf[0] != '/')
+	char buf[FP_PATH_MAX];
+	size_t len = fd_link(fd, buf);
+	if (len == 0)
 		return 0;
-	if (n >= 10 && fp_memeq(buf + n - 10, " (deleted)", 10))
-		return 0;
-	size_t len = n == 1 ? 0 : (size_t)n; /* "/": the empty prefix */
+	if (len == 1)
+		len = 0; /* "/": the empty prefix */
 	if (len >= cfg.rootlen && fp_memeq(buf, cfg.root, cfg.rootlen) && (len == cfg.rootlen || buf[cfg.rootlen] == '/'))
 		return 1;
 	for (int i = 0; i < cfg.nbinds; i++) {
