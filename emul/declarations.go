@@ -38,6 +38,23 @@ type statDecl struct {
 func basePath(_ *Emulation, d decl) tracer.Handler  { return pathHandler(d.args...) }
 func baseEntry(_ *Emulation, d decl) tracer.Handler { return entryHandler(d.args...) }
 
+// baseCreat is creat's (x86_64): a path handler, but for a name the
+// lookup found missing, which the call creates: that is made as openat,
+// restarted (creat has no flags to add O_EXCL to: see exclCreate).
+func baseCreat(_ *Emulation, d decl) tracer.Handler {
+	return tracer.Handler{Enter: func(c *tracer.Call) {
+		t, errno := translate(c, d.args[0], 0)
+		switch {
+		case errno != 0:
+			c.Fail(errno)
+		case t.missing && nrOf("openat") >= 0:
+			c.Restart(nrOf("openat"), atFDCWDReg, c.Arg(0), unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, c.Arg(1))
+		default:
+			writeArgs(c, d.args, []translated{t})
+		}
+	}}
+}
+
 // baseReadlink is readlink's base handler: buffer and size arguments follow
 // the path.
 func baseReadlink(bufArg, sizeArg int) func(*Emulation, decl) tracer.Handler {
@@ -145,7 +162,7 @@ func declarations() map[string]decl {
 	return map[string]decl{
 		// open and friends
 		"open":     {args: []pathArg{pathArgAt(0, openFollow(1))}, flagsArg: 1, base: baseOpen(1)},
-		"creat":    pathDecl(pathArgAt(0, always)),
+		"creat":    {args: []pathArg{pathArgAt(0, always)}, flagsArg: -1, base: baseCreat},
 		"openat":   {args: []pathArg{dirfdPathArg(0, 1, openFollow(2))}, flagsArg: 2, base: baseOpen(2)},
 		"openat2":  {flagsArg: -1, base: func(e *Emulation, _ decl) tracer.Handler { return openat2Handler(e.cfg.EmulateAt2) }},
 		"truncate": pathDecl(pathArgAt(0, always)),

@@ -113,6 +113,9 @@ type translated struct {
 	pinned, pinnedHost string
 	// follows: the kernel follows the last component (pathmap.Follow).
 	follows bool
+	// missing: the last component followed is not there (pathmap's
+	// PinnedFile found none): the kernel may create it (open's O_CREAT).
+	missing bool
 }
 
 // kernelPath is the path to hand to the kernel for t.host: its relative
@@ -173,6 +176,7 @@ func translateIn(c *tracer.Call, a pathArg, extra pathmap.Flags, b *pathmap.Batc
 		switch {
 		case pin == pathmap.Pinned:
 			t.pinned, t.pinnedHost = name, t.host
+			t.missing = t.follows && e == unix.ENOENT
 		case pin == pathmap.Stale && try < staleTries:
 			b = &pathmap.Batch{} // see the change
 			continue

@@ -2,6 +2,7 @@ package emul
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,5 +149,114 @@ func TestPinnedPathsHostView(t *testing.T) {
 	}
 	if r := got.Steps[1].Ret; r != -int64(unix.ENOENT) {
 		t.Errorf("access of a missing file: %d, want ENOENT", r)
+	}
+}
+
+// TestExclCreate: an open with O_CREAT (without O_EXCL) of a name the lookup found missing
+// reaches the kernel with O_EXCL added, so that a symlink created there before the kernel's
+// walk is never followed (with the host's root: a host file created); the guest's flags are
+// given back at the exit stop. When the name appears meanwhile (the kernel's EEXIST), the call
+// runs again, translated again: a file that appeared is opened, a symlink that appeared is
+// followed the guest's way (the file it names created in the rootfs, none on the host). With
+// O_EXCL of its own, or a name that exists, nothing changes.
+func TestExclCreate(t *testing.T) {
+	g := newGuestFS(t)
+	m, err := pathmap.New(g.root, g.binds, nil, pathmap.WithCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	host := t.TempDir() // outside the rootfs: a symlink's absolute target names it on the host
+	mustMkdir(t, filepath.Join(g.root, host)) // and in the guest, where it is created
+	const creat = unix.O_CREAT | unix.O_WRONLY
+	steps := []tt.Step{
+		openat(cwdFD, "/dir/new", creat),                   // 0: missing, created
+		openat(cwdFD, "/dir/appears", creat),               // 1: a file appears before the kernel's walk
+		openat(cwdFD, "/dir/lnk", creat),                   // 2: a symlink to host/x appears
+		openat(cwdFD, "/dir/file", creat),                  // 3: exists: not changed
+		openat(cwdFD, "/dir/excl", creat|unix.O_EXCL),      // 4: the guest's own O_EXCL
+		openat(cwdFD, "/dir/new", creat|unix.O_EXCL),       // 5: EEXIST, the guest's
+		tt.Call("fcntl", tt.Ret(1), tt.Int(unix.F_GETFL)), // 6: no O_EXCL kept
+	}
+	entries := map[int]int{}
+	flagsAt := map[int]uint64{}
+	em := New(Config{})
+	got := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: "/", Observe: func(c *tracer.Call, s *tt.Stop) {
+		if s.Name != "openat" || s.Exit {
+			return
+		}
+		entries[s.Step]++
+		if entries[s.Step] == 1 {
+			flagsAt[s.Step] = s.Regs.Arg(2)
+		}
+		switch {
+		case s.Step == 1 && entries[1] == 1:
+			mustWrite(t, filepath.Join(g.root, "dir/appears"), "there")
+		case s.Step == 2 && entries[2] == 1:
+			if err := os.Symlink(filepath.Join(host, "x"), filepath.Join(g.root, "dir/lnk")); err != nil {
+				t.Error(err)
+			}
+		}
+	}}, steps...)
+	for k, want := range map[int]bool{0: true, 1: true, 2: true, 3: false, 4: true} {
+		if excl := flagsAt[k]&unix.O_EXCL != 0; excl != want {
+			t.Errorf("step %d: the kernel's flags %#o, O_EXCL %v, want %v", k, flagsAt[k], excl, want)
+		}
+	}
+	for k := 0; k <= 4; k++ {
+		if got.Steps[k].Ret < 0 {
+			t.Errorf("step %d: %v", k, got.Steps[k].Errno())
+		}
+	}
+	if entries[1] != 2 || entries[2] != 2 {
+		t.Errorf("entries of the raced opens: %d, %d; want 2 each (run again after EEXIST)", entries[1], entries[2])
+	}
+	if _, err := os.Lstat(filepath.Join(host, "x")); err == nil {
+		t.Errorf("the symlink's target was created on the host")
+	}
+	if _, err := os.Stat(filepath.Join(g.root, host, "x")); err != nil {
+		t.Errorf("the symlink's target in the rootfs: %v", err)
+	}
+	if r := got.Steps[5].Ret; r != -int64(unix.EEXIST) {
+		t.Errorf("O_CREAT|O_EXCL of an existing name: %d, want EEXIST", r)
+	}
+	if fl := got.Steps[6].Ret; fl < 0 || fl&unix.O_EXCL != 0 {
+		t.Errorf("F_GETFL of the raced open: %#o", fl)
+	}
+}
+
+// TestCreatMissing: creat (x86_64) of a missing name runs again as openat, which adds O_EXCL
+// (TestExclCreate); of an existing name it is translated as it is.
+func TestCreatMissing(t *testing.T) {
+	if !tt.Has("creat") {
+		t.Skip("no creat on this ABI")
+	}
+	g := newGuestFS(t)
+	m, err := pathmap.New(g.root, g.binds, nil, pathmap.WithCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	steps := []tt.Step{
+		tt.Call("creat", tt.Str("/dir/made"), tt.Int(0o600)),
+		tt.Call("creat", tt.Str("/dir/file"), tt.Int(0o600)),
+	}
+	names := map[int][]string{}
+	em := New(Config{})
+	got := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: "/", Observe: func(c *tracer.Call, s *tt.Stop) {
+		if !s.Exit {
+			names[s.Step] = append(names[s.Step], s.Name)
+		}
+	}}, steps...)
+	for k := range steps {
+		if got.Steps[k].Ret < 0 {
+			t.Errorf("step %d: %v", k, got.Steps[k].Errno())
+		}
+	}
+	if strings.Join(names[0], ",") != "creat,openat" || strings.Join(names[1], ",") != "creat" {
+		t.Errorf("stops: %v, want creat then openat for the missing name, creat alone for the existing", names)
+	}
+	if st, err := os.Stat(filepath.Join(g.root, "dir/made")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("dir/made: %v, %v", st, err)
 	}
 }

@@ -341,8 +341,11 @@ func (v *procViews) file(c *tracer.Call, pid int, kind string) (string, error) {
 // The generated file is removed once the open has run.
 func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 	return tracer.Handler{Exit: func(c *tracer.Call) {
-		if f, ok := c.Data.(string); ok {
-			unix.Unlinkat(unix.AT_FDCWD, f, 0)
+		switch d := c.Data.(type) {
+		case string:
+			unix.Unlinkat(unix.AT_FDCWD, d, 0)
+		case exclCreate:
+			d.exit(c)
 		}
 	}, Enter: func(c *tracer.Call) {
 		t, errno := translate(c, a, 0)
@@ -371,11 +374,41 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 				}
 			}
 		}
+		if c.Data == nil && t.missing && c.Arg(flagsArg)&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT {
+			c.Data = exclCreate{flagsArg}.enter(c)
+		}
 		if c.Data == nil {
 			c.NoExit()
 		}
 		writeArgs(c, []pathArg{a}, []translated{t})
 	}}
+}
+
+// exclCreate is an open with O_CREAT, without O_EXCL, of a name the lookup
+// found missing, made with O_EXCL added (issue 18): the name is given
+// below its pinned parent (the file cannot be pinned, it does not exist),
+// and a symlink created there before the kernel's walk would be followed
+// with the host's root, creating a host file; with O_EXCL the kernel
+// follows nothing (and the descriptor's flags do not keep it). EEXIST at
+// the exit stop (a name that appeared meanwhile, which the guest's open
+// would have opened) makes the call run again, translated again; the
+// guest's flags register is given back in any case.
+type exclCreate struct{ flagsArg int }
+
+func (x exclCreate) enter(c *tracer.Call) exclCreate {
+	c.SetArg(x.flagsArg, c.Arg(x.flagsArg)|unix.O_EXCL)
+	return x
+}
+
+func (x exclCreate) exit(c *tracer.Call) {
+	if c.Ret() == -int64(unix.EEXIST) {
+		for i := 0; i <= x.flagsArg; i++ {
+			c.SetArg(i, c.Arg(i))
+		}
+		c.RestartAtExit()
+		return
+	}
+	c.SetArg(x.flagsArg, c.Arg(x.flagsArg))
 }
 
 // tmpfsMagic is TMPFS_MAGIC, statfs's f_type of a tmpfs.

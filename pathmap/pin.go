@@ -168,9 +168,9 @@ func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, 
 // resolved the name (its next stop), or -1 when nothing is to be closed: a
 // directory the cache pins already is named by its own descriptor, and a
 // name that cannot be opened so (missing: the kernel creates it or says
-// ENOENT; EACCES, ...) gets PinnedName's parent-pinned name. Stale, as for
-// PinnedName, also when a symlink is there now: the lookup, which found
-// none, is out of date.
+// ENOENT, and errno is ENOENT to say so; EACCES, ...) gets PinnedName's
+// parent-pinned name. Stale, as for PinnedName, also when a symlink is
+// there now: the lookup, which found none, is out of date.
 func (m *Mapper) PinnedFile(host string) (name string, fd int, pin Pin, errno syscall.Errno) {
 	if m.cache == nil || len(host) < 2 || host[0] != '/' || m.fileHosts[host] {
 		return "", -1, Unpinned, 0
@@ -195,6 +195,8 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 	c.st.Syscalls++
 	fd, err := unix.Openat(n.pin, last, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
+	case err == unix.ENOENT:
+		return parent, -1, Pinned, unix.ENOENT // missing: the call may create it
 	case err != nil:
 		return parent, -1, Pinned, 0
 	case fd <= 2: // never hand out a standard descriptor's number
