@@ -166,16 +166,16 @@ func TestExclCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	host := t.TempDir() // outside the rootfs: a symlink's absolute target names it on the host
+	host := t.TempDir()                       // outside the rootfs: a symlink's absolute target names it on the host
 	mustMkdir(t, filepath.Join(g.root, host)) // and in the guest, where it is created
 	const creat = unix.O_CREAT | unix.O_WRONLY
 	steps := []tt.Step{
-		openat(cwdFD, "/dir/new", creat),                   // 0: missing, created
-		openat(cwdFD, "/dir/appears", creat),               // 1: a file appears before the kernel's walk
-		openat(cwdFD, "/dir/lnk", creat),                   // 2: a symlink to host/x appears
-		openat(cwdFD, "/dir/file", creat),                  // 3: exists: not changed
-		openat(cwdFD, "/dir/excl", creat|unix.O_EXCL),      // 4: the guest's own O_EXCL
-		openat(cwdFD, "/dir/new", creat|unix.O_EXCL),       // 5: EEXIST, the guest's
+		openat(cwdFD, "/dir/new", creat),                  // 0: missing, created
+		openat(cwdFD, "/dir/appears", creat),              // 1: a file appears before the kernel's walk
+		openat(cwdFD, "/dir/lnk", creat),                  // 2: a symlink to host/x appears
+		openat(cwdFD, "/dir/file", creat),                 // 3: exists: not changed
+		openat(cwdFD, "/dir/excl", creat|unix.O_EXCL),     // 4: the guest's own O_EXCL
+		openat(cwdFD, "/dir/new", creat|unix.O_EXCL),      // 5: EEXIST, the guest's
 		tt.Call("fcntl", tt.Ret(1), tt.Int(unix.F_GETFL)), // 6: no O_EXCL kept
 	}
 	entries := map[int]int{}
