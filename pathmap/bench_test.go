@@ -237,3 +237,24 @@ func BenchmarkPinnedName(b *testing.B) {
 	b.StopTimer()
 	reportSyscalls(b, m, st0)
 }
+
+// BenchmarkPinnedFile is PinnedFile of a file its cache entry keeps pinned, and its release.
+func BenchmarkPinnedFile(b *testing.B) {
+	_, m := benchTree(b, WithCache())
+	r, err := m.Resolve(Proc{}, "/", "/usr/share/doc/pkg/sub/file", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st0 := m.CacheStats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, fd, pin, _ := m.PinnedFile(r)
+		if pin != Pinned || fd < 0 {
+			b.Fatal("not pinned")
+		}
+		m.ReleaseFile(fd)
+	}
+	b.StopTimer()
+	reportSyscalls(b, m, st0)
+}

@@ -90,6 +90,10 @@ type cache struct {
 	// npins is the number of nodes holding a descriptor, maxPins its
 	// bound (pinLimit).
 	npins, maxPins int
+	// filePins are the descriptors PinnedFile handed out, by number, and
+	// nfile the number of them an entry keeps (pin.go).
+	filePins map[int]*filePin
+	nfile    int
 }
 
 // centry holds what the host said about one path.
@@ -102,6 +106,7 @@ type centry struct {
 	lerr   syscall.Errno
 	rerr   syscall.Errno
 	target string
+	fpin   *filePin // the file pinned (PinnedFile), nil until needed
 }
 
 // dirNode is a host directory on the path of cached entries.
@@ -178,7 +183,8 @@ func newCache(tops []string, maxDirs, maxEntries int) (*cache, error) {
 		maxEntries = defaultCacheEntries
 	}
 	c := &cache{ifd: -1, epf: -1, mfd: -1, maxDirs: maxDirs, maxEntries: maxEntries,
-		pins: map[string]uint8{}, buf: make([]byte, 64<<10), pid: strconv.Itoa(os.Getpid()), maxPins: pinLimit()}
+		pins: map[string]uint8{}, buf: make([]byte, 64<<10), pid: strconv.Itoa(os.Getpid()), maxPins: pinLimit(),
+		filePins: map[int]*filePin{}}
 	for _, t := range tops {
 		c.pins[t] |= pinTop
 		for a := t; a != "/"; {
@@ -227,6 +233,11 @@ func (c *cache) reset() {
 	for _, n := range c.dirs {
 		c.retire(n)
 	}
+	for _, e := range c.entries {
+		if e.fpin != nil {
+			c.unpinFile(e)
+		}
+	}
 	c.entries = map[string]*centry{}
 	c.dirs = map[string]*dirNode{}
 	c.wds = map[int32][]*dirNode{}
@@ -269,6 +280,9 @@ func (c *cache) close() {
 	c.mu.Lock()
 	c.disable()
 	c.reap(true)
+	for _, p := range c.filePins {
+		c.closeFilePin(p)
+	}
 	c.mu.Unlock()
 }
 
@@ -279,6 +293,10 @@ func (c *cache) stats() CacheStats {
 	s.Enabled = c.ifd >= 0
 	s.Dirs, s.Entries = len(c.dirs), len(c.entries)
 	s.Watches = len(c.wds)
+	s.FilePins = len(c.filePins)
+	for _, p := range c.filePins {
+		s.FilePinUses += p.uses
+	}
 	return s
 }
 
@@ -408,7 +426,7 @@ func (c *cache) dropName(n *dirNode, name []byte) {
 func (c *cache) dropFold(n *dirNode, key string) {
 	if es, ok := n.ents[key]; ok {
 		for _, e := range es {
-			delete(c.entries, e.key)
+			c.dropEntry(e)
 		}
 		c.st.Invalidations += uint64(len(es))
 		delete(n.ents, key)
@@ -434,11 +452,19 @@ func (c *cache) dropContents(n *dirNode) {
 	}
 	for _, es := range n.ents {
 		for _, e := range es {
-			delete(c.entries, e.key)
+			c.dropEntry(e)
 		}
 		c.st.Invalidations += uint64(len(es))
 	}
 	n.ents = nil
+}
+
+// dropEntry forgets entry e, and lets its file pin go (unpinFile).
+func (c *cache) dropEntry(e *centry) {
+	delete(c.entries, e.key)
+	if e.fpin != nil {
+		c.unpinFile(e)
+	}
 }
 
 // dropNode forgets n, everything below it, and their watches.

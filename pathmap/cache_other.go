@@ -33,6 +33,9 @@ const (
 // PinnedName is not available without the lookup cache: Unpinned.
 func (m *Mapper) PinnedName(host string) (string, Pin, syscall.Errno) { return "", Unpinned, 0 }
 
+// ReleaseFile has nothing to release without the lookup cache.
+func (m *Mapper) ReleaseFile(fd int) {}
+
 // PinnedFile is not available without the lookup cache: Unpinned.
 func (m *Mapper) PinnedFile(host string) (string, int, Pin, syscall.Errno) {
 	return "", -1, Unpinned, 0

@@ -145,6 +145,9 @@ type CacheStats struct {
 	// Current size: directories known (watched or not), inotify
 	// watches, cached paths.
 	Dirs, Watches, Entries int
+	// FilePins is the number of descriptors PinnedFile holds open,
+	// FilePinUses its answers not given back yet (ReleaseFile).
+	FilePins, FilePinUses int
 }
 
 // bindInfo is one mount: the rootfs at "/" or a binding.

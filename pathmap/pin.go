@@ -163,9 +163,11 @@ func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, 
 // component swapped with a symlink"). The name is then
 // "/proc/<pid>/fd/<M>", M an O_PATH descriptor of the file or directory
 // itself, opened with O_NOFOLLOW below the pinned parent and checked to be
-// no symlink; the kernel's walk of that magic link ends at that inode and
-// follows nothing. fd is M, which the caller closes once the kernel has
-// resolved the name (its next stop), or -1 when nothing is to be closed: a
+// no symlink, and kept by the name's cache entry for the next calls until a
+// change drops it; the kernel's walk of that magic link ends at that inode
+// and follows nothing. fd is M, which the caller gives back with
+// ReleaseFile once the kernel has resolved the name (its thread's next
+// call), or -1 when there is nothing to give back: a
 // directory the cache pins already is named by its own descriptor, and a
 // name that cannot be opened so (missing: the kernel creates it or says
 // ENOENT, and errno is ENOENT to say so; EACCES, ...) gets PinnedName's
@@ -191,6 +193,13 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 	parent := n.pinName + last
 	if slash {
 		parent += "/"
+	}
+	// The entry's pin, while no change to the name has dropped it: the file
+	// the lookup found, as if the call ran when it was opened.
+	e := c.entries[host]
+	if e != nil && e.fpin != nil {
+		e.fpin.uses++
+		return e.fpin.name, e.fpin.fd, Pinned, 0
 	}
 	c.st.Syscalls++
 	fd, err := unix.Openat(n.pin, last, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -218,7 +227,67 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 		return parent, -1, Pinned, 0 // the kernel's ENOTDIR
 	}
 	name := c.pinPrefix(fd)
-	return name[:len(name)-1], fd, Pinned, 0
+	p := &filePin{fd: fd, name: name[:len(name)-1], uses: 1}
+	c.filePins[fd] = p
+	if e != nil && !slash && e.dir == n && (e.flags&haveLstat != 0 && e.lerr == 0 && e.mode&unix.S_IFMT == st.Mode&unix.S_IFMT ||
+		e.flags&haveReadlink != 0 && e.rerr == unix.EINVAL) {
+		// Kept while the entry, which found a file there and no symlink, is.
+		if c.nfile >= c.maxPins {
+			for _, o := range c.entries {
+				if o.fpin != nil {
+					c.unpinFile(o)
+				}
+			}
+		}
+		e.fpin, p.entry = p, e
+		c.nfile++
+	}
+	return p.name, fd, Pinned, 0
+}
+
+// filePin is a descriptor PinnedFile handed out: kept by its entry
+// (entry not nil) until a change drops the entry, and open while a caller
+// uses it (uses: PinnedFile's answers not yet released, ReleaseFile).
+type filePin struct {
+	fd    int
+	name  string // "/proc/<pid>/fd/<fd>"
+	uses  int
+	entry *centry
+}
+
+// unpinFile detaches e's file pin, which is closed now if no caller uses
+// it, else at its last release. c.mu is held.
+func (c *cache) unpinFile(e *centry) {
+	p := e.fpin
+	e.fpin, p.entry = nil, nil
+	c.nfile--
+	if p.uses <= 0 {
+		c.closeFilePin(p)
+	}
+}
+
+func (c *cache) closeFilePin(p *filePin) {
+	delete(c.filePins, p.fd)
+	unix.Close(p.fd)
+}
+
+// ReleaseFile says that the kernel has resolved a name PinnedFile gave
+// with descriptor fd (the caller's thread has made its next call): the
+// descriptor is closed once nothing keeps or uses it.
+func (m *Mapper) ReleaseFile(fd int) {
+	if m == nil || m.cache == nil {
+		return
+	}
+	c := m.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.filePins[fd]
+	if p == nil {
+		return
+	}
+	if p.uses--; p.uses <= 0 && p.entry == nil {
+		c.closeFilePin(p)
+	}
 }
 
 // cleanAbsString is cleanAbs for a string, in one pass: absolute, no empty,

@@ -100,12 +100,15 @@ func TestPinnedName(t *testing.T) {
 // TestPinnedNameUnpinned: paths whose parent is outside every mount top, on procfs, or whose
 // last component is "." or "..", and every path of a Mapper without a cache, are left as they
 // TestPinnedFile: for a call that follows the last component, PinnedFile names the file
-// itself, an O_PATH descriptor the caller closes ("/proc/<pid>/fd/<M>"): reading through it
-// reaches the file the lookup found, and once that file is swapped with a symlink to a host
-// file (the swap-last race), the name pinned before still reads the file, never the host's;
-// PinnedFile after the swap is Stale (a symlink there, which the lookup must follow in the
-// guest's terms). A directory the cache pins already is named by its own descriptor (nothing
-// to close); a missing name and a file with a trailing slash get PinnedName's answer.
+// itself, an O_PATH descriptor ("/proc/<pid>/fd/<M>") that the name's cache entry keeps for
+// the next calls and that each caller gives back (ReleaseFile): reading through it reaches the
+// file the lookup found. Once that file is swapped with a symlink to a host file (the
+// swap-last race), the name pinned before, and PinnedFile again before the change is seen,
+// still read the file, never the host's; the next lookup sees the change, which drops the
+// entry and closes its pin, and PinnedFile is then Stale (a symlink there, which the lookup
+// must follow in the guest's terms). A directory the cache pins already is named by its own
+// descriptor (nothing to give back); a missing name and a file with a trailing slash get
+// PinnedName's answer, a missing one with ENOENT.
 func TestPinnedFile(t *testing.T) {
 	root, outside, m := pinnedTree(t)
 	prefix := "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"
@@ -121,7 +124,10 @@ func TestPinnedFile(t *testing.T) {
 	if pin != Pinned || fd < 0 || name != prefix+strconv.Itoa(fd) {
 		t.Fatalf("PinnedFile(%s) = %q, %d, %v (%v); want %s<M>, M", host, name, fd, pin, e, prefix)
 	}
-	defer unix.Close(fd)
+	m.ReleaseFile(fd)
+	if st := m.CacheStats(); st.FilePins != 1 || st.FilePinUses != 0 {
+		t.Errorf("after its release: %d pins, %d uses; want the entry's 1, 0", st.FilePins, st.FilePinUses)
+	}
 	must(t, os.Symlink(filepath.Join(outside, "f"), filepath.Join(root, "d", "s")))
 	must(t, unix.Renameat2(unix.AT_FDCWD, host, unix.AT_FDCWD, filepath.Join(root, "d", "s"), unix.RENAME_EXCHANGE))
 	if b, err := os.ReadFile(name); err != nil || string(b) != "in d" {
@@ -130,11 +136,22 @@ func TestPinnedFile(t *testing.T) {
 	if b, _ := os.ReadFile(host); string(b) != "host" {
 		t.Fatalf("the host path should reach the host file through the swapped symlink (the race); got %q", b)
 	}
+	if again, fd2, pin, _ := m.PinnedFile(host); pin != Pinned || fd2 != fd || again != name {
+		t.Errorf("PinnedFile before the change is seen = %q, %d, %v; want the kept %q", again, fd2, pin, name)
+	} else {
+		m.ReleaseFile(fd2)
+	}
+	if _, err := m.Lookup(Proc{}, "/", "/d/f", Follow); err == nil {
+		t.Errorf("Lookup of /d/f through the swapped-in symlink to a host path: no error")
+	}
+	if st := m.CacheStats(); st.FilePins != 0 {
+		t.Errorf("after the change: %d pins open, want 0", st.FilePins)
+	}
 	if name, fd, pin, _ := m.PinnedFile(host); pin != Stale || fd != -1 {
 		t.Errorf("PinnedFile after the swap = %q, %d, %v; want Stale", name, fd, pin)
 	}
 
-	// A directory the cache holds: its own descriptor, nothing to close.
+	// A directory the cache holds: its own descriptor, nothing to give back.
 	dir := lookup("/e")
 	lookup("/e/f") // makes e's node
 	if _, p, _ := m.PinnedName(filepath.Join(dir, "f")); p != Pinned {
@@ -146,11 +163,14 @@ func TestPinnedFile(t *testing.T) {
 		t.Errorf("%s: %v, %v; want the directory", name, st, err)
 	}
 	// Missing, and a file named with a trailing slash: the parent pinned, the kernel's answer.
-	for _, p := range []string{filepath.Join(root, "e", "missing"), filepath.Join(root, "e", "f") + "/"} {
-		name, fd, pin, _ := m.PinnedFile(p)
-		want := strings.TrimPrefix(p, filepath.Join(root, "e"))
-		if pin != Pinned || fd != -1 || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, want) {
-			t.Errorf("PinnedFile(%s) = %q, %d, %v; want %s<N>%s, -1", p, name, fd, pin, prefix, want)
+	for _, c := range []struct {
+		path  string
+		errno unix.Errno
+	}{{filepath.Join(root, "e", "missing"), unix.ENOENT}, {filepath.Join(root, "e", "f") + "/", 0}} {
+		name, fd, pin, e := m.PinnedFile(c.path)
+		want := strings.TrimPrefix(c.path, filepath.Join(root, "e"))
+		if pin != Pinned || fd != -1 || e != c.errno || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, want) {
+			t.Errorf("PinnedFile(%s) = %q, %d, %v, %v; want %s<N>%s, -1, %v", c.path, name, fd, pin, e, prefix, want, c.errno)
 		}
 	}
 }
@@ -253,6 +273,51 @@ func TestPinnedNameLimit(t *testing.T) {
 		if n > 5 {
 			t.Fatalf("after %s: %d descriptors held, bound 5", p, n)
 		}
+	}
+}
+
+// TestPinnedFileLimit: the file pins entries keep are bounded as the directories' are
+// (maxPins): past it they are let go, closed at once where no caller uses them, at their
+// release where one does; every pin is gone once released and dropped.
+func TestPinnedFileLimit(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	for i := 0; i < 20; i++ {
+		must(t, os.WriteFile(filepath.Join(root, "d", "f"+strconv.Itoa(i)), nil, 0o644))
+	}
+	m.cache.mu.Lock()
+	m.cache.maxPins = 5
+	m.cache.mu.Unlock()
+	var used []int
+	for i := 0; i < 20; i++ {
+		p := "/d/f" + strconv.Itoa(i)
+		r, err := m.Lookup(Proc{}, "/", p, Follow)
+		must(t, err)
+		_, fd, pin, _ := m.PinnedFile(r.Host)
+		if pin != Pinned || fd < 0 {
+			t.Fatalf("%s: %v, %d", p, pin, fd)
+		}
+		if i%4 == 0 {
+			used = append(used, fd) // still in use
+		} else {
+			m.ReleaseFile(fd)
+		}
+		m.cache.mu.Lock()
+		n := m.cache.nfile
+		m.cache.mu.Unlock()
+		if st := m.CacheStats(); n > 5 || st.FilePins > 5+len(used) {
+			t.Fatalf("after %s: %d kept, %d open (%d in use); bound 5", p, n, st.FilePins, len(used))
+		}
+	}
+	for _, fd := range used {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			t.Errorf("pin %d in use was closed: %v", fd, err)
+		}
+		m.ReleaseFile(fd)
+	}
+	must(t, os.RemoveAll(filepath.Join(root, "d")))
+	m.Lookup(Proc{}, "/", "/d", Follow) // sees the removal
+	if st := m.CacheStats(); st.FilePins != 0 || st.FilePinUses != 0 {
+		t.Errorf("after the release and the removal: %d pins open, %d in use", st.FilePins, st.FilePinUses)
 	}
 }
 

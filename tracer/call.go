@@ -137,15 +137,16 @@ type prefetched struct {
 	path string
 }
 
-// HoldFd keeps descriptor fd of the tracer's open until the kernel has
-// run this call (a path handed to it names fd: pathmap's PinnedFile): it is
-// closed at the thread's next traced call, when it exec's or ends.
+// HoldFd keeps descriptor fd, which the Mapper's PinnedFile gave for a
+// path handed to the kernel, in use until the kernel has run this call: it
+// is given back (pathmap's ReleaseFile) at the thread's next traced call,
+// when it exec's or ends.
 func (c *Call) HoldFd(fd int) { c.th.heldFds = append(c.th.heldFds, fd) }
 
-// releaseHeld closes the descriptors th's last call held (HoldFd).
-func releaseHeld(th *Thread) {
+// releaseHeld gives back the descriptors th's last call held (HoldFd).
+func (t *Tracer) releaseHeld(th *Thread) {
 	for _, fd := range th.heldFds {
-		unix.Close(fd)
+		t.cfg.Mapper.ReleaseFile(fd)
 	}
 	th.heldFds = th.heldFds[:0]
 }

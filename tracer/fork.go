@@ -185,7 +185,7 @@ func (t *Tracer) cloneFlags(th *Thread) uint64 {
 // hand it the program to load.
 func (t *Tracer) execEvent(th *Thread) {
 	if len(th.heldFds) > 0 {
-		releaseHeld(th) // the execve's path is resolved
+		t.releaseHeld(th) // the execve's path is resolved
 	}
 	formerTid := th.Tid
 	if former, err := eventMsg(th.Tid); err == nil && int(former) != th.Tid {

@@ -46,7 +46,7 @@ func (t *Tracer) enter(th *Thread) {
 		return
 	}
 	if len(th.heldFds) > 0 {
-		releaseHeld(th) // its last call has run
+		t.releaseHeld(th) // its last call has run
 	}
 	nr := c.Regs.Nr()
 	var h *Handler
