@@ -29,6 +29,9 @@ import (
 //   - swap-last: the file the lookup found swapped with a symlink to the host file before the
 //     kernel follows the last component; fixed by handing the kernel the file itself, pinned
 //     (pathmap.Mapper.PinnedFile; the library's pin_last where openat2 is refused).
+//   - appear: the name missing (or a file) at the lookup, a symlink to the host file when the
+//     kernel follows it; fixed by handing the kernel a missing name below a removed directory,
+//     where nothing appears (PinnedFile), and the file pinned as for swap-last.
 //
 // Before, each reached the host hundreds to thousands of times a second. With the fast path
 // library on and off (where every call is the tracer's), static and dynamic. About a second
@@ -51,7 +54,7 @@ func TestRaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := regexp.MustCompile(`^(\S+) host=(\d+) decoy=(\d+) other=(\d+)\n$`)
-	for _, mode := range []string{"swap-abs", "swap-rel", "rewrite", "push", "swap-last"} {
+	for _, mode := range []string{"swap-abs", "swap-rel", "rewrite", "push", "swap-last", "appear"} {
 		for _, c := range []struct{ name, prog, fastpath string }{
 			{"static", "races", "0"},
 			{"dyn-nofastpath", "races.dyn", "0"},

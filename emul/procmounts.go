@@ -375,6 +375,12 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 			}
 		}
 		if c.Data == nil && t.missing && c.Arg(flagsArg)&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT {
+			// Created below its pinned parent (not where PinnedFile puts a
+			// missing name, where nothing can be created).
+			t.pinned, t.pinnedHost = "", ""
+			if p, pin, _ := c.Mapper().PinnedName(t.host); pin == pathmap.Pinned {
+				t.pinned, t.pinnedHost = p, t.host
+			}
 			c.Data = exclCreate{flagsArg}.enter(c)
 		}
 		if c.Data == nil {

@@ -94,6 +94,11 @@ type cache struct {
 	// nfile the number of them an entry keeps (pin.go).
 	filePins map[int]*filePin
 	nfile    int
+	// deadName is "/proc/<pid>/fd/<deadFd>/", a directory made and
+	// removed at once (deadDir), "" until made; tempDir is where.
+	deadName, tempDir string
+	deadFd            int
+	deadFailed        bool
 }
 
 // centry holds what the host said about one path.
@@ -282,6 +287,10 @@ func (c *cache) close() {
 	c.reap(true)
 	for _, p := range c.filePins {
 		c.closeFilePin(p)
+	}
+	if c.deadName != "" {
+		unix.Close(c.deadFd)
+		c.deadName = ""
 	}
 	c.mu.Unlock()
 }

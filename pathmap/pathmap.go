@@ -79,6 +79,7 @@ type options struct {
 	virtualDir  string
 	virtualTree string
 	cache       bool
+	tempDir     string
 	// Limits of the lookup cache (tests); 0 means the default.
 	cacheDirs, cacheEntries int
 }
@@ -114,6 +115,13 @@ func WithVirtualTree(root string) Option {
 // (close-on-exec) until Close, or until it is garbage collected.
 func WithCache() Option {
 	return func(o *options) { o.cache = true }
+}
+
+// WithTempDir names the directory where the lookup cache makes (and at
+// once removes) the directory that its missing names are given below
+// (PinnedFile); os.TempDir() without it.
+func WithTempDir(dir string) Option {
+	return func(o *options) { o.tempDir = dir }
 }
 
 // withCacheLimits bounds the cache (tests): directories watched or known
@@ -370,6 +378,7 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 			}
 		}
 		if c, err := newCache(tops, o.cacheDirs, o.cacheEntries); err == nil {
+			c.tempDir = o.tempDir
 			m.cache = c
 			runtime.AddCleanup(m, func(c *cache) { c.close() }, c)
 		}

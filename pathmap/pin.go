@@ -3,6 +3,7 @@
 package pathmap
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -170,9 +171,12 @@ func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, 
 // call), or -1 when there is nothing to give back: a
 // directory the cache pins already is named by its own descriptor, and a
 // name that cannot be opened so (missing: the kernel creates it or says
-// ENOENT, and errno is ENOENT to say so; EACCES, ...) gets PinnedName's
-// parent-pinned name. Stale, as for PinnedName, also when a symlink is
-// there now: the lookup, which found none, is out of date.
+// ENOENT; EACCES, ...) gets PinnedName's parent-pinned name, but a missing
+// one (errno ENOENT) is given below a removed directory instead, where the
+// kernel finds it missing whatever appeared at its path since the lookup
+// (a call that creates the name wants PinnedName's). Stale, as for
+// PinnedName, also when a symlink is there now: the lookup, which found
+// none, is out of date.
 func (m *Mapper) PinnedFile(host string) (name string, fd int, pin Pin, errno syscall.Errno) {
 	if m.cache == nil || len(host) < 2 || host[0] != '/' || m.fileHosts[host] {
 		return "", -1, Unpinned, 0
@@ -201,11 +205,14 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 		e.fpin.uses++
 		return e.fpin.name, e.fpin.fd, Pinned, 0
 	}
+	if e != nil && e.dir == n && (e.flags&haveLstat != 0 && e.lerr == unix.ENOENT || e.flags&haveReadlink != 0 && e.rerr == unix.ENOENT) {
+		return c.missingName(parent, last, slash), -1, Pinned, unix.ENOENT
+	}
 	c.st.Syscalls++
 	fd, err := unix.Openat(n.pin, last, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case err == unix.ENOENT:
-		return parent, -1, Pinned, unix.ENOENT // missing: the call may create it
+		return c.missingName(parent, last, slash), -1, Pinned, unix.ENOENT
 	case err != nil:
 		return parent, -1, Pinned, 0
 	case fd <= 2: // never hand out a standard descriptor's number
@@ -243,6 +250,50 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 		c.nfile++
 	}
 	return p.name, fd, Pinned, 0
+}
+
+// missingName is the name PinnedFile gives a missing last component:
+// below the dead directory (deadDir), where it is missing whatever is
+// created at its path meanwhile (a symlink there is never followed), with
+// the kernel's own errors in its own order; parent (below the pinned
+// parent, as PinnedName) where there is none. c.mu is held.
+func (c *cache) missingName(parent, last string, slash bool) string {
+	d := c.deadDir()
+	if d == "" {
+		return parent
+	}
+	if slash {
+		return d + last + "/"
+	}
+	return d + last
+}
+
+// deadDir makes, once, the directory below which every name is missing: a
+// directory made in tempDir and removed at once, held open O_PATH. The
+// kernel finds no name in a removed directory and creates none there, for
+// anyone (its owner included, who could reach it through this process's
+// /proc/<pid>/fd). "" when it cannot be made. c.mu is held.
+func (c *cache) deadDir() string {
+	if c.deadName != "" || c.deadFailed {
+		return c.deadName
+	}
+	c.deadFailed = true
+	c.st.Syscalls += 3
+	d, err := os.MkdirTemp(c.tempDir, ".droidroot-missing-")
+	if err != nil {
+		return ""
+	}
+	fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	os.Remove(d)
+	if err != nil {
+		return ""
+	}
+	if fd <= 2 {
+		unix.Close(fd)
+		return ""
+	}
+	c.deadFd, c.deadName, c.deadFailed = fd, c.pinPrefix(fd), false
+	return c.deadName
 }
 
 // filePin is a descriptor PinnedFile handed out: kept by its entry

@@ -162,7 +162,23 @@ func TestPinnedFile(t *testing.T) {
 	} else if st, err := os.Stat(name); err != nil || !st.IsDir() {
 		t.Errorf("%s: %v, %v; want the directory", name, st, err)
 	}
-	// Missing, and a file named with a trailing slash: the parent pinned, the kernel's answer.
+	// A missing name is given below a removed directory: a symlink to the host's file that
+	// appears at its path before the kernel's walk is not followed, and nothing is created.
+	missing := filepath.Join(root, "e", "later")
+	name, fd, pin, e = m.PinnedFile(missing)
+	if pin != Pinned || fd != -1 || e != unix.ENOENT {
+		t.Fatalf("PinnedFile(%s) = %q, %d, %v, %v; want ENOENT", missing, name, fd, pin, e)
+	}
+	must(t, os.Symlink(filepath.Join(outside, "f"), missing))
+	if b, err := os.ReadFile(name); err == nil || !os.IsNotExist(err) {
+		t.Errorf("reading %s after a symlink appeared: %q, %v; want ENOENT", name, b, err)
+	}
+	if f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY, 0o644); err == nil || !os.IsNotExist(err) {
+		t.Errorf("creating %s: %v; want ENOENT", name, err)
+		f.Close()
+	}
+	must(t, os.Remove(missing))
+	// Missing, and a file named with a trailing slash: the kernel's answer.
 	for _, c := range []struct {
 		path  string
 		errno unix.Errno

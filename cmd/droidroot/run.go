@@ -220,7 +220,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 			binds = append(binds, pathmap.Binding{Host: fpLib, Guest: fastpath.GuestPath})
 		}
 	}
-	var opts []pathmap.Option
+	opts := []pathmap.Option{pathmap.WithTempDir(tmpDir)}
 	if vdir, err := virtualDir(tmpDir); err == nil {
 		opts = append(opts, pathmap.WithVirtualDir(vdir))
 	}

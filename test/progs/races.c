@@ -15,6 +15,10 @@
  *             HOSTDIR/canary (a missing file in the guest); the reader opens DIR/d/canary:
  *             the last component, which droidroot found a file, is a symlink when the kernel
  *             follows it
+ *   appear    the other thread makes DIR/d/canary come and go, the decoy file and, in turn,
+ *             a symlink to HOSTDIR/canary renamed there and away again; the reader opens
+ *             DIR/d/canary: a name droidroot found missing (or a file) is a symlink when the
+ *             kernel follows it
  *   rewrite   the reader opens the relative path in a buffer, d/canary, which the other thread
  *             turns into s/canary and back: droidroot leaves a relative path that the kernel
  *             resolves to the same file in guest memory, where the kernel reads it again
@@ -167,8 +171,13 @@ int main(int argc, char **argv)
 	}
 	(void)p;
 	unlink("d/lnk");
-	if (strcmp(mode, "swap-last") == 0 && symlink(hostcanary, "d/lnk") < 0) {
+	int appear = strcmp(mode, "appear") == 0;
+	if ((appear || strcmp(mode, "swap-last") == 0) && symlink(hostcanary, "d/lnk") < 0) {
 		perror("symlink d/lnk");
+		return 1;
+	}
+	if (appear && rename("d/canary", "d/file0") < 0) {
+		perror("rename d/canary");
 		return 1;
 	}
 
@@ -193,6 +202,10 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 64; k++, n++) {
 			if (strcmp(mode, "swap-last") == 0) {
 				syscall(SYS_renameat2, AT_FDCWD, "d/canary", AT_FDCWD, "d/lnk", RENAME_EXCHANGE);
+			} else if (appear) {
+				const char *from = (n & 2) ? "d/lnk" : "d/file0";
+				rename(from, "d/canary"); /* appears */
+				rename("d/canary", from); /* is gone again */
 			} else if (strncmp(mode, "swap", 4) == 0) {
 				syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "s", RENAME_EXCHANGE);
 			} else if (strcmp(mode, "rewrite") == 0) {
@@ -204,7 +217,9 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&stop, 1);
 	pthread_join(t, NULL);
-	if (strcmp(mode, "swap-last") == 0 && (n & 1)) /* leave d/canary a file */
+	if (appear) /* leave d/canary the file */
+		rename("d/file0", "d/canary");
+	else if (strcmp(mode, "swap-last") == 0 && (n & 1)) /* leave d/canary a file */
 		syscall(SYS_renameat2, AT_FDCWD, "d/canary", AT_FDCWD, "d/lnk", RENAME_EXCHANGE);
 	else if (strncmp(mode, "swap", 4) == 0 && (n & 1)) /* leave d a directory */
 		syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "s", RENAME_EXCHANGE);
