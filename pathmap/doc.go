@@ -253,7 +253,13 @@
 // instead: the last component below the parent directory as the lookup
 // found it, which the cache holds open ("/proc/<pid>/fd/<N>/<last>"; see
 // pin.go). It is a map lookup and one string per call (the descriptor and
-// its prefix are made once per directory). Mapper.HostView tells when no
+// its prefix are made once per directory). For a call that follows the
+// last component, Mapper.PinnedFile hands over the file itself, an O_PATH
+// descriptor the name's cache entry keeps ("/proc/<pid>/fd/<M>"), which
+// the caller gives back with ReleaseFile once the kernel has walked it,
+// and a missing name below a removed directory, where nothing appears: a
+// symlink swapped in for the last component is not followed either.
+// Mapper.HostView tells when no
 // pinning is needed: the root is the host's "/" and no binding hides a
 // host file (each shows a directory at its own path, or covers a path
 // missing on the host), so a walk in the host's view reaches nothing the
