@@ -102,6 +102,10 @@ struct fp_bind {
 static struct {
 	uint32_t flags;
 	uint64_t ttl_ns;
+	/* fresh_ns: the age, on the coarse clock (now_ns), below which an
+	 * entry is still within ttl_ns: ttl_ns less the clock's tick, 0 (none
+	 * is) when the TTL is no longer than a tick. */
+	uint64_t fresh_ns;
 	uint32_t real_uid, real_gid, fake_uid, fake_gid;
 	const char *libguest;
 	const char *root; /* kernel form */
@@ -406,6 +410,10 @@ __attribute__((constructor)) static void fp_init(void)
 			stats_fd = (int)d;
 	}
 	cfg.ttl_ns = h->ttl_ns;
+	struct timespec res;
+	uint64_t tick = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 ? (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec
+									: cfg.ttl_ns;
+	cfg.fresh_ns = cfg.ttl_ns > tick ? cfg.ttl_ns - tick : 0;
 	cfg.real_uid = h->real_uid;
 	cfg.real_gid = h->real_gid;
 	cfg.fake_uid = h->fake_uid;
@@ -528,10 +536,14 @@ static int refill(struct slot *s, unsigned have)
 static void done(struct slot *s) { __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE); }
 static void cancel(struct slot *s) { __atomic_store_n(&s->state, 0, __ATOMIC_RELEASE); }
 
+/* now_ns is the coarse monotonic clock (the vDSO's last tick, no counter
+ * read: a few ns where CLOCK_MONOTONIC costs tens), which lags the real
+ * time by up to a tick: ages are compared with cfg.fresh_ns, the TTL less
+ * a tick, so an entry is never used past its TTL. */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
-	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts))
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
@@ -688,7 +700,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			}
 			found = 1;
 			unsigned gen = cur_gen();
-			int fresh = t - s->stamp < cfg.ttl_ns && __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen;
+			int fresh = t - s->stamp < cfg.fresh_ns && __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen;
 			if (fresh && !(g0 & 1) && __atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0) {
 				/* Guarded: still the descriptor verified. */
 				out->fd = s->fd, out->slot = s, out->borrowed = 0;
@@ -905,7 +917,7 @@ static long rcache_get(const char *key, size_t klen, char *out, size_t size)
 		uint32_t cl = __atomic_load_n(&s->clen, __ATOMIC_RELAXED);
 		uint64_t st = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&s->hash, __ATOMIC_RELAXED) != h || __atomic_load_n(&s->klen, __ATOMIC_RELAXED) != klen ||
-		    cl >= size || t - st >= cfg.ttl_ns || __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != cur_gen())
+		    cl >= size || t - st >= cfg.fresh_ns || __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != cur_gen())
 			continue;
 		int same = fp_memeq(s->key, key, klen);
 		fp_memcpy(out, s->canon, cl);
