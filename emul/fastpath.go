@@ -206,7 +206,7 @@ func (s *fastPathState) countChanges(b *tableBuilder) {
 		}
 		enter, exit := h.Enter, h.Exit
 		h.Enter = func(c *tracer.Call) {
-			s.dirEntries[c.Tid()] = true // asked for (noteEntries); until told, it may
+			s.dirEntries[c.Tid()] = true // asked of noteEntries: true (an exit stop) unless it finds otherwise
 			enter(c)
 			if dirs, ok := s.dirEntries[c.Tid()]; ok && !dirs && exit == nil {
 				c.NoExit()

@@ -94,11 +94,11 @@ type cache struct {
 	// nfile the number of them an entry keeps (pin.go).
 	filePins map[int]*filePin
 	nfile    int
-	// deadName is "/proc/<pid>/fd/<deadFd>/", a directory made and
-	// removed at once (deadDir), "" until made; tempDir is where.
+	// deadFd is a directory made and removed at once (deadDir), 0 until
+	// tried, -1 when it could not be made; deadName is
+	// "/proc/<pid>/fd/<deadFd>/" once made; tempDir is where.
 	deadName, tempDir string
 	deadFd            int
-	deadFailed        bool
 }
 
 // centry holds what the host said about one path.
@@ -288,9 +288,9 @@ func (c *cache) close() {
 	for _, p := range c.filePins {
 		c.closeFilePin(p)
 	}
-	if c.deadName != "" {
+	if c.deadFd > 0 {
 		unix.Close(c.deadFd)
-		c.deadName = ""
+		c.deadFd, c.deadName = -1, ""
 	}
 	c.mu.Unlock()
 }

@@ -95,10 +95,16 @@ const (
 // whose inotify watch would cost a walk over every name the kernel caches
 // in it (tens of milliseconds where many temporary files came and went).
 func (m *Mapper) PinnedName(host string) (name string, pin Pin, errno syscall.Errno) {
-	if m.cache == nil || len(host) < 2 || host[0] != '/' || m.fileHosts[host] {
+	if !m.mayPin(host) {
 		return "", Unpinned, 0
 	}
 	return m.cache.pinnedName(host)
+}
+
+// mayPin tells whether host may be pinned at all (PinnedName, PinnedFile):
+// a cache, an absolute path other than "/", not a file binding's host.
+func (m *Mapper) mayPin(host string) bool {
+	return m.cache != nil && len(host) >= 2 && host[0] == '/' && !m.fileHosts[host]
 }
 
 func (c *cache) pinnedName(host string) (string, Pin, syscall.Errno) {
@@ -108,10 +114,16 @@ func (c *cache) pinnedName(host string) (string, Pin, syscall.Errno) {
 	if pin != Pinned {
 		return "", pin, errno
 	}
+	return below(n.pinName, last, slash), Pinned, 0
+}
+
+// below is name last (with its trailing slash) below directory prefix
+// dir ("/proc/<pid>/fd/<N>/").
+func below(dir, last string, slash bool) string {
 	if slash {
-		return n.pinName + last + "/", Pinned, 0
+		return dir + last + "/"
 	}
-	return n.pinName + last, Pinned, 0
+	return dir + last
 }
 
 // pinnedParent finds and pins host's parent directory's node, for
@@ -178,7 +190,7 @@ func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, 
 // PinnedName, also when a symlink is there now: the lookup, which found
 // none, is out of date.
 func (m *Mapper) PinnedFile(host string) (name string, fd int, pin Pin, errno syscall.Errno) {
-	if m.cache == nil || len(host) < 2 || host[0] != '/' || m.fileHosts[host] {
+	if !m.mayPin(host) {
 		return "", -1, Unpinned, 0
 	}
 	return m.cache.pinnedFile(host)
@@ -194,10 +206,7 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 	if pin != Pinned {
 		return "", -1, pin, errno
 	}
-	parent := n.pinName + last
-	if slash {
-		parent += "/"
-	}
+	parent := below(n.pinName, last, slash)
 	// The entry's pin, while no change to the name has dropped it: the file
 	// the lookup found, as if the call ran when it was opened.
 	e := c.entries[host]
@@ -205,7 +214,7 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 		e.fpin.uses++
 		return e.fpin.name, e.fpin.fd, Pinned, 0
 	}
-	if e != nil && e.dir == n && (e.flags&haveLstat != 0 && e.lerr == unix.ENOENT || e.flags&haveReadlink != 0 && e.rerr == unix.ENOENT) {
+	if e != nil && e.dir == n && e.missing() {
 		return c.missingName(parent, last, slash), -1, Pinned, unix.ENOENT
 	}
 	c.st.Syscalls++
@@ -236,9 +245,8 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 	name := c.pinPrefix(fd)
 	p := &filePin{fd: fd, name: name[:len(name)-1], uses: 1}
 	c.filePins[fd] = p
-	if e != nil && !slash && e.dir == n && (e.flags&haveLstat != 0 && e.lerr == 0 && e.mode&unix.S_IFMT == st.Mode&unix.S_IFMT ||
-		e.flags&haveReadlink != 0 && e.rerr == unix.EINVAL) {
-		// Kept while the entry, which found a file there and no symlink, is.
+	if e != nil && !slash && e.dir == n && e.noSymlink(st.Mode) {
+		// Kept while the entry, which found this kind of file there, is.
 		if c.nfile >= c.maxPins {
 			for _, o := range c.entries {
 				if o.fpin != nil {
@@ -258,14 +266,23 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 // the kernel's own errors in its own order; parent (below the pinned
 // parent, as PinnedName) where there is none. c.mu is held.
 func (c *cache) missingName(parent, last string, slash bool) string {
-	d := c.deadDir()
-	if d == "" {
-		return parent
+	if d := c.deadDir(); d != "" {
+		return below(d, last, slash)
 	}
-	if slash {
-		return d + last + "/"
-	}
-	return d + last
+	return parent
+}
+
+// missing tells whether e found its path missing (an lstat's or
+// readlink's ENOENT).
+func (e *centry) missing() bool {
+	return e.flags&haveLstat != 0 && e.lerr == unix.ENOENT || e.flags&haveReadlink != 0 && e.rerr == unix.ENOENT
+}
+
+// noSymlink tells whether e found something there that is no symlink: a
+// file of mode's type (an lstat), or no symlink (readlink's EINVAL).
+func (e *centry) noSymlink(mode uint32) bool {
+	return e.flags&haveLstat != 0 && e.lerr == 0 && e.mode&unix.S_IFMT == mode&unix.S_IFMT ||
+		e.flags&haveReadlink != 0 && e.rerr == unix.EINVAL
 }
 
 // deadDir makes, once, the directory below which every name is missing: a
@@ -274,10 +291,10 @@ func (c *cache) missingName(parent, last string, slash bool) string {
 // anyone (its owner included, who could reach it through this process's
 // /proc/<pid>/fd). "" when it cannot be made. c.mu is held.
 func (c *cache) deadDir() string {
-	if c.deadName != "" || c.deadFailed {
+	if c.deadFd != 0 {
 		return c.deadName
 	}
-	c.deadFailed = true
+	c.deadFd = -1 // tried
 	c.st.Syscalls += 3
 	d, err := os.MkdirTemp(c.tempDir, ".droidroot-missing-")
 	if err != nil {
@@ -292,7 +309,7 @@ func (c *cache) deadDir() string {
 		unix.Close(fd)
 		return ""
 	}
-	c.deadFd, c.deadName, c.deadFailed = fd, c.pinPrefix(fd), false
+	c.deadFd, c.deadName = fd, c.pinPrefix(fd)
 	return c.deadName
 }
 

@@ -143,8 +143,12 @@ type prefetched struct {
 // when it exec's or ends.
 func (c *Call) HoldFd(fd int) { c.th.heldFds = append(c.th.heldFds, fd) }
 
-// releaseHeld gives back the descriptors th's last call held (HoldFd).
+// releaseHeld gives back the descriptors th's last call held (HoldFd), if
+// any (th may be nil: a task never known).
 func (t *Tracer) releaseHeld(th *Thread) {
+	if th == nil || len(th.heldFds) == 0 {
+		return
+	}
 	for _, fd := range th.heldFds {
 		t.cfg.Mapper.ReleaseFile(fd)
 	}

@@ -184,9 +184,7 @@ func (t *Tracer) cloneFlags(th *Thread) uint64 {
 // execEvent handles PTRACE_EVENT_EXEC: the loader has just been exec'd;
 // hand it the program to load.
 func (t *Tracer) execEvent(th *Thread) {
-	if len(th.heldFds) > 0 {
-		t.releaseHeld(th) // the execve's path is resolved
-	}
+	t.releaseHeld(th) // the execve's path is resolved
 	formerTid := th.Tid
 	if former, err := eventMsg(th.Tid); err == nil && int(former) != th.Tid {
 		formerTid = int(former)

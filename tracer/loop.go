@@ -208,9 +208,7 @@ func (t *Tracer) contReal(th *Thread, sig syscall.Signal) {
 
 func (t *Tracer) exited(tid int, th *Thread, ws unix.WaitStatus) {
 	delete(t.threads, tid)
-	if th != nil && len(th.heldFds) > 0 {
-		t.releaseHeld(th)
-	}
+	t.releaseHeld(th)
 	t.freeSlot(th)
 	if th != nil && (th.pt != nil || len(t.pt.tracers) > 0 || len(t.pt.exits) > 0) {
 		t.ptExited(tid, th, ws)

@@ -45,9 +45,7 @@ func (t *Tracer) enter(th *Thread) {
 		t.cont(th, 0) // restarted by SetNr at a SIGSYS stop: translated already
 		return
 	}
-	if len(th.heldFds) > 0 {
-		t.releaseHeld(th) // its last call has run
-	}
+	t.releaseHeld(th) // its last call has run
 	nr := c.Regs.Nr()
 	var h *Handler
 	if nr >= 0 && nr < len(t.handlers) {

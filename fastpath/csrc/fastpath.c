@@ -1784,11 +1784,10 @@ static long open_nolink(int dir, const char *name, int flags, unsigned mode)
 
 /* open_pinned opens t's last component, which the open follows and may
  * create or truncate, where openat2 cannot: reopened through its O_PATH
- * descriptor (pin_last), whose
- * magic link follows nothing, with the guest's flags (no trace of the pin
- * in them); a missing name is created with O_EXCL added (which follows
- * nothing either and leaves no trace in the flags), and one that appeared
- * meanwhile goes to the tracer. A directory's dev/ino is remembered (fstat
+ * descriptor (pin_last), whose magic link follows nothing, with the
+ * guest's flags (no trace of the pin in them); a missing name is created
+ * with O_EXCL added (which follows nothing either and leaves no trace in
+ * the flags), and one that appeared meanwhile goes to the tracer. A directory's dev/ino is remembered (fstat
  * of the pin when O_DIRECTORY asks for one), a read-only descriptor that
  * may be one is checked at its first use (dir_lazy). */
 static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mode)
