@@ -161,6 +161,22 @@ func TestFastPathAnswers(t *testing.T) {
 		{"dotdot-dirfd", "fd 40 /fx/dir/sub rdonly,directory\nat 40 stat ../file\nat 40 stat deep/../deep/f2\n" +
 			"at 40 open ../file rdonly\nat 40 access ../file r\nat 40 readlink ../deeplink\nat 40 stat ../../dir/file\n",
 			map[string]int{"fstatat": 2, "open": 2, "access": 1, "readlink": 1}},
+		// One name below a directory descriptor or the cwd: looked up
+		// directly (no check of the descriptor first), and made again the
+		// checked way when the answer could differ: a missing name (a
+		// base that exists only for a bind point), an answer in /proc (a
+		// /proc/self descriptor the tracer opened), no directory (a
+		// descriptor number closed and taken by a socket the library never
+		// saw), a name on a bind point's path (/, /mnt, /fx).
+		{"direct", "fd 40 /fx/dir rdonly,directory\nat 40 stat sub\nat 40 lstat deeplink\nat 40 stat deeplink\n" +
+			"at 40 stat nope\nat 40 statx sub\nat 40 statx nope\nfd 41 / rdonly,directory\nat 41 stat mnt\n" +
+			"at 41 stat fx\nat 41 stat etc\nat 41 lstat bin\nfd 42 /mnt rdonly,directory\nat 42 stat b1\n" +
+			"at 42 stat file\nat 42 stat alias\nat 42 stat nope\nfd 43 /proc/self rdonly,directory\n" +
+			"at 43 stat status\nat 43 lstat cwd\nat 43 stat nope\nfd 44 /fx/dir/sub rdonly,directory\n" +
+			"bind /fx/scratch/s\nat 3 stat deep\nat 44 stat deep\ncd /fx/dir\nstat sub\nlstat deeplink\n" +
+			"stat nope\ncd /\nstat etc\nstat mnt\ncd /proc/self\nstat status\nstat nope\ncd /mnt\n" +
+			"stat b2\nstat nope\nunlink /fx/scratch/s\n",
+			map[string]int{"fstatat": 7, "statx": 2, "stat": 3, "lstat": 1}},
 		{"write-family", "cd /fx/scratch\nwrite t 0123456789\ntruncate t 4\ntruncate /fx/scratch/t 2\n" +
 			"truncate nope 1\ntruncate /fx/filelink 6\ncat t\nunlink t\n", map[string]int{"truncate": 3}},
 		{"openat2", "fd 40 /fx/dir/sub rdonly,directory\nopenat2 /fx/dir/file rdonly none\n" +
@@ -234,7 +250,7 @@ func TestFastPathAnswers(t *testing.T) {
 			}
 			for fn, n := range tc.want {
 				if answered[fn] != n {
-					t.Errorf("%s answered in-process %d times, want %d (all: %v)", fn, answered[fn], n, answered)
+					t.Errorf("%s answered in-process %d times, want %d (all: %v)\n%s", fn, answered[fn], n, answered, res.Stderr)
 				}
 			}
 		})

@@ -91,6 +91,7 @@ struct dr_fp_hdr {
 #define FP_MAX_BINDS 256
 #define FP_MAX_PARENTS 1024
 #define FP_MAX_DIRFD 1024
+#define FP_MAX_NAMES 512
 #define FP_PATH_MAX 4096
 #define FP_DEFER (-100000L) /* "go to the tracer" */
 
@@ -116,6 +117,14 @@ static struct {
 	const char *empty;       /* droidroot's empty directory (host path), NULL for none */
 	uint32_t nparents;
 	uint64_t proc_dev;
+	/* names: every component of every bind point's guest path (and
+	 * "ashmem" under --ashmem-memfd), the names below which a directory's
+	 * guest view may differ from its host; nnames < 0: too many to list. */
+	int nnames;
+	struct {
+		const char *s;
+		size_t len;
+	} names[FP_MAX_NAMES];
 	long (*tramp)(long, long, long, long, long, long, long);
 } cfg;
 
@@ -340,6 +349,18 @@ static const char *next_str(const char **p, const char *end)
 
 #include "waitv.c"
 
+/* bind_name reports whether name (n bytes) is a component of a bind
+ * point's guest path (cfg.names), or may be (the table overflowed). */
+static int bind_name(const char *name, size_t n)
+{
+	if (cfg.nnames < 0)
+		return 1;
+	for (int i = 0; i < cfg.nnames; i++)
+		if (cfg.names[i].len == n && fp_memeq(cfg.names[i].s, name, n))
+			return 1;
+	return 0;
+}
+
 /* changes_setup maps the session's change counter (host path path, a
  * 4 KiB file: fastpath.Config.Changes) shared. */
 static void changes_setup(const char *path)
@@ -352,6 +373,28 @@ static void changes_setup(const char *path)
 	if (addr < 0 && addr > -4096)
 		return;
 	fp_changes = (unsigned *)addr;
+}
+
+/* add_names adds the components of guest path g (n bytes) to cfg.names,
+ * once each; cfg.nnames -1 once the table is full. */
+static void add_names(const char *g, size_t n)
+{
+	for (size_t i = 0; i < n && cfg.nnames >= 0;) {
+		while (i < n && g[i] == '/')
+			i++;
+		size_t j = i;
+		while (j < n && g[j] != '/')
+			j++;
+		if (j > i && !bind_name(g + i, j - i)) {
+			if (cfg.nnames == FP_MAX_NAMES) {
+				cfg.nnames = -1;
+				return;
+			}
+			cfg.names[cfg.nnames].s = g + i;
+			cfg.names[cfg.nnames++].len = j - i;
+		}
+		i = j;
+	}
 }
 
 extern char dr_tramp_page[];
@@ -438,7 +481,10 @@ __attribute__((constructor)) static void fp_init(void)
 		/* A bind whose host the tracer resolves per process (/proc/self/...)
 		 * or that does not open here: every path under it goes to the tracer. */
 		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : kernel_form(hh, &b->hlen);
+		add_names(b->guest, b->glen);
 	}
+	if (cfg.flags & DR_FP_ASHMEM)
+		add_names("ashmem", 6);
 	if ((cfg.flags & DR_FP_WAITV) && reg[0])
 		fw_setup(reg);
 	if (changes[0])
@@ -880,6 +926,11 @@ struct target {
 	int bindpoint;          /* the guest path is a bind point */
 	long mount;             /* which mount the path is in: 0 the rootfs, 1+i bind i, 1<<20 + dirfd a relative
 	                         * path's (no bind point below a base the library accepts) */
+	/* unchecked: parent is the guest's own dirfd (or AT_FDCWD), not checked
+	 * by a call of its own (map_rel's direct form): the caller accepts only
+	 * an answer no such check could change, and maps again with it
+	 * otherwise (see direct_ok). */
+	int unchecked;
 	struct parent parent;
 };
 
@@ -1297,7 +1348,7 @@ static void remember_dir(long fd, uint64_t dev, uint64_t ino)
  * before the last mean nothing once every directory on the way is opened
  * O_DIRECTORY, and are dropped; the others are walked (verify_rel: names and
  * ".." the kernel takes the tracer's way); the last one must be a name. */
-static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
+static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int direct)
 {
 	char dir[1024];
 	size_t dl = 0, n = 0, last = 0;
@@ -1327,6 +1378,23 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 	const char *name = path + last;
 	if (n - last >= 256)
 		return W_LONG;
+	/* The direct form: one name below the cwd or a directory descriptor the
+	 * library has known as one of the guest's view, not checked first (see
+	 * direct_ok). The descriptor may have been closed and its number reused
+	 * since: by an open of the library's or the tracer's (a file of the
+	 * guest's view), or by a descriptor that names no path; the answer is
+	 * then the kernel's for what the number names now, as in a chroot. */
+	if (direct && dl == 0 && !bind_name(name, n - last) &&
+	    (dirfd == AT_FDCWD ||
+	     (dirfd >= 0 && dirfd < FP_MAX_DIRFD && __atomic_load_n(&dirfds[dirfd].ino, __ATOMIC_ACQUIRE)))) {
+		t->ancestor = 0;
+		t->bindpoint = 0;
+		t->mount = (1L << 20) + dirfd;
+		t->name = name;
+		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
+		t->unchecked = 1;
+		return W_ANSWERED;
+	}
 	struct stat st;
 	long r;
 	if (dirfd == AT_FDCWD) {
@@ -1408,15 +1476,31 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t)
 
 /* map_at maps path relative to dirfd: an absolute path with map_path, a
  * relative one with map_rel. */
-static enum fp_why map_at(int dirfd, const char *g, struct target *t)
+static enum fp_why map_at_how(int dirfd, const char *g, struct target *t, int direct)
 {
+	t->unchecked = 0;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
 	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS)
 		return W_FLAGS;
 	if (g[0] != '/')
-		return map_rel(dirfd, g, t);
+		return map_rel(dirfd, g, t, direct);
 	return map_path(g, t);
+}
+
+static enum fp_why map_at(int dirfd, const char *g, struct target *t) { return map_at_how(dirfd, g, t, 0); }
+
+/* direct_ok reports whether an answer of the direct form (t->unchecked:
+ * the name looked up without following below the guest's own dirfd or
+ * cwd) is the one the checked form would give: the name found (r 0), and
+ * not in /proc (dev, the answer's device). Any other answer (a missing name,
+ * an error: the base may be a directory that exists only for a bind point,
+ * /proc, or no directory) is made again the checked way. The direct form
+ * never names a component of a bind point's guest path (bind_name), under
+ * which the guest's view and the host's part. */
+static int direct_ok(const struct target *t, long r, uint64_t dev)
+{
+	return !t->unchecked || (r == 0 && dev != cfg.proc_dev);
 }
 
 /* The owner fix of -0/-i, as the tracer applies it to stat results. */
@@ -1446,18 +1530,23 @@ static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || 
 static long do_stat(enum fp_fn fn, int dirfd, const char *g, struct stat *st, int follow)
 {
 	struct target t;
-	enum fp_why w = map_at(dirfd, g, &t);
-	if (w != W_ANSWERED) {
-		count(fn, w);
-		return FP_DEFER;
-	}
-	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
+	long r;
+	for (int direct = 1;; direct = 0) {
+		enum fp_why w = map_at_how(dirfd, g, &t, direct);
+		if (w != W_ANSWERED) {
+			count(fn, w);
+			return FP_DEFER;
+		}
+		if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
+			release(&t.parent);
+			count(fn, W_OPTION);
+			return FP_DEFER;
+		}
+		r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
 		release(&t.parent);
-		count(fn, W_OPTION);
-		return FP_DEFER;
+		if (direct_ok(&t, r, st->st_dev))
+			break;
 	}
-	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
-	release(&t.parent);
 	if (r == 0 && S_ISLNK(st->st_mode) && (follow || (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S)))) {
 		count(fn, W_SYMLINK);
 		return FP_DEFER;
@@ -1584,6 +1673,13 @@ EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int
 EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat *st, int flags)
 	__attribute__((alias("__fxstatat")));
 
+/* sx_dev is statx's device as stat's st_dev gives it (glibc's makedev). */
+static uint64_t sx_dev(const struct statx *sx)
+{
+	uint64_t ma = sx->stx_dev_major, mi = sx->stx_dev_minor;
+	return ((ma & 0xfffff000u) << 32) | ((ma & 0xfffu) << 8) | ((mi & 0xffffff00u) << 12) | (mi & 0xffu);
+}
+
 /* statx */
 static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
 {
@@ -1607,18 +1703,22 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 		return FP_DEFER;
 	}
 	struct target t;
-	enum fp_why w = map_at(dirfd, path, &t);
-	if (w != W_ANSWERED) {
-		count(F_STATX, w);
-		return FP_DEFER;
-	}
-	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
+	for (int direct = 1;; direct = 0) {
+		enum fp_why w = map_at_how(dirfd, path, &t, direct);
+		if (w != W_ANSWERED) {
+			count(F_STATX, w);
+			return FP_DEFER;
+		}
+		if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
+			release(&t.parent);
+			count(F_STATX, W_OPTION);
+			return FP_DEFER;
+		}
+		r = tr(SYS_statx, t.parent.fd, (long)t.name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
 		release(&t.parent);
-		count(F_STATX, W_OPTION);
-		return FP_DEFER;
+		if (direct_ok(&t, r, sx_dev(sx)))
+			break;
 	}
-	r = tr(SYS_statx, t.parent.fd, (long)t.name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
-	release(&t.parent);
 	if (r == 0 && S_ISLNK(sx->stx_mode) &&
 	    (!(flags & AT_SYMLINK_NOFOLLOW) || (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S)))) {
 		count(F_STATX, W_SYMLINK);
