@@ -128,16 +128,16 @@ extern char _end[] __attribute__((visibility("hidden")));
  * grow_stack gives the stack the 128 KiB below sp that the kernel maps at an ordinary
  * exec (fs/exec.c, setup_arg_pages) but not after one with a large argument list: the
  * tracer writes translated paths just below a thread's sp, and a remote write does not
- * grow the stack. A read fault in each page grows the mapping and maps the zero page:
- * no memory is used.
+ * grow the stack. One read fault in the lowest page grows the mapping down to it
+ * (mm/mmap.c, expand_downwards: the pages between stay unmapped, inside the mapping,
+ * where a remote write faults them in) and maps the zero page there: no memory is used.
+ * Usually the mapping already reaches that far and this is the one fault. (A fault in
+ * every page, as before, cost 32 faults per exec.)
  */
 #define DR_STACK_EXPAND 131072
 static void grow_stack(uint64_t sp)
 {
-	uint64_t a;
-
-	for (a = sp & ~(uint64_t)4095; a + DR_STACK_EXPAND > sp; a -= 4096)
-		(void)*(volatile const char *)(a - 1);
+	(void)*(volatile const char *)((sp & ~(uint64_t)4095) - DR_STACK_EXPAND + 4096 - 1);
 }
 
 void loader_main(const struct dr_load_script *script) __attribute__((noreturn, used));
