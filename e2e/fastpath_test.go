@@ -177,6 +177,17 @@ func TestFastPathAnswers(t *testing.T) {
 			"stat nope\ncd /\nstat etc\nstat mnt\ncd /proc/self\nstat status\nstat nope\ncd /mnt\n" +
 			"stat b2\nstat nope\nunlink /fx/scratch/s\n",
 			map[string]int{"fstatat": 7, "statx": 2, "stat": 3, "lstat": 1}},
+		// Two names below the cwd: the cwd's identity comes from the
+		// tracer's cwd record while it stands (counted as "cwd" answered),
+		// from a stat of "." otherwise ("cwd" unverified): before the
+		// first getcwd, and after each chdir until the next. The library
+		// asks for the record itself (a trapped getcwd) after 16 stats of
+		// ".", so a program that never calls getcwd gets it too.
+		{"cwd-identity", "cd /fx/dir\nstat sub/deep\nstat sub/nope\ngetcwd\nstat sub/deep\nlstat sub/deeplink\n" +
+			"stat sub/nope\nopen sub/f2 rdonly\ncd sub\nstat deep/f2\ngetcwd\nstat deep/f2\nstat deep/nope\n" +
+			"cd /mnt/alias\nstat sub/deep\ngetcwd\nstat sub/deep\nstat sub/../file\ncd /fx/dir\n" +
+			strings.Repeat("stat sub/deep\n", 17) + "stat sub/deep\nstat sub/deep\n",
+			map[string]int{"cwd": 8 + 3}},
 		{"write-family", "cd /fx/scratch\nwrite t 0123456789\ntruncate t 4\ntruncate /fx/scratch/t 2\n" +
 			"truncate nope 1\ntruncate /fx/filelink 6\ncat t\nunlink t\n", map[string]int{"truncate": 3}},
 		{"openat2", "fd 40 /fx/dir/sub rdonly,directory\nopenat2 /fx/dir/file rdonly none\n" +

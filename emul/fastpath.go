@@ -352,12 +352,19 @@ func cwdRecord(host, guest string) []byte {
 // clearCwd clears the cwd records that hold the cwd of c's filesystem
 // context, before a chdir, fchdir or chroot (the kernel has not run it
 // yet): the guest cwd may change while the host directory stays the same
-// (a directory bound at two guest paths; a new root).
+// (a directory bound at two guest paths; a new root), and the library
+// takes the kernel's cwd to be the directory it found while the record
+// stays (fastpath.c's cwd_id). The caller's own record goes too, whatever
+// context it was published for: every thread of the process reads it, one
+// cloned without CLONE_FS as well; a vfork child's is its parent's.
 func (s *fastPathState) clearCwd(c *tracer.Call) {
 	fs := c.FS()
 	var zero [4]byte
-	if p := s.procs[c.Pid()]; p != nil && p.sharedVM && p.cwd != 0 {
-		c.WriteMem(p.cwd, zero[:]) // the record of the memory it shares
+	if p := s.procs[c.Pid()]; p != nil && p.cwd != 0 && (p.sharedVM || p.cwdFS != nil) {
+		c.WriteMem(p.cwd, zero[:])
+		if !p.sharedVM {
+			p.cwdFS = nil
+		}
 	}
 	for pid, p := range s.procs {
 		if p.cwdFS == fs {

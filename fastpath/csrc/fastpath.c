@@ -156,6 +156,22 @@ static struct fp_cwd {
 } cwdrec;
 static char *(*real_getcwd)(char *, size_t);
 
+/* cwd_id: the kernel's cwd (dev/ino, a directory outside /proc) while the
+ * cwd record's seq is cwd_id.seq: the tracer clears the record before any
+ * thread of the process changes its cwd (chdir, fchdir, chroot), so a
+ * relative path's base needs no stat of "." then. Written under cwd_lock
+ * (odd while written; a writer that finds it odd gives up, a reader that
+ * does makes the stat): neither ever waits, in a signal handler either.
+ * cwd_misses counts the stats of "." made while no record was published,
+ * cwd_ask the count at which the library asks the tracer for one (a trapped
+ * getcwd, which the tracer answers and publishes), doubled at each ask that
+ * published none. */
+static struct {
+	unsigned seq;
+	uint64_t dev, ino;
+} cwd_id;
+static unsigned cwd_lock, cwd_misses, cwd_ask = 16;
+
 /* Set to 1 once set up; the tracer writes 0 here when this process installs
  * its own seccomp filter (its traps could see the library's checks). */
 static volatile int fp_enabled;
@@ -225,11 +241,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -1333,6 +1349,49 @@ static int dir_lazy(int fd)
 	return 0;
 }
 
+/* cwd_known fills st's dev, ino and mode from cwd_id when the record seq
+ * (read by the caller before) is the one cwd_id was noted under. */
+static int cwd_known(unsigned seq, struct stat *st)
+{
+	unsigned l = __atomic_load_n(&cwd_lock, __ATOMIC_ACQUIRE);
+	if (!seq || (l & 1))
+		return 0;
+	unsigned s = __atomic_load_n(&cwd_id.seq, __ATOMIC_RELAXED);
+	uint64_t dev = __atomic_load_n(&cwd_id.dev, __ATOMIC_RELAXED), ino = __atomic_load_n(&cwd_id.ino, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&cwd_lock, __ATOMIC_RELAXED) != l || s != seq)
+		return 0;
+	st->st_dev = dev, st->st_ino = ino, st->st_mode = S_IFDIR;
+	return 1;
+}
+
+/* cwd_note keeps st, the stat of "." made while the record's seq was seq
+ * (read before it), when the record still says seq; with no record, it
+ * counts a miss and asks the tracer for one at cwd_ask misses. */
+static void cwd_note(unsigned seq, const struct stat *st)
+{
+	if (!seq) {
+		if (__atomic_add_fetch(&cwd_misses, 1, __ATOMIC_RELAXED) % __atomic_load_n(&cwd_ask, __ATOMIC_RELAXED))
+			return;
+		char buf[1024];
+		raw6(SYS_getcwd, (long)buf, sizeof buf, 0, 0, 0, 0); /* trapped: the tracer publishes its answer */
+		unsigned ask = __atomic_load_n(&cwd_ask, __ATOMIC_RELAXED);
+		if (!__atomic_load_n(&cwdrec.seq, __ATOMIC_ACQUIRE) && ask < (1u << 20))
+			__atomic_store_n(&cwd_ask, ask * 2, __ATOMIC_RELAXED);
+		return;
+	}
+	if (!S_ISDIR(st->st_mode) || st->st_dev == cfg.proc_dev || __atomic_load_n(&cwdrec.seq, __ATOMIC_ACQUIRE) != seq)
+		return;
+	unsigned l = __atomic_load_n(&cwd_lock, __ATOMIC_RELAXED);
+	if ((l & 1) || !__atomic_compare_exchange_n(&cwd_lock, &l, l + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&cwd_id.seq, seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&cwd_id.dev, (uint64_t)st->st_dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&cwd_id.ino, (uint64_t)st->st_ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&cwd_lock, l + 2, __ATOMIC_RELEASE);
+}
+
 static void remember_dir(long fd, uint64_t dev, uint64_t ino)
 {
 	if (fd >= 0 && fd < FP_MAX_DIRFD) {
@@ -1398,7 +1457,17 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 	struct stat st;
 	long r;
 	if (dirfd == AT_FDCWD) {
-		r = tr(SYS_newfstatat, AT_FDCWD, (long)".", (long)&st, 0, 0, 0);
+		unsigned seq = __atomic_load_n(&cwdrec.seq, __ATOMIC_ACQUIRE);
+		r = 0;
+		/* "cwd" in the counters: the base's identity from the record
+		 * (answered), or a stat of "." (unverified). */
+		if (cwd_known(seq, &st)) {
+			count(F_CWD, W_ANSWERED);
+		} else {
+			count(F_CWD, W_UNVERIFIED);
+			if ((r = tr(SYS_newfstatat, AT_FDCWD, (long)".", (long)&st, 0, 0, 0)) == 0)
+				cwd_note(seq, &st);
+		}
 	} else {
 		if (dirfd < 0 || dirfd >= FP_MAX_DIRFD)
 			return W_RELATIVE;

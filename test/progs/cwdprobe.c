@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,8 +28,28 @@ static void show(const char *what)
 	const char *cwd = getcwd(buf, sizeof buf) ? buf : strerror(errno);
 	n = readlink("/proc/self/cwd", link, sizeof link - 1);
 	link[n < 0 ? 0 : n] = 0;
-	printf("%s: getcwd %s, /proc/self/cwd %s, stat f %s\n", what, cwd, n < 0 ? strerror(errno) : link,
+	printf("%s: getcwd %s, /proc/self/cwd %s, stat f %s", what, cwd, n < 0 ? strerror(errno) : link,
 	       stat("f", &st) == 0 ? "ok" : strerror(errno));
+	printf(", stat a/f %s\n", stat("a/f", &st) == 0 ? "ok" : strerror(errno));
+}
+
+/* A thread of its own cwd (cloned without CLONE_FS): changes it, says what a relative path
+ * of two names finds from there, and waits in read (no traced call) until main is done. */
+static char own_stack[256 << 10];
+static int own_ready[2], own_resume[2];
+static int own_cwd(void *arg)
+{
+	char line[256], c;
+	struct stat st;
+	int r = chdir(arg), e = errno;
+	int n = snprintf(line, sizeof line, "own-cwd thread: chdir a -> %s, stat a/f %s, stat f %s\n",
+			 r == 0 ? "ok" : strerror(e), stat("a/f", &st) == 0 ? "ok" : strerror(errno),
+			 stat("f", &st) == 0 ? "ok" : strerror(errno));
+	if (write(1, line, (size_t)n) != n || write(own_ready[1], "x", 1) != 1)
+		return 1;
+	while (read(own_resume[0], &c, 1) != 1)
+		;
+	return 0;
 }
 
 static void say(const char *what, int r)
@@ -99,6 +120,18 @@ int main(int argc, char **argv)
 	if (write(resume[1], "x", 1) != 1)
 		return 1;
 	pthread_join(t, NULL);
+
+	say("chdir DIR", chdir(dir));
+	show("before a thread of its own cwd");
+	if (pipe(own_ready) || pipe(own_resume))
+		return 1;
+	if (clone(own_cwd, own_stack + sizeof own_stack, CLONE_VM | CLONE_THREAD | CLONE_SIGHAND | CLONE_SYSVSEM,
+		  (void *)"a") < 0)
+		return 1;
+	if (read(own_ready[0], &c, 1) != 1)
+		return 1;
+	show("after a thread of its own cwd changed it");
+	say("chdir a", chdir("a"));
 
 	say("chdir f (a file)", chdir("../f"));
 	show("after a failed chdir");
