@@ -68,8 +68,14 @@ type fastPathProc struct {
 	cwd   uint64
 	cwdFS *tracer.FS
 	// sharedVM: the process shares its parent's memory (vfork), and so
-	// its cwd record.
+	// its cwd record; vmParent is that parent's pid.
 	sharedVM bool
+	vmParent int
+	// vmChildren counts the processes that share this one's memory with a
+	// filesystem context of their own (sharedVM children, until their
+	// exec or end): while there are any, nothing is published in the
+	// record they read too.
+	vmChildren int
 	// guard is the descriptor guard word of the process's memory (nil:
 	// none); guardShare: the process shares it with a table of its own
 	// (fdGuard.shares counts it).
@@ -307,7 +313,7 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 func (s *fastPathState) publishCwd(c *tracer.Call) {
 	p := s.procs[c.Pid()]
 	fs := c.FS()
-	if p == nil || p.cwd == 0 || p.sharedVM || !cwdPublishable(fs, c.Proc(), c.Ret()) {
+	if p == nil || !p.ownsRecord() || !cwdPublishable(fs, c.Proc(), c.Ret()) {
 		return
 	}
 	var seq [4]byte
@@ -374,6 +380,21 @@ func (s *fastPathState) clearCwd(c *tracer.Call) {
 	}
 }
 
+// ownsRecord reports whether p's cwd record is read by p's threads alone:
+// the library told where it is, and no other process shares p's memory.
+func (p *fastPathProc) ownsRecord() bool { return p.cwd != 0 && !p.sharedVM && p.vmChildren == 0 }
+
+// leaveVM ends p's sharing of its parent's memory (its exec or end).
+func (s *fastPathState) leaveVM(p *fastPathProc) {
+	if !p.sharedVM {
+		return
+	}
+	if parent := s.procs[p.vmParent]; parent != nil && parent.vmChildren > 0 {
+		parent.vmChildren--
+	}
+	p.sharedVM, p.vmParent = false, 0
+}
+
 // ownFilter turns the library off in the calling process: its filter's
 // traps could see the library's own checks.
 func (s *fastPathState) ownFilter(c *tracer.Call) {
@@ -404,6 +425,18 @@ func (s *fastPathState) events(ev *tracer.Event) {
 			// its chdir clears the record.
 			child := &fastPathProc{flag: parent.flag, ownFilter: parent.ownFilter, cwd: parent.cwd}
 			child.sharedVM = ev.Flags&unix.CLONE_VM != 0
+			if child.sharedVM {
+				// Counted on the memory's owner (a vfork child's own
+				// vfork shares its parent's parent's memory).
+				owner, op := ev.ParentPid, parent
+				if parent.sharedVM {
+					if o := s.procs[parent.vmParent]; o != nil {
+						owner, op = parent.vmParent, o
+					}
+				}
+				child.vmParent = owner
+				op.vmChildren++
+			}
 			if parent.cwdFS != nil && !child.sharedVM {
 				child.cwdFS = ev.Tracer().ThreadFS(ev.Tid)
 			}
@@ -417,10 +450,12 @@ func (s *fastPathState) events(ev *tracer.Event) {
 		// guest's own.
 		p := s.proc(ev.Pid)
 		s.guardLeave(ev.Tracer(), p)
+		s.leaveVM(p)
 		p.armed, p.flag, p.cwd, p.cwdFS, p.sharedVM = !ev.Static, 0, 0, nil, false
 	case tracer.EventProcessGone:
 		if p := s.procs[ev.Pid]; p != nil {
 			s.guardLeave(ev.Tracer(), p)
+			s.leaveVM(p)
 		}
 		delete(s.procs, ev.Pid)
 	case tracer.EventGuestTraced:

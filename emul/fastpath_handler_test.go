@@ -154,3 +154,47 @@ func TestCwdRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathSharedVM: a process whose memory a child shares with a
+// filesystem context of its own (vfork, clone with CLONE_VM) publishes no
+// cwd record until that child execs or ends, since the child reads the
+// same record (fastpath.c's cwd_id takes the record's cwd for the
+// caller's); a vfork child's own vfork child counts on the memory's owner.
+func TestFastPathSharedVM(t *testing.T) {
+	em := New(Config{FastPath: &FastPath{Lib: fastpath.Config{Root: "/"}, Dir: t.TempDir()}})
+	s := em.fastPath
+	s.procs[1] = &fastPathProc{cwd: 0x1000}
+	ev := func(e tracer.Event) { s.events(&e) }
+	want := func(step string, n int) {
+		t.Helper()
+		if got := s.procs[1].vmChildren; got != n {
+			t.Errorf("%s: %d processes share the owner's memory, want %d", step, got, n)
+		}
+		if got := s.procs[1].ownsRecord(); got != (n == 0) {
+			t.Errorf("%s: the owner may publish its record: %v, want %v", step, got, n == 0)
+		}
+	}
+	ev(tracer.Event{Kind: tracer.EventFork, Pid: 2, ParentPid: 1})
+	want("a fork", 0)
+	ev(tracer.Event{Kind: tracer.EventFork, Pid: 3, ParentPid: 1, Flags: unix.CLONE_VM | unix.CLONE_VFORK})
+	want("a vfork", 1)
+	ev(tracer.Event{Kind: tracer.EventFork, Pid: 4, ParentPid: 3, Flags: unix.CLONE_VM | unix.CLONE_VFORK})
+	want("the vfork child's vfork", 2)
+	ev(tracer.Event{Kind: tracer.EventExec, Pid: 3})
+	want("the first child's exec", 1)
+	ev(tracer.Event{Kind: tracer.EventExec, Pid: 3})
+	want("its second exec", 1)
+	ev(tracer.Event{Kind: tracer.EventProcessGone, Pid: 4})
+	want("the grandchild's end", 0)
+	ev(tracer.Event{Kind: tracer.EventFork, Pid: 5, ParentPid: 1, Flags: unix.CLONE_VM})
+	want("a clone with CLONE_VM", 1)
+	ev(tracer.Event{Kind: tracer.EventProcessGone, Pid: 5})
+	want("its end", 0)
+	ev(tracer.Event{Kind: tracer.EventProcessGone, Pid: 2})
+	want("the fork's end", 0)
+	for pid, p := range s.procs {
+		if p.sharedVM && p.ownsRecord() {
+			t.Errorf("process %d shares its parent's memory and may publish", pid)
+		}
+	}
+}
