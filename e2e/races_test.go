@@ -67,16 +67,25 @@ func TestRaces(t *testing.T) {
 				g := busyboxGuest(t)
 				g.Binds = append(g.Binds, progs+":/mnt/b2")
 				argv := droidrootArgs(droidrootBin(t), g, "/mnt/b2/"+c.prog, mode, hostDir, "/tmp/rc", secs)
-				res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=" + c.fastpath}, argv...)...)
-				m := line.FindStringSubmatch(res.Stdout)
-				if res.Code != 0 || m == nil || m[1] != mode {
-					t.Fatalf("%s", res)
+				// A starved reader (the arm64 VM on a busy machine has
+				// seen 2 reads in a run, before and after session 12's
+				// changes) runs again, up to 4 runs in all, until its
+				// decoy reads are enough to judge; no run may read the
+				// host's file.
+				var host, decoy, other int
+				for runs := 0; runs < 4 && decoy < 10; runs++ {
+					res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=" + c.fastpath}, argv...)...)
+					m := line.FindStringSubmatch(res.Stdout)
+					if res.Code != 0 || m == nil || m[1] != mode {
+						t.Fatalf("%s", res)
+					}
+					h, _ := strconv.Atoi(m[2])
+					d, _ := strconv.Atoi(m[3])
+					o, _ := strconv.Atoi(m[4])
+					t.Logf("run %d: %d reads: %d host, %d decoy, %d other", runs+1, h+d+o, h, d, o)
+					host, decoy, other = host+h, decoy+d, other+o
 				}
-				host, _ := strconv.Atoi(m[2])
-				decoy, _ := strconv.Atoi(m[3])
-				other, _ := strconv.Atoi(m[4])
 				msg := fmt.Sprintf("%d reads: %d host, %d decoy, %d other", host+decoy+other, host, decoy, other)
-				t.Log(msg)
 				if host != 0 {
 					t.Errorf("%s: the guest read the host's file", msg)
 				}
