@@ -1437,6 +1437,10 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 	const char *name = path + last;
 	if (n - last >= 256)
 		return W_LONG;
+	t->ancestor = 0;
+	t->bindpoint = 0;
+	t->mount = (1L << 20) + dirfd;
+	t->name = name;
 	/* The direct form: one name below the cwd or a directory descriptor the
 	 * library has known as one of the guest's view, not checked first (see
 	 * direct_ok). The descriptor may have been closed and its number reused
@@ -1446,10 +1450,6 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 	if (direct && dl == 0 && !bind_name(name, n - last) &&
 	    (dirfd == AT_FDCWD ||
 	     (dirfd >= 0 && dirfd < FP_MAX_DIRFD && __atomic_load_n(&dirfds[dirfd].ino, __ATOMIC_ACQUIRE)))) {
-		t->ancestor = 0;
-		t->bindpoint = 0;
-		t->mount = (1L << 20) + dirfd;
-		t->name = name;
 		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
 		t->unchecked = 1;
 		return W_ANSWERED;
@@ -1489,10 +1489,6 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 		return W_UNVERIFIED;
 	if (st.st_dev == cfg.proc_dev)
 		return W_PROC;
-	t->ancestor = 0;
-	t->bindpoint = 0;
-	t->mount = (1L << 20) + dirfd;
-	t->name = name;
 	if (dl == 0) {
 		if (bind_parent(st.st_dev, st.st_ino))
 			return W_OPTION;
@@ -1592,6 +1588,23 @@ static void fix_stat_owner(struct stat *st)
 
 static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || (fp_memeq(name, ".l2s", 4) && !name[4]); }
 
+/* map_name maps path relative to dirfd for fn (map_at_how) and leaves the
+ * names of -l's link data to the tracer: 0 with t mapped, or -1, counted,
+ * for a call that goes to the tracer. */
+static int map_name(enum fp_fn fn, int dirfd, const char *path, struct target *t, int direct)
+{
+	enum fp_why w = map_at_how(dirfd, path, t, direct);
+	if (w == W_ANSWERED && (cfg.flags & DR_FP_L2S) && is_l2s_name(t->name)) {
+		release(&t->parent);
+		w = W_OPTION;
+	}
+	if (w != W_ANSWERED) {
+		count(fn, w);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- the calls ---- */
 
 /* do_stat: stat (follow) or lstat of absolute guest path g into st; FP_DEFER
@@ -1601,16 +1614,8 @@ static long do_stat(enum fp_fn fn, int dirfd, const char *g, struct stat *st, in
 	struct target t;
 	long r;
 	for (int direct = 1;; direct = 0) {
-		enum fp_why w = map_at_how(dirfd, g, &t, direct);
-		if (w != W_ANSWERED) {
-			count(fn, w);
+		if (map_name(fn, dirfd, g, &t, direct) < 0)
 			return FP_DEFER;
-		}
-		if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
-			release(&t.parent);
-			count(fn, W_OPTION);
-			return FP_DEFER;
-		}
 		r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
 		release(&t.parent);
 		if (direct_ok(&t, r, st->st_dev))
@@ -1773,16 +1778,8 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 	}
 	struct target t;
 	for (int direct = 1;; direct = 0) {
-		enum fp_why w = map_at_how(dirfd, path, &t, direct);
-		if (w != W_ANSWERED) {
-			count(F_STATX, w);
+		if (map_name(F_STATX, dirfd, path, &t, direct) < 0)
 			return FP_DEFER;
-		}
-		if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
-			release(&t.parent);
-			count(F_STATX, W_OPTION);
-			return FP_DEFER;
-		}
 		r = tr(SYS_statx, t.parent.fd, (long)t.name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
 		release(&t.parent);
 		if (direct_ok(&t, r, sx_dev(sx)))
@@ -2008,16 +2005,8 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 		return FP_DEFER;
 	}
 	struct target t;
-	enum fp_why w = map_at(dirfd, path, &t);
-	if (w != W_ANSWERED) {
-		count(fn, w);
+	if (map_name(fn, dirfd, path, &t, 0) < 0)
 		return FP_DEFER;
-	}
-	if ((cfg.flags & DR_FP_L2S) && is_l2s_name(t.name)) {
-		release(&t.parent);
-		count(fn, W_OPTION);
-		return FP_DEFER;
-	}
 	long r;
 	if (!t.ancestor && (r = open_nolink(t.parent.fd, t.name, flags, mode)) != -ENOSYS) {
 		release(&t.parent);
