@@ -268,6 +268,57 @@ func TestFastPathAnswers(t *testing.T) {
 	}
 }
 
+// fastPathCount is the sum of the counters' "fn why=N" over the processes
+// of stderr.
+func fastPathCount(stderr, fn, why string) int {
+	re := regexp.MustCompile(`(?m)^droidroot-fastpath\[\d+\]: ` + fn + ` (.*)$`)
+	n := 0
+	for _, m := range re.FindAllStringSubmatch(stderr, -1) {
+		for _, f := range strings.Fields(m[1]) {
+			if v, ok := strings.CutPrefix(f, why+"="); ok {
+				k, _ := strconv.Atoi(v)
+				n += k
+			}
+		}
+	}
+	return n
+}
+
+// TestFastPathRemovals: removing or renaming a regular file changes no
+// directory or resolution anyone cached, so the library's cached
+// directories stay verified through it (its "dirs" counter: verified
+// again only after the symlink's removal and the directory's), where a
+// symlink on the way removed and replaced shows on the next call.
+func TestFastPathRemovals(t *testing.T) {
+	needRoot(t)
+	base := rootfs(t, "busybox")
+	ops := "stat /fx/dir/file\nstat /fx/dir/file\nwrite /fx/scratch/t x\nunlink /fx/scratch/t\n" +
+		"stat /fx/dir/file\nwrite /fx/scratch/t x\nrename /fx/scratch/t /fx/scratch/u\nstat /fx/dir/file\n" +
+		"unlink /fx/scratch/u\nstat /fx/dir/file\nmkdir /fx/scratch/a\nwrite /fx/scratch/a/f 1\n" +
+		"symlink a /fx/scratch/l\nstat /fx/scratch/l/f\nunlink /fx/scratch/l\nmkdir /fx/scratch/l\n" +
+		"write /fx/scratch/l/f 22\nstat /fx/scratch/l/f\nstat /fx/dir/file\nunlink /fx/scratch/l/f\n" +
+		"rmdir /fx/scratch/l\nstat /fx/dir/file\nunlink /fx/scratch/a/f\nrmdir /fx/scratch/a\n"
+	want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", "removals", ops)
+	argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
+	res := run(t, ops, append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+	if _, rest := fastPathStats(res.Stderr); res.Code != 0 || rest != "" {
+		t.Fatalf("droidroot: %s", res)
+	}
+	if diff := cmp.Diff(want, res.Stdout); diff != "" {
+		t.Errorf("droidroot differs from the chroot oracle (-chroot +droidroot):\n%s", diff)
+	}
+	// Verified: /fx/dir and /fx/scratch once each, through the file's
+	// removal and rename; /fx/scratch/a, then /fx/scratch/l as the
+	// symlink's resolution; after the symlink's removal /fx/scratch (at
+	// the mkdir), the new directory /fx/scratch/l and /fx/dir; after its
+	// rmdir /fx/dir, /fx/scratch/a and /fx/scratch: 10. With every
+	// removal counted as a change, each stat of /fx/dir/file after one
+	// verifies again.
+	if got := fastPathCount(res.Stderr, "dirs", "unverified"); got != 10 {
+		t.Errorf("directories verified %d times, want 10\n%s", got, res.Stderr)
+	}
+}
+
 // TestFastPathOwnFilter: a process that installs a seccomp filter of its
 // own, through seccomp(2) or prctl(PR_SET_SECCOMP), has the library turned
 // off from then on (its counters say "off"), and so do the programs it

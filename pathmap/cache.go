@@ -125,6 +125,11 @@ type dirNode struct {
 	// (missing, EACCES, ENOSPC, ...), which an event on the parent may
 	// change; otherwise not cacheable because of the filesystem type.
 	failed bool
+	// notDir: statfs or inotify_add_watch failed because path was no
+	// directory then (ENOENT, ENOTDIR, ELOOP: a symlink swapped in for it
+	// since the lookup that made the node). Not remembered: see
+	// cache.outOfDate.
+	notDir bool
 	// foldAll: on a filesystem where a name has aliases beyond case
 	// (vfat's 8.3 names and trailing dots, ...): any event about a name
 	// drops everything below the directory.
@@ -717,6 +722,7 @@ func (c *cache) newNode(path, name string, parent *dirNode) *dirNode {
 	local := err == nil && localFS(uint32(sfs.Type))
 	n.foldAll = local && aliasFS(uint32(sfs.Type))
 	n.failed = err != nil
+	n.notDir = notDirErr(err)
 	if local || c.pins[path]&pinAnc != 0 {
 		mask := c.watchMask(path, parent)
 		n.attrib = mask&unix.IN_ATTRIB != 0
@@ -728,6 +734,7 @@ func (c *cache) newNode(path, name string, parent *dirNode) *dirNode {
 		} else {
 			c.st.WatchErrors++
 			n.failed = true
+			n.notDir = n.notDir || notDirErr(err)
 		}
 	}
 	n.cacheable = local && n.wd >= 0
@@ -739,6 +746,11 @@ func (c *cache) newNode(path, name string, parent *dirNode) *dirNode {
 		parent.kids[n.fold] = append(parent.kids[n.fold], n)
 	}
 	return n
+}
+
+// notDirErr tells whether err says that a path is no directory now.
+func notDirErr(err error) bool {
+	return err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP
 }
 
 // watchMask is the inotify mask of directory path's watch. IN_ATTRIB is

@@ -197,7 +197,10 @@
 // ISO 9660, overlayfs, bcachefs, NILFS, ReiserFS, UDF, ZFS, NTFS, JFS);
 // anything else is looked up every time, as without the cache. Such
 // directories are remembered as unwatchable (their parent's watch drops
-// that when their name changes) so that the walk does not retry them.
+// that when their name changes) so that the walk does not retry them;
+// not one whose watch failed because it was no directory then (ENOENT,
+// ENOTDIR, ELOOP: a symlink swapped in since the lookup), which PinnedName
+// and PinnedFile drop at once, answering Stale.
 //
 // Limits of what is seen:
 //

@@ -155,6 +155,9 @@ func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, 
 		if e := c.gone(dir); failed && e != 0 {
 			return nil, "", false, Stale, e
 		}
+		if c.outOfDate(dir) {
+			return nil, "", false, Stale, 0
+		}
 		return nil, "", false, Unpinned, 0
 	}
 	if n.pin <= 0 {
@@ -167,6 +170,32 @@ func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, 
 		}
 	}
 	return n, last, slash, Pinned, 0
+}
+
+// outOfDate tells whether dir cannot be pinned because the lookup that
+// found it is out of date: dir's node, or its nearest ancestor's in the
+// cache, failed its watch because it was no directory then (notDir: a
+// symlink swapped in for it since), though dir is a directory again now.
+// That node is dropped, so that the lookup made again watches the
+// directory then there; handing the host path to the kernel instead would
+// let it follow a symlink swapped in again, with the host's root. A
+// directory whose watch fails for good (EACCES, the watch limit, a
+// filesystem without events) is not out of date: Unpinned. c.mu is held.
+func (c *cache) outOfDate(dir string) bool {
+	for d := dir; ; {
+		if n := c.dirs[d]; n != nil {
+			if n.cacheable || !n.notDir {
+				return false
+			}
+			c.dropNode(n)
+			return true
+		}
+		i := strings.LastIndexByte(d, '/')
+		if i <= 0 {
+			return false
+		}
+		d = d[:i]
+	}
 }
 
 // PinnedFile is PinnedName for a call whose kernel follows host's last

@@ -217,6 +217,48 @@ func TestPinnedNameUnpinned(t *testing.T) {
 	}
 }
 
+// TestPinnedNameOutOfDate: a directory that is a symlink when the cache
+// first watches it (swapped in since the lookup that found it) cannot be
+// pinned: the lookup is out of date (Stale, looked up again), never
+// Unpinned, whose host path the kernel would walk through whatever is
+// swapped in next, with the host's root. Once it is a directory again it
+// is pinned (before: its failed watch was remembered, and the directory
+// left unpinned for good).
+func TestPinnedNameOutOfDate(t *testing.T) {
+	root, outside, m := pinnedTree(t)
+	d, s := filepath.Join(root, "n"), filepath.Join(root, "s")
+	must(t, os.MkdirAll(d, 0o755))
+	must(t, os.WriteFile(filepath.Join(d, "f"), []byte("in n"), 0o644))
+	must(t, os.Symlink(outside, s))
+	host := filepath.Join(d, "f")
+	must(t, unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, s, unix.RENAME_EXCHANGE))
+	for _, call := range []struct {
+		name string
+		pin  func() Pin
+	}{
+		{"PinnedName", func() Pin { _, p, _ := m.PinnedName(host); return p }},
+		{"PinnedFile", func() Pin {
+			_, fd, p, _ := m.PinnedFile(host)
+			if fd >= 0 {
+				m.ReleaseFile(fd)
+			}
+			return p
+		}},
+	} {
+		if p := call.pin(); p != Stale {
+			t.Errorf("%s(%s) while n is a symlink to a host directory: %v, want Stale", call.name, host, p)
+		}
+	}
+	must(t, unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, s, unix.RENAME_EXCHANGE))
+	name, pin, e := m.PinnedName(host)
+	if pin != Pinned {
+		t.Fatalf("PinnedName(%s) with n a directory again: %v (%v), want Pinned", host, pin, e)
+	}
+	if b, err := os.ReadFile(name); err != nil || string(b) != "in n" {
+		t.Errorf("read through %s: %q, %v; want \"in n\"", name, b, err)
+	}
+}
+
 // TestPinnedNameRetired: a dropped node's descriptor stays open for pinGrace (a tracee
 // resumed with its number may not have walked it yet) and is closed after; Close closes them
 // all.

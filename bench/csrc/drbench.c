@@ -342,6 +342,7 @@ static long op_open(void)
 }
 static long op_access(void) { return sys3(SYS_faccessat, AT_FDCWD, deep_file, R_OK); }
 static long op_fstatat(void) { return sys4(SYS_newfstatat, deep_fd, "file", statbuf, 0); }
+static long op_utime(void) { return sys4(SYS_utimensat, AT_FDCWD, deep_file, 0, 0); }
 static long op_missing(void)
 {
 	long r = sys4(SYS_newfstatat, AT_FDCWD, deep_miss, statbuf, 0);
@@ -597,7 +598,7 @@ static const struct call calls[] = {
 	{"readlink", op_readlink},   {"getcwd", op_getcwd},	{"uname", op_uname},
 	{"chdir", op_chdir},	     {"mkdir", op_mkdir},	{"rename", op_rename},
 	{"symlink", op_symlink},     {"thread", op_thread},	{"forkexec", op_forkexec},
-	{"getppid", op_getppid},  {"waitv", op_waitv},
+	{"getppid", op_getppid},  {"waitv", op_waitv},	{"utime", op_utime},
 };
 
 /*

@@ -241,11 +241,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -766,6 +766,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			if (fresh && !(g0 & 1) && __atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0) {
 				/* Guarded: still the descriptor verified. */
 				out->fd = s->fd, out->slot = s, out->borrowed = 0;
+				count(F_DIRS, W_ANSWERED);
 				return 0;
 			}
 			int ours = tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino;
@@ -773,6 +774,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 				/* Ours now: guarded from here while the word stays. */
 				__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
 				out->fd = s->fd, out->slot = s, out->borrowed = 0;
+				count(F_DIRS, W_ANSWERED);
 				return 0;
 			}
 			if (lookup_only) {
@@ -783,6 +785,8 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 			 * directory renews the entry for everyone using it. */
 			struct stat nst;
 			int fd = ours ? (base == -1 ? verify(dir, len, &nst) : verify_rel(base, dir, len, &nst)) : -1;
+			if (ours)
+				count(F_DIRS, W_UNVERIFIED);
 			if (fd >= 0 && nst.st_dev == s->dev && nst.st_ino == s->ino) {
 				tr(SYS_close, fd, 0, 0, 0, 0, 0);
 				__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
@@ -820,6 +824,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 		return -1;
 	unsigned gen = cur_gen();
 	int fd = base == -1 ? verify(dir, len, &st) : verify_rel(base, dir, len, &st);
+	count(F_DIRS, W_UNVERIFIED);
 	if (fd < 0) {
 		if (victim)
 			cancel(victim);
@@ -2262,9 +2267,27 @@ EXPORT char *getcwd(char *buf, size_t size)
 #define SYS_rmdir_ 84
 #define SYS_unlink_ 87
 #define SYS_renameat_ 264
+#define SYS_mkdir_ 83
+#define SYS_link_ 86
+#define SYS_symlink_ 88
+#define SYS_chmod_ 90
+#define SYS_chown_ 92
+#define SYS_lchown_ 94
 #elif defined(__aarch64__)
 #define SYS_renameat_ 38
 #endif
+
+/* The write family, defined below: syscall() makes them too. */
+static long fp_mkdirat(int dirfd, const char *path, unsigned mode);
+static long fp_unlinkat(int dirfd, const char *path, int flags);
+static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char *new, unsigned flags);
+static long fp_symlinkat(const char *target, int dirfd, const char *path);
+static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *new, int flags);
+static long fp_fchmodat(int dirfd, const char *path, unsigned mode);
+static long fp_fchownat(int dirfd, const char *path, unsigned uid, unsigned gid, int flags);
+static long fp_utimensat(int dirfd, const char *path, const struct timespec *ts, int flags);
+static long fp_truncate(const char *path, long len);
+static long fp_mknodat(int dirfd, const char *path, unsigned mode, unsigned long dev);
 
 /* is_change: syscall number nr renames or removes a name (fp_gen). */
 static int is_change(long nr)
@@ -2315,7 +2338,61 @@ EXPORT long syscall(long nr, ...)
 		if (r == FP_DEFER)
 			r = raw6(nr, a, b, c, d, e, f);
 		break;
+	case SYS_mkdirat:
+		r = fp_mkdirat((int)a, (const char *)b, (unsigned)c);
+		break;
+	case SYS_unlinkat:
+		r = fp_unlinkat((int)a, (const char *)b, (int)c);
+		break;
+	case SYS_renameat2:
+	case SYS_renameat_:
+		r = fp_renameat2((int)a, (const char *)b, (int)c, (const char *)d, nr == SYS_renameat2 ? (unsigned)e : 0);
+		break;
+	case SYS_symlinkat:
+		r = fp_symlinkat((const char *)a, (int)b, (const char *)c);
+		break;
+	case SYS_linkat:
+		r = fp_linkat((int)a, (const char *)b, (int)c, (const char *)d, (int)e);
+		break;
+	case SYS_fchmodat:
+		r = fp_fchmodat((int)a, (const char *)b, (unsigned)c);
+		break;
+	case SYS_fchownat:
+		r = fp_fchownat((int)a, (const char *)b, (unsigned)c, (unsigned)d, (int)e);
+		break;
+	case SYS_utimensat:
+		r = fp_utimensat((int)a, (const char *)b, (const struct timespec *)c, (int)d);
+		break;
+	case SYS_truncate:
+		r = fp_truncate((const char *)a, b);
+		break;
+	case SYS_mknodat:
+		r = fp_mknodat((int)a, (const char *)b, (unsigned)c, (unsigned)d);
+		break;
 #if defined(__x86_64__)
+	case SYS_mkdir_:
+		r = fp_mkdirat(AT_FDCWD, (const char *)a, (unsigned)b);
+		break;
+	case SYS_unlink_:
+	case SYS_rmdir_:
+		r = fp_unlinkat(AT_FDCWD, (const char *)a, nr == SYS_rmdir_ ? AT_REMOVEDIR : 0);
+		break;
+	case SYS_rename_:
+		r = fp_renameat2(AT_FDCWD, (const char *)a, AT_FDCWD, (const char *)b, 0);
+		break;
+	case SYS_symlink_:
+		r = fp_symlinkat((const char *)a, AT_FDCWD, (const char *)b);
+		break;
+	case SYS_link_:
+		r = fp_linkat(AT_FDCWD, (const char *)a, AT_FDCWD, (const char *)b, 0);
+		break;
+	case SYS_chmod_:
+		r = fp_fchmodat(AT_FDCWD, (const char *)a, (unsigned)b);
+		break;
+	case SYS_chown_:
+	case SYS_lchown_:
+		r = fp_fchownat(AT_FDCWD, (const char *)a, (unsigned)b, (unsigned)c, nr == SYS_lchown_ ? AT_SYMLINK_NOFOLLOW : 0);
+		break;
 	case SYS_open:
 		r = fp_openat(AT_FDCWD, (const char *)a, (int)b, (unsigned)c);
 		break;
@@ -2622,6 +2699,21 @@ static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
 	return r;
 }
 
+/* on_way tells whether name below verified directory dir may be on a
+ * cached path's way: a directory or a symlink (or what an lstat cannot
+ * tell). Removing or renaming anything else (a regular file: git's
+ * objects, rm -r's files) changes no cached directory or resolution, and
+ * counts no change, as the tracer's noteEntries does not for the calls it
+ * sees; a name missing (a rename's new one) is none either. */
+static int on_way(int dir, const char *name)
+{
+	struct stat st;
+	long r = tr(SYS_newfstatat, dir, (long)name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	if (r == -ENOENT)
+		return 0;
+	return r != 0 || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode);
+}
+
 static long fp_unlinkat(int dirfd, const char *path, int flags)
 {
 	struct target t;
@@ -2629,13 +2721,15 @@ static long fp_unlinkat(int dirfd, const char *path, int flags)
 											     : map_entry(dirfd, path, &t);
 	count(F_UNLINK, w);
 	long r;
+	int moves = 1;
 	if (w != W_ANSWERED) {
 		r = raw6(SYS_unlinkat, dirfd, (long)path, flags, 0, 0, 0);
 	} else {
+		moves = (flags & AT_REMOVEDIR) || on_way(t.parent.fd, t.name);
 		r = tr(SYS_unlinkat, t.parent.fd, (long)t.name, flags, 0, 0, 0);
 		release(&t.parent);
 	}
-	if (r == 0)
+	if (r == 0 && moves)
 		changed();
 	return r;
 }
@@ -2664,14 +2758,16 @@ static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char
 		w = map_second(&a, newdirfd, new, &b);
 	count(F_RENAME, w);
 	long r;
+	int moves = 1;
 	if (w != W_ANSWERED) {
 		r = raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
 	} else {
+		moves = on_way(a.parent.fd, a.name) || on_way(b.parent.fd, b.name);
 		r = tr(SYS_renameat2, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
 		release(&b.parent);
 		release(&a.parent);
 	}
-	if (r == 0)
+	if (r == 0 && moves)
 		changed();
 	return r;
 }
@@ -2719,25 +2815,66 @@ static enum fp_why map_attr(int dirfd, const char *path, struct target *t)
 	return W_ANSWERED;
 }
 
+/* pin_nolink is pin_last in one system call where openat2 may be made:
+ * O_PATH with RESOLVE_NO_SYMLINKS, which refuses a symlink (ELOOP: the
+ * tracer's) where pin_last needs an fstat to tell one. The same returns
+ * as pin_last's, and -ENOSYS (t untouched) where openat2 cannot be made:
+ * the caller pins with pin_last. */
+static long pin_nolink(struct target *t, char proc[32], enum fp_why *w)
+{
+	if (!(cfg.flags & DR_FP_OPENAT2) || !__atomic_load_n(&fp_openat2_ok, __ATOMIC_RELAXED))
+		return -ENOSYS;
+	struct fp_open_how how = {(uint64_t)(O_PATH | O_CLOEXEC), 0, 0x04 /* RESOLVE_NO_SYMLINKS */};
+	long m = tr(SYS_openat2, t->parent.fd, (long)t->name, (long)&how, sizeof how, 0, 0);
+	if (m == -ENOSYS) {
+		__atomic_store_n(&fp_openat2_ok, 0, __ATOMIC_RELAXED);
+		return m;
+	}
+	if (m == -ENOENT && !t->ancestor)
+		return m;
+	release(&t->parent);
+	if (m < 0) {
+		*w = m == -ELOOP ? W_SYMLINK : W_ERRNO;
+		return FP_DEFER;
+	}
+	fmt_procfd(proc, (int)m);
+	return m;
+}
+
+/* fp_utime_empty_ok: utimensat takes AT_EMPTY_PATH (Linux 5.8); off for
+ * good after an EINVAL its /proc/self/fd form does not give. */
+static int fp_utime_empty_ok = 1;
+
 /* attr_call makes call nr, which follows the last component, on t's
- * last component through its pin (pin_last, checked to be no symlink:
- * that goes to the tracer), as nr(AT_FDCWD, "/proc/self/fd/<M>", a, b, 0),
- * which follows nothing after the magic link; truncate, which takes no
- * directory, as truncate(name, a). t's parent is released; FP_DEFER with
- * *w set goes to the tracer. */
+ * last component through its pin (pin_nolink or pin_last, checked to be
+ * no symlink: that goes to the tracer): fchownat and utimensat on the
+ * pin itself with AT_EMPTY_PATH, which walks no path; the others as
+ * nr(AT_FDCWD, "/proc/self/fd/<M>", a, b, 0), which follows nothing
+ * after the magic link; truncate, which takes no directory, as
+ * truncate(name, a). t's parent is released; FP_DEFER with *w set goes
+ * to the tracer. */
 static long attr_call(struct target *t, long nr, long a, long b, enum fp_why *w)
 {
 	char proc[32];
 	struct stat st;
-	long m = pin_last(t, proc, &st, w), r;
+	long m = pin_nolink(t, proc, w), r;
+	if (m == -ENOSYS)
+		m = pin_last(t, proc, &st, w);
 	if (m == -ENOENT)
 		release(&t->parent);
 	if (m < 0)
 		return m;
-	if (nr == SYS_truncate)
+	if (nr == SYS_truncate) {
 		r = tr(nr, (long)proc, a, 0, 0, 0, 0);
-	else
+	} else if (nr == SYS_fchownat) {
+		r = tr(nr, m, (long)"", a, b, AT_EMPTY_PATH, 0);
+	} else if (nr == SYS_utimensat && __atomic_load_n(&fp_utime_empty_ok, __ATOMIC_RELAXED)) {
+		r = tr(nr, m, (long)"", a, AT_EMPTY_PATH, 0, 0);
+		if (r == -EINVAL && (r = tr(nr, AT_FDCWD, (long)proc, a, 0, 0, 0)) != -EINVAL)
+			__atomic_store_n(&fp_utime_empty_ok, 0, __ATOMIC_RELAXED);
+	} else {
 		r = tr(nr, AT_FDCWD, (long)proc, a, b, 0, 0);
+	}
 	tr(SYS_close, m, 0, 0, 0, 0, 0);
 	return r;
 }
