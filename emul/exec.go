@@ -148,16 +148,16 @@ func openExec(host string) (*os.File, unix.Errno) {
 	if err := unix.Access(host, unix.X_OK); err != nil {
 		return nil, err.(unix.Errno)
 	}
-	f, err := os.Open(host)
+	// Not os.Open, which offers the descriptor to Go's poller (four
+	// system calls more, for a regular file that is never polled).
+	fd, err := unix.Open(host, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if pe, ok := err.(*os.PathError); ok {
-			if e, ok := pe.Err.(unix.Errno); ok {
-				return nil, e
-			}
+		if e, ok := err.(unix.Errno); ok {
+			return nil, e
 		}
 		return nil, unix.EACCES
 	}
-	return f, 0
+	return os.NewFile(uintptr(fd), host), 0
 }
 
 // openExecInterp checks the ELF interpreter can be opened.
@@ -202,27 +202,46 @@ func parseShebang(hd []byte) (interp, arg string, ok bool) {
 	return interp, arg, true
 }
 
-// elfInterp validates an ELF file for this host and returns its PT_INTERP.
-func elfInterp(f *os.File) (string, unix.Errno) {
-	ef, err := elf.NewFile(f)
-	if err != nil {
+// elfInterp validates an ELF file for this host as the kernel's ELF loader
+// does (fs/binfmt_elf.c's load_elf_binary: the header and the program
+// headers; the section headers, which the kernel never reads, are not
+// looked at) and returns its PT_INTERP, "" if none.
+func elfInterp(f io.ReaderAt) (string, unix.Errno) {
+	var eh [64]byte
+	if n, _ := f.ReadAt(eh[:], 0); n < len(eh) || !bytes.HasPrefix(eh[:], []byte(elf.ELFMAG)) {
 		return "", unix.ENOEXEC
 	}
-	if ef.Class != elf.ELFCLASS64 || ef.Machine != tracer.ELFMachine {
+	le := binary.LittleEndian
+	typ, machine := elf.Type(le.Uint16(eh[16:])), elf.Machine(le.Uint16(eh[18:]))
+	if elf.Class(eh[elf.EI_CLASS]) != elf.ELFCLASS64 || (typ != elf.ET_EXEC && typ != elf.ET_DYN) || machine != tracer.ELFMachine {
 		return "", unix.ENOEXEC
 	}
-	if ef.Type != elf.ET_EXEC && ef.Type != elf.ET_DYN {
+	phoff, phentsize, phnum := le.Uint64(eh[32:]), int(le.Uint16(eh[54:])), int(le.Uint16(eh[56:]))
+	const phdrSize, maxPhdrs = 56, 65536 / 56
+	if phentsize != phdrSize || phnum < 1 || phnum > maxPhdrs {
 		return "", unix.ENOEXEC
 	}
-	for _, ph := range ef.Progs {
-		if ph.Type != elf.PT_INTERP {
+	if phoff > 1<<62 {
+		return "", unix.EIO // past any file's end: the kernel's short read
+	}
+	ph := make([]byte, phnum*phdrSize)
+	if n, _ := f.ReadAt(ph, int64(phoff)); n < len(ph) {
+		return "", unix.EIO
+	}
+	for k := 0; k < phnum; k++ {
+		p := ph[k*phdrSize:]
+		if elf.ProgType(le.Uint32(p)) != elf.PT_INTERP {
 			continue
 		}
-		if ph.Filesz < 2 || ph.Filesz > unix.PathMax {
+		off, size := le.Uint64(p[8:]), le.Uint64(p[32:])
+		if size < 2 || size > unix.PathMax {
 			return "", unix.ENOEXEC
 		}
-		b := make([]byte, ph.Filesz)
-		if _, err := f.ReadAt(b, int64(ph.Off)); err != nil {
+		if off > 1<<62 {
+			return "", unix.EIO
+		}
+		b := make([]byte, size)
+		if n, _ := f.ReadAt(b, int64(off)); n < len(b) {
 			return "", unix.EIO
 		}
 		if b[len(b)-1] != 0 {

@@ -1,8 +1,15 @@
 package emul
 
 import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/tracer"
 )
 
 func TestParseShebang(t *testing.T) {
@@ -31,5 +38,76 @@ func TestParseShebang(t *testing.T) {
 		if interp != tt.interp || arg != tt.arg || ok != tt.ok {
 			t.Errorf("parseShebang(%.40q) = %q, %q, %v; want %q, %q, %v", tt.in, interp, arg, ok, tt.interp, tt.arg, tt.ok)
 		}
+	}
+}
+
+// testELF builds a 64-bit little-endian ELF image for elfInterp: a header,
+// the program headers at 64 and the interpreter string after them; change
+// edits the bytes before they are returned.
+func testELF(interp string, change func(b []byte)) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, 64+2*56)
+	copy(b, elf.ELFMAG)
+	b[elf.EI_CLASS], b[elf.EI_DATA], b[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), 1
+	le.PutUint16(b[16:], uint16(elf.ET_DYN))
+	le.PutUint16(b[18:], uint16(tracer.ELFMachine))
+	le.PutUint32(b[20:], uint32(elf.EV_CURRENT))
+	le.PutUint64(b[32:], 64) // e_phoff
+	le.PutUint16(b[54:], 56) // e_phentsize
+	le.PutUint16(b[56:], 2)  // e_phnum
+	le.PutUint32(b[64:], uint32(elf.PT_LOAD))
+	if interp != "" {
+		p := b[64+56:]
+		le.PutUint32(p, uint32(elf.PT_INTERP))
+		le.PutUint64(p[8:], uint64(len(b)))       // p_offset
+		le.PutUint64(p[32:], uint64(len(interp))) // p_filesz
+		b = append(b, interp...)
+	}
+	if change != nil {
+		change(b)
+	}
+	return b
+}
+
+// TestELFInterp: elfInterp checks what the kernel's ELF loader checks, in
+// its order and with its errnos, and nothing it does not read (section
+// headers that debug/elf refuses, which the kernel runs).
+func TestELFInterp(t *testing.T) {
+	le := binary.LittleEndian
+	const ld = "/lib/ld-linux.so.2\x00"
+	tests := []struct {
+		name   string
+		image  []byte
+		interp string
+		errno  unix.Errno
+	}{
+		{"dynamic", testELF(ld, nil), "/lib/ld-linux.so.2", 0},
+		{"static", testELF("", nil), "", 0},
+		{"section headers past the end", testELF(ld, func(b []byte) {
+			le.PutUint64(b[40:], 1<<40) // e_shoff
+			le.PutUint16(b[58:], 64)    // e_shentsize
+			le.PutUint16(b[60:], 9)     // e_shnum
+			le.PutUint16(b[62:], 3)     // e_shstrndx
+		}), "/lib/ld-linux.so.2", 0},
+		{"e_version 0 (debug/elf refuses it)", testELF(ld, func(b []byte) { le.PutUint32(b[20:], 0) }), "/lib/ld-linux.so.2", 0},
+		{"executable", testELF(ld, func(b []byte) { le.PutUint16(b[16:], uint16(elf.ET_EXEC)) }), "/lib/ld-linux.so.2", 0},
+		{"relocatable", testELF(ld, func(b []byte) { le.PutUint16(b[16:], uint16(elf.ET_REL)) }), "", unix.ENOEXEC},
+		{"another machine", testELF(ld, func(b []byte) { le.PutUint16(b[18:], uint16(elf.EM_RISCV)) }), "", unix.ENOEXEC},
+		{"32-bit", testELF(ld, func(b []byte) { b[elf.EI_CLASS] = byte(elf.ELFCLASS32) }), "", unix.ENOEXEC},
+		{"program header size", testELF(ld, func(b []byte) { le.PutUint16(b[54:], 64) }), "", unix.ENOEXEC},
+		{"no program headers", testELF(ld, func(b []byte) { le.PutUint16(b[56:], 0) }), "", unix.ENOEXEC},
+		{"program headers past the end", testELF(ld, func(b []byte) { le.PutUint64(b[32:], 4096) }), "", unix.EIO},
+		{"interpreter not NUL-terminated", testELF("/lib/ld", nil), "", unix.ENOEXEC},
+		{"interpreter of one byte", testELF("\x00", nil), "", unix.ENOEXEC},
+		{"interpreter past the end", testELF(ld, func(b []byte) { le.PutUint64(b[64+56+8:], 1<<20) }), "", unix.EIO},
+		{"short header", []byte(elf.ELFMAG + "\x02\x01"), "", unix.ENOEXEC},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			interp, errno := elfInterp(bytes.NewReader(tc.image))
+			if interp != tc.interp || errno != tc.errno {
+				t.Errorf("elfInterp = %q, %v; want %q, %v", interp, errno, tc.interp, tc.errno)
+			}
+		})
 	}
 }
