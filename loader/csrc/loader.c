@@ -68,6 +68,8 @@
 
 /* The kernel refuses program header tables larger than this (fs/binfmt_elf.c). */
 #define MAX_PHDR_BYTES 65536
+/* Program header tables up to this many entries are read onto the stack. */
+#define PHDRS_ON_STACK 32
 
 struct elf_ehdr {
 	unsigned char e_ident[16];
@@ -359,6 +361,7 @@ static void load_image(const char *host, const char *path, const char *role, uin
 		       struct image *im)
 {
 	struct elf_ehdr eh;
+	struct elf_phdr small[PHDRS_ON_STACK];
 	const struct elf_phdr *phdrs, *ph, *first = 0;
 	uint64_t phbytes, scratch_len, lo = ~0ULL, hi = 0, align = pagesz, bias, xlo = ~0ULL, xhi = 0;
 	uint64_t phdr_vaddr = 0;
@@ -383,13 +386,19 @@ static void load_image(const char *host, const char *path, const char *role, uin
 	    (uint64_t)eh.e_phnum * sizeof(struct elf_phdr) > MAX_PHDR_BYTES)
 		die(role, "bad ELF program header table", 0, path);
 
-	/* A scratch mapping rather than the stack: the table may be up to 64 KiB. */
+	/* The usual table (up to PHDRS_ON_STACK entries: 13 in a glibc program, 11 in
+	 * ld.so) on the stack; a larger one, up to 64 KiB, in a scratch mapping. The
+	 * mapping cost two system calls and a page fault per image. */
 	phbytes = (uint64_t)eh.e_phnum * sizeof(struct elf_phdr);
-	scratch_len = page_up(phbytes, pagesz);
-	r = sys_mmap(0, scratch_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (failed(r))
-		die(role, "out of memory", r, path);
-	phdrs = (const struct elf_phdr *)r;
+	scratch_len = 0;
+	phdrs = small;
+	if (eh.e_phnum > PHDRS_ON_STACK) {
+		scratch_len = page_up(phbytes, pagesz);
+		r = sys_mmap(0, scratch_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (failed(r))
+			die(role, "out of memory", r, path);
+		phdrs = (const struct elf_phdr *)r;
+	}
 	if (pread_full((int)fd, (void *)phdrs, phbytes, eh.e_phoff, role, path) != phbytes)
 		die(role, "file too short", 0, path);
 
@@ -471,7 +480,8 @@ static void load_image(const char *host, const char *path, const char *role, uin
 			}
 	}
 
-	syscall2(SYS_munmap, phdrs, scratch_len);
+	if (scratch_len)
+		syscall2(SYS_munmap, phdrs, scratch_len);
 	syscall1(SYS_close, fd);
 }
 
