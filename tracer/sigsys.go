@@ -41,7 +41,7 @@ func (t *Tracer) handlerOf(nr int) *Handler {
 	if nr >= 0 && nr < len(t.handlers) {
 		return t.handlers[nr]
 	}
-	return nil
+	return t.farHandlers[nr]
 }
 
 // ours tells whether a SIGSYS is a call the Android policy blocked, which

@@ -47,10 +47,7 @@ func (t *Tracer) enter(th *Thread) {
 	}
 	t.releaseHeld(th) // its last call has run
 	nr := c.Regs.Nr()
-	var h *Handler
-	if nr >= 0 && nr < len(t.handlers) {
-		h = t.handlers[nr]
-	}
+	h := t.handlerOf(nr)
 	if h == nil && t.cfg.NoSeccomp {
 		// No filter refuses anything in ptrace-only mode: the tracer does.
 		if errno, ok := refusal(t.policy, t.goarch, nr); ok && !t.blockedAtEntry(nr) {

@@ -103,8 +103,11 @@ type Tracer struct {
 	// osThread is the tid of the OS thread Run locked, 0 before Run.
 	osThread int
 	goarch   string
-	handlers []*Handler // indexed by native syscall number
-	threads  map[int]*Thread
+	handlers []*Handler // indexed by native syscall number, below denseHandlers
+	// farHandlers are the handlers of numbers from denseHandlers up
+	// (droidroot's own calls); handlerOf looks in both.
+	farHandlers map[int]*Handler
+	threads     map[int]*Thread
 	// scratch is the scratch area (scratch.go), nil when off
 	// (DROIDROOT_SCRATCH=0) or unavailable; freeSlots and nextSlot
 	// allocate its slots.
@@ -141,6 +144,10 @@ type Tracer struct {
 	pt ptState
 }
 
+// denseHandlers bounds the syscall numbers kept in Tracer.handlers: every
+// kernel's native numbers are below it (x86_64 and arm64 end below 512).
+const denseHandlers = 1024
+
 // New prepares a tracer; nothing runs until Run.
 func New(cfg Config) (*Tracer, error) {
 	if cfg.Log == nil {
@@ -162,10 +169,19 @@ func New(cfg Config) (*Tracer, error) {
 		if !ok {
 			continue // not a syscall of this architecture (e.g. open on arm64)
 		}
-		for len(t.handlers) <= nr {
-			t.handlers = append(t.handlers, nil)
-		}
 		h := h
+		if nr >= denseHandlers {
+			// droidroot's own calls (the fast path's handshake, 25714):
+			// not a slice of that length, grown and zeroed at each start.
+			if t.farHandlers == nil {
+				t.farHandlers = map[int]*Handler{}
+			}
+			t.farHandlers[nr] = &h
+			continue
+		}
+		if len(t.handlers) == 0 {
+			t.handlers = make([]*Handler, denseHandlers)
+		}
 		t.handlers[nr] = &h
 	}
 	for _, h := range cfg.Table {
