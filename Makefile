@@ -263,7 +263,7 @@ FASTPATH_CFLAGS := -O2 -std=gnu11 -Wall -Wextra -fPIC -shared -fno-stack-protect
 	-fno-tree-loop-distribute-patterns -fvisibility=hidden -fno-plt \
 	-fno-asynchronous-unwind-tables -ffile-prefix-map=$(CURDIR)=.
 FASTPATH_CFLAGS_arm64 := -mno-outline-atomics
-FASTPATH_LDFLAGS := -Wl,-z,max-page-size=65536 -Wl,-z,noseparate-code -Wl,-z,noexecstack -Wl,-z,now -Wl,--build-id=none \
+FASTPATH_LDFLAGS := -Wl,-z,max-page-size=65536 -Wl,-z,noseparate-code -Wl,-z,noexecstack -Wl,-z,now -Wl,--build-id=sha1 \
 	-Wl,--hash-style=both -Wl,-soname,libdroidroot-fastpath.so
 FASTPATH_TRAMP_amd64 := fastpath/csrc/tramp-x86_64.S
 FASTPATH_TRAMP_arm64 := fastpath/csrc/tramp-aarch64.S

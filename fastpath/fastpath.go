@@ -43,6 +43,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 //go:embed bin/libdroidroot-fastpath-amd64.so
@@ -98,6 +99,16 @@ func Library(goarch string) ([]byte, error) {
 // Extract writes the library for goarch into dir (os.TempDir() if empty)
 // under a name derived from its content, unless it is there already, and
 // returns its path.
+//
+// The name is the library's GNU build ID (a SHA-1 of the linker's output,
+// in its first page), so that naming it reads one page of the embedded
+// bytes, not all of them (about 50 page faults of droidroot's own binary at
+// each start); a library without one is named by its SHA-256. A file
+// already at the name is taken as it is when it can only have been written
+// so, by this user: a regular file of the library's size, owned by the
+// effective user and writable by nobody else (another user cannot make a
+// file of ours, in a sticky /tmp or anywhere), as Extract writes it through
+// a temporary file renamed into place. Anything else is written again.
 func Extract(dir, goarch string) (string, error) {
 	lib, err := Library(goarch)
 	if err != nil {
@@ -106,12 +117,14 @@ func Extract(dir, goarch string) (string, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	sum := sha256.Sum256(lib)
-	path := filepath.Join(dir, "droidroot-fastpath-"+goarch+"-"+hex.EncodeToString(sum[:8])+".so")
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, lib) {
-			return path, nil
-		}
+	id := BuildID(lib)
+	if id == "" {
+		sum := sha256.Sum256(lib)
+		id = hex.EncodeToString(sum[:8])
+	}
+	path := filepath.Join(dir, "droidroot-fastpath-"+goarch+"-"+id+".so")
+	if ours(path, int64(len(lib))) {
+		return path, nil
 	}
 	tmp, err := os.CreateTemp(dir, ".droidroot-fastpath-*")
 	if err != nil {
@@ -132,6 +145,54 @@ func Extract(dir, goarch string) (string, error) {
 		return "", fmt.Errorf("fastpath: extract: %w", err)
 	}
 	return path, nil
+}
+
+// ours tells whether path is a regular file of size bytes that only this
+// process's effective user can have written: owned by it, writable by
+// nobody else.
+func ours(path string, size int64) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size || fi.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// BuildID returns the GNU build ID of ELF image lib in hex (the first 16
+// digits), or "" if it has none. Only the headers and the note are read.
+func BuildID(lib []byte) string {
+	le := binary.LittleEndian
+	if len(lib) < 64 || !bytes.HasPrefix(lib, []byte("\x7fELF\x02\x01")) {
+		return ""
+	}
+	phoff, phnum := le.Uint64(lib[32:]), int(le.Uint16(lib[56:]))
+	if le.Uint16(lib[54:]) != 56 || phoff > uint64(len(lib)) || uint64(len(lib))-phoff < uint64(phnum)*56 {
+		return ""
+	}
+	for k := 0; k < phnum; k++ {
+		ph := lib[phoff+uint64(k)*56:]
+		if le.Uint32(ph) != 4 { // PT_NOTE
+			continue
+		}
+		off, size := le.Uint64(ph[8:]), le.Uint64(ph[32:])
+		if off > uint64(len(lib)) || size > uint64(len(lib))-off {
+			return ""
+		}
+		for n := lib[off : off+size]; len(n) >= 12; {
+			namesz, descsz, typ := uint64(le.Uint32(n)), uint64(le.Uint32(n[4:])), le.Uint32(n[8:])
+			nameEnd := 12 + (namesz+3)&^3
+			end := nameEnd + (descsz+3)&^3
+			if end > uint64(len(n)) {
+				return ""
+			}
+			if typ == 3 && namesz == 4 && string(n[12:16]) == "GNU\x00" && descsz >= 8 { // NT_GNU_BUILD_ID
+				return hex.EncodeToString(n[nameEnd : nameEnd+8])
+			}
+			n = n[end:]
+		}
+	}
+	return ""
 }
 
 // Trampoline address range: 64 KiB-aligned addresses in [4 GiB, 256 GiB),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -188,6 +189,78 @@ func TestExtract(t *testing.T) {
 	}
 	if _, err := Extract(dir, "riscv64"); err == nil {
 		t.Error("Extract of riscv64: no error")
+	}
+	if want := "droidroot-fastpath-arm64-" + BuildID(libARM64) + ".so"; filepath.Base(p) != want {
+		t.Errorf("Extract's name %s, want %s (the build ID)", filepath.Base(p), want)
+	}
+	// A file at the name is taken only as Extract writes it: this user's,
+	// writable by nobody else, of the library's size.
+	for _, tc := range []struct {
+		name  string
+		write func() error
+	}{
+		{"writable by others", func() error {
+			if err := os.WriteFile(p, libARM64, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o777)
+		}},
+		{"another size", func() error { return os.WriteFile(p, libARM64[:len(libARM64)-1], 0o755) }},
+		{"another user's", func() error {
+			if err := os.WriteFile(p, libARM64, 0o755); err != nil {
+				return err
+			}
+			if os.Geteuid() != 0 {
+				return os.Chmod(p, 0o775) // no chown without root: group-writable stands in
+			}
+			return os.Chown(p, 65534, 65534)
+		}},
+		{"a symlink", func() error {
+			os.Remove(p)
+			return os.Symlink("/bin/true", p)
+		}},
+	} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := tc.write(); err != nil {
+			t.Fatal(err)
+		}
+		if q, err := Extract(dir, "arm64"); err != nil || q != p {
+			t.Fatalf("%s: Extract = %s, %v", tc.name, q, err)
+		}
+		fi, err := os.Lstat(p)
+		got, _ := os.ReadFile(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 || !bytes.Equal(got, libARM64) {
+			t.Errorf("%s: not written again (%v, %v)", tc.name, fi.Mode(), err)
+		}
+	}
+}
+
+// TestBuildID: the embedded libraries carry a GNU build ID (the Makefile
+// links them with --build-id=sha1), which BuildID reads as debug/elf does.
+func TestBuildID(t *testing.T) {
+	for _, lib := range [][]byte{libAMD64, libARM64} {
+		f, err := elf.NewFile(bytes.NewReader(lib))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec := f.Section(".note.gnu.build-id")
+		if sec == nil {
+			t.Fatal("no .note.gnu.build-id section: link with -Wl,--build-id=sha1")
+		}
+		d, err := sec.Data()
+		if err != nil || len(d) < 16+8 {
+			t.Fatalf("build ID note: %d bytes, %v", len(d), err)
+		}
+		if got, want := BuildID(lib), hex.EncodeToString(d[16:24]); got != want {
+			t.Errorf("BuildID = %q, want %q", got, want)
+		}
+	}
+	for _, bad := range [][]byte{nil, []byte("\x7fELF"), make([]byte, 100), libAMD64[:70]} {
+		if id := BuildID(bad); id != "" {
+			t.Errorf("BuildID of %d bad bytes = %q", len(bad), id)
+		}
 	}
 }
 
