@@ -2689,8 +2689,23 @@ static enum fp_why map_entry(int dirfd, const char *path, struct target *t)
 
 static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
 {
+	/* mkdir takes a name with trailing slashes as the name (the kernel's
+	 * filename_create with LOOKUP_DIRECTORY): "dir/" is mapped as "dir"
+	 * (git makes every directory so). */
+	char trimmed[FP_PATH_MAX];
+	const char *p = path;
+	size_t n = path ? fp_strlen(path) : 0;
+	if (n > 1 && n < sizeof trimmed && path[n - 1] == '/') {
+		while (n > 1 && path[n - 1] == '/')
+			n--;
+		if (path[n - 1] != '/') {
+			fp_memcpy(trimmed, path, n);
+			trimmed[n] = 0;
+			p = trimmed;
+		}
+	}
 	struct target t;
-	enum fp_why w = map_entry(dirfd, path, &t);
+	enum fp_why w = map_entry(dirfd, p, &t);
 	count(F_MKDIR, w);
 	if (w != W_ANSWERED)
 		return raw6(SYS_mkdirat, dirfd, (long)path, mode, 0, 0, 0);
