@@ -191,12 +191,19 @@ func TestFastPathAnswers(t *testing.T) {
 		{"write-family", "cd /fx/scratch\nwrite t 0123456789\ntruncate t 4\ntruncate /fx/scratch/t 2\n" +
 			"truncate nope 1\ntruncate /fx/filelink 6\ncat t\nunlink t\n", map[string]int{"truncate": 3}},
 		// mkdir takes a name with trailing slashes as the name (git makes
-		// every directory so): answered in-process, with the kernel's errors.
-		{"mkdir-slash", "mkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts//sub//\n" +
+		// every directory so), and so does an O_DIRECTORY open without
+		// O_CREAT (opendir("dir/")): answered in-process, with the
+		// kernel's errors; a symlink there (which the slash follows), a
+		// bind point, and an open that does not ask for a directory go to
+		// the tracer.
+		{"trailing-slash", "mkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts//sub//\n" +
 			"mkdir /fx/scratch/nope/x/\nmkdir /fx/dir/file/\nmkdir /fx/dir/filelink/\nmkdir /mnt/b1/\n" +
 			"cd /fx/scratch\nmkdir rel/\nmkdir rel/../rel2/\nstat /fx/scratch/ts/sub\nrmdir /fx/scratch/ts/sub\n" +
-			"rmdir /fx/scratch/ts\nrmdir rel\nrmdir rel2\n",
-			map[string]int{"mkdir": 8}},
+			"rmdir /fx/scratch/ts\nrmdir rel\nrmdir rel2\nopen /fx/dir/sub/ rdonly,directory\n" +
+			"open /fx/dir/file/ rdonly,directory\nopen /fx/dir/deeplink/ rdonly,directory\n" +
+			"open /fx/dir/nope/ rdonly,directory\nopen /fx/dir/sub// rdonly,directory,nofollow\n" +
+			"open /fx/dir/sub/ rdonly\nopen /fx/dir/file/ rdonly\n",
+			map[string]int{"mkdir": 8, "open": 3}},
 		{"openat2", "fd 40 /fx/dir/sub rdonly,directory\nopenat2 /fx/dir/file rdonly none\n" +
 			"openat2 /fx/dir/nope rdonly none\nopenat2 /fx/scratch/o2 wronly,creat,excl none 0640\n" +
 			"unlink /fx/scratch/o2\nat 40 openat2 ../file rdonly none\nopenat2 /fx/dir/file rdonly beneath\n" +

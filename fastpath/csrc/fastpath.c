@@ -1998,6 +1998,22 @@ static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mod
 	return r;
 }
 
+/* trim_slashes returns path without its trailing slashes, copied into buf
+ * (FP_PATH_MAX bytes) when it has any and is not all slashes; else path. */
+static const char *trim_slashes(const char *path, char *buf)
+{
+	size_t n = path ? fp_strlen(path) : 0;
+	if (n < 2 || n >= FP_PATH_MAX || path[n - 1] != '/')
+		return path;
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (path[n - 1] == '/')
+		return path;
+	fp_memcpy(buf, path, n);
+	buf[n] = 0;
+	return buf;
+}
+
 /* open family: a followed last component is opened in one openat2 that
  * refuses a symlink (open_nolink), or through its pin (open_pinned); one
  * the open does not follow (O_NOFOLLOW, O_CREAT|O_EXCL) is opened relative
@@ -2009,6 +2025,13 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 		count(fn, W_FLAGS);
 		return FP_DEFER;
 	}
+	/* With O_DIRECTORY and without O_CREAT, "dir/" opens what "dir" does
+	 * (both ask for a directory; a trailing symlink, which the slash
+	 * follows even under O_NOFOLLOW, is the tracer's either way):
+	 * opendir("dir/"). */
+	char trimmed[FP_PATH_MAX];
+	if ((flags & O_DIRECTORY) && !(flags & O_CREAT) && !(flags & O_NOFOLLOW))
+		path = trim_slashes(path, trimmed);
 	struct target t;
 	if (map_name(fn, dirfd, path, &t, 0) < 0)
 		return FP_DEFER;
@@ -2690,22 +2713,10 @@ static enum fp_why map_entry(int dirfd, const char *path, struct target *t)
 static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
 {
 	/* mkdir takes a name with trailing slashes as the name (the kernel's
-	 * filename_create with LOOKUP_DIRECTORY): "dir/" is mapped as "dir"
-	 * (git makes every directory so). */
+	 * filename_create with LOOKUP_DIRECTORY; git makes every directory so). */
 	char trimmed[FP_PATH_MAX];
-	const char *p = path;
-	size_t n = path ? fp_strlen(path) : 0;
-	if (n > 1 && n < sizeof trimmed && path[n - 1] == '/') {
-		while (n > 1 && path[n - 1] == '/')
-			n--;
-		if (path[n - 1] != '/') {
-			fp_memcpy(trimmed, path, n);
-			trimmed[n] = 0;
-			p = trimmed;
-		}
-	}
 	struct target t;
-	enum fp_why w = map_entry(dirfd, p, &t);
+	enum fp_why w = map_entry(dirfd, trim_slashes(path, trimmed), &t);
 	count(F_MKDIR, w);
 	if (w != W_ANSWERED)
 		return raw6(SYS_mkdirat, dirfd, (long)path, mode, 0, 0, 0);
