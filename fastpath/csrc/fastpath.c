@@ -1894,6 +1894,25 @@ struct fp_open_how {
 	((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | \
 		    O_SYNC | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME | O_DIRECT | FP_O_LARGEFILE))
 
+/* pin_took finishes a pin of t's last component, m being the open's
+ * result (pin_last, pin_nolink): -ENOENT of a name (not of a directory
+ * that exists only for a bind point) is returned with t's parent still
+ * held; otherwise the parent is released, a descriptor is formatted into
+ * proc and returned, and an error is FP_DEFER with *w set (ELOOP: a symlink
+ * that RESOLVE_NO_SYMLINKS refused; EACCES, ...). */
+static long pin_took(struct target *t, long m, char proc[32], enum fp_why *w)
+{
+	if (m == -ENOENT && !t->ancestor)
+		return m;
+	release(&t->parent);
+	if (m < 0) {
+		*w = m == -ELOOP ? W_SYMLINK : W_ERRNO;
+		return FP_DEFER;
+	}
+	fmt_procfd(proc, (int)m);
+	return m;
+}
+
 /* pin_last opens the last component of t, for a call that follows it, with
  * O_PATH and O_NOFOLLOW below its verified parent: the call is then made on
  * proc, "/proc/self/fd/<M>", which names exactly that file (the kernel's
@@ -1909,22 +1928,15 @@ struct fp_open_how {
  * held), or FP_DEFER with *w set; t's parent is released otherwise. */
 static long pin_last(struct target *t, char proc[32], struct stat *st, enum fp_why *w)
 {
-	long m = tr(SYS_openat, t->parent.fd, (long)t->name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
-	if (m == -ENOENT && !t->ancestor)
+	long m = pin_took(t, tr(SYS_openat, t->parent.fd, (long)t->name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0), proc, w);
+	if (m < 0 || !st)
 		return m;
-	release(&t->parent);
-	if (m < 0) {
-		*w = W_ERRNO; /* ENOENT of a directory that exists only for a bind point, EACCES, ... */
-		return FP_DEFER;
-	}
-	if (st && tr(SYS_fstat, m, (long)st, 0, 0, 0, 0) != 0) {
+	if (tr(SYS_fstat, m, (long)st, 0, 0, 0, 0) != 0)
 		*w = W_ERRNO;
-	} else if (st && S_ISLNK(st->st_mode)) {
+	else if (S_ISLNK(st->st_mode))
 		*w = W_SYMLINK;
-	} else {
-		fmt_procfd(proc, (int)m);
+	else
 		return m;
-	}
 	tr(SYS_close, m, 0, 0, 0, 0, 0);
 	return FP_DEFER;
 }
@@ -1932,6 +1944,20 @@ static long pin_last(struct target *t, char proc[32], struct stat *st, enum fp_w
 /* fp_openat2_ok: openat2 may be made (DR_FP_OPENAT2; off for good after an
  * ENOSYS from an older kernel). */
 static int fp_openat2_ok = 1;
+
+/* openat2_nolink is openat2(dir, name, {flags, mode, RESOLVE_NO_SYMLINKS})
+ * where the session's policy and the kernel take openat2, else -ENOSYS
+ * (and for good after the kernel's own ENOSYS). */
+static long openat2_nolink(int dir, const char *name, unsigned flags, unsigned mode)
+{
+	if (!(cfg.flags & DR_FP_OPENAT2) || !__atomic_load_n(&fp_openat2_ok, __ATOMIC_RELAXED))
+		return -ENOSYS;
+	struct fp_open_how how = {flags, mode, 0x04 /* RESOLVE_NO_SYMLINKS */};
+	long r = tr(SYS_openat2, dir, (long)name, (long)&how, sizeof how, 0, 0);
+	if (r == -ENOSYS)
+		__atomic_store_n(&fp_openat2_ok, 0, __ATOMIC_RELAXED);
+	return r;
+}
 
 /* open_nolink opens name under verified directory dir (a name that is no
  * bind point's ancestor) in one system call where it can: openat2 with
@@ -1942,15 +1968,10 @@ static int fp_openat2_ok = 1;
  * component (pin_last). */
 static long open_nolink(int dir, const char *name, int flags, unsigned mode)
 {
-	if (!(cfg.flags & DR_FP_OPENAT2) || !__atomic_load_n(&fp_openat2_ok, __ATOMIC_RELAXED) ||
-	    ((uint64_t)(unsigned)flags & ~FP_OPENAT2_FLAGS) || (flags & O_ACCMODE) == O_ACCMODE ||
+	if (((uint64_t)(unsigned)flags & ~FP_OPENAT2_FLAGS) || (flags & O_ACCMODE) == O_ACCMODE ||
 	    ((flags & O_CREAT) && (mode & ~07777u)))
 		return -ENOSYS;
-	struct fp_open_how how = {(uint64_t)(unsigned)flags, (flags & O_CREAT) ? mode : 0, 0x04 /* RESOLVE_NO_SYMLINKS */};
-	long r = tr(SYS_openat2, dir, (long)name, (long)&how, sizeof how, 0, 0);
-	if (r == -ENOSYS)
-		__atomic_store_n(&fp_openat2_ok, 0, __ATOMIC_RELAXED);
-	return r;
+	return openat2_nolink(dir, name, (unsigned)flags, (flags & O_CREAT) ? mode : 0);
 }
 
 /* open_pinned opens t's last component, which the open follows and may
@@ -2848,23 +2869,8 @@ static enum fp_why map_attr(int dirfd, const char *path, struct target *t)
  * the caller pins with pin_last. */
 static long pin_nolink(struct target *t, char proc[32], enum fp_why *w)
 {
-	if (!(cfg.flags & DR_FP_OPENAT2) || !__atomic_load_n(&fp_openat2_ok, __ATOMIC_RELAXED))
-		return -ENOSYS;
-	struct fp_open_how how = {(uint64_t)(O_PATH | O_CLOEXEC), 0, 0x04 /* RESOLVE_NO_SYMLINKS */};
-	long m = tr(SYS_openat2, t->parent.fd, (long)t->name, (long)&how, sizeof how, 0, 0);
-	if (m == -ENOSYS) {
-		__atomic_store_n(&fp_openat2_ok, 0, __ATOMIC_RELAXED);
-		return m;
-	}
-	if (m == -ENOENT && !t->ancestor)
-		return m;
-	release(&t->parent);
-	if (m < 0) {
-		*w = m == -ELOOP ? W_SYMLINK : W_ERRNO;
-		return FP_DEFER;
-	}
-	fmt_procfd(proc, (int)m);
-	return m;
+	long m = openat2_nolink(t->parent.fd, t->name, O_PATH | O_CLOEXEC, 0);
+	return m == -ENOSYS ? m : pin_took(t, m, proc, w);
 }
 
 /* fp_utime_empty_ok: utimensat takes AT_EMPTY_PATH (Linux 5.8); off for
