@@ -29,6 +29,9 @@ import (
 //   - swap-last: the file the lookup found swapped with a symlink to the host file before the
 //     kernel follows the last component; fixed by handing the kernel the file itself, pinned
 //     (pathmap.Mapper.PinnedFile; the library's pin_last where openat2 is refused).
+//   - access-last: swap-last for access(X_OK), which the library made below the name's
+//     verified parent after an lstat found no symlink there, following one swapped in since
+//     (session 14); fixed by checking the pinned file (the library's access_pinned).
 //   - appear: the name missing (or a file) at the lookup, a symlink to the host file when the
 //     kernel follows it; fixed by handing the kernel a missing name below a removed directory,
 //     where nothing appears (PinnedFile), and the file pinned as for swap-last.
@@ -50,11 +53,12 @@ func TestRaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(hostDir) })
-	if err := os.WriteFile(filepath.Join(hostDir, "canary"), []byte("host"), 0o644); err != nil {
+	// Executable, where the decoy is not (access-last).
+	if err := os.WriteFile(filepath.Join(hostDir, "canary"), []byte("host"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	line := regexp.MustCompile(`^(\S+) host=(\d+) decoy=(\d+) other=(\d+)\n$`)
-	for _, mode := range []string{"swap-abs", "swap-rel", "rewrite", "push", "swap-last", "appear"} {
+	for _, mode := range []string{"swap-abs", "swap-rel", "rewrite", "push", "swap-last", "access-last", "appear"} {
 		for _, c := range []struct{ name, prog, fastpath string }{
 			{"static", "races", "0"},
 			{"dyn-nofastpath", "races.dyn", "0"},

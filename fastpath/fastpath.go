@@ -40,9 +40,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -68,7 +70,7 @@ const FileName = "libdroidroot-fastpath.so"
 // TrampolineCalls are the syscalls the library makes through its
 // trampoline page, by native name: the filter lets exactly these through
 // from the page.
-var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "statx", "faccessat", "readlinkat", "fstat", "close",
+var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "statx", "faccessat", "faccessat2", "readlinkat", "fstat", "close",
 	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat",
 	"getcwd"}
 
@@ -108,7 +110,9 @@ func Library(goarch string) ([]byte, error) {
 // so, by this user: a regular file of the library's size, owned by the
 // effective user and writable by nobody else (another user cannot make a
 // file of ours, in a sticky /tmp or anywhere), as Extract writes it through
-// a temporary file renamed into place. Anything else is written again.
+// a temporary file renamed into place, or by root. Anything else is written
+// again; where it cannot be replaced (another user's, in a sticky /tmp), the
+// library goes to a name with the effective uid appended.
 func Extract(dir, goarch string) (string, error) {
 	lib, err := Library(goarch)
 	if err != nil {
@@ -123,8 +127,13 @@ func Extract(dir, goarch string) (string, error) {
 		id = hex.EncodeToString(sum[:8])
 	}
 	path := filepath.Join(dir, "droidroot-fastpath-"+goarch+"-"+id+".so")
-	if ours(path, int64(len(lib))) {
-		return path, nil
+	// Another user's copy at the name (a shared /tmp), which this user can
+	// neither trust nor replace (sticky): a name of this user's own.
+	own := filepath.Join(dir, "droidroot-fastpath-"+goarch+"-"+id+"-"+strconv.Itoa(os.Geteuid())+".so")
+	for _, p := range []string{path, own} {
+		if ours(p, int64(len(lib))) {
+			return p, nil
+		}
 	}
 	tmp, err := os.CreateTemp(dir, ".droidroot-fastpath-*")
 	if err != nil {
@@ -140,6 +149,9 @@ func Extract(dir, goarch string) (string, error) {
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
+		if errors.Is(err, fs.ErrPermission) {
+			err, path = os.Rename(tmp.Name(), own), own
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("fastpath: extract: %w", err)
@@ -148,15 +160,15 @@ func Extract(dir, goarch string) (string, error) {
 }
 
 // ours tells whether path is a regular file of size bytes that only this
-// process's effective user can have written: owned by it, writable by
-// nobody else.
+// process's effective user (or root, who can change any of its files
+// anyway) can have written: owned by either, writable by nobody else.
 func ours(path string, size int64) bool {
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size || fi.Mode().Perm()&0o022 != 0 {
 		return false
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
+	return ok && (int(st.Uid) == os.Geteuid() || st.Uid == 0)
 }
 
 // BuildID returns the GNU build ID of ELF image lib in hex (the first 16

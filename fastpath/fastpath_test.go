@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -156,7 +157,7 @@ func TestLibraries(t *testing.T) {
 			}
 		}
 		for _, name := range []string{"stat", "lstat", "fstatat", "stat64", "__xstat", "__lxstat64", "__fxstatat",
-			"statx", "access", "faccessat", "open", "open64", "openat", "__open_2", "__openat64_2", "creat",
+			"statx", "access", "faccessat", "eaccess", "euidaccess", "open", "open64", "openat", "__open_2", "__openat64_2", "creat",
 			"readlink", "readlinkat", "syscall", "fopen", "fopen64", "opendir", "mkdir", "mkdirat", "unlink", "unlinkat",
 			"rmdir", "rename", "renameat", "renameat2", "symlink", "symlinkat", "link", "linkat", "chmod", "fchmodat",
 			"chown", "lchown", "fchownat", "utimensat", "dup2", "dup3", "mmap", "munmap", "mremap", "dup", "fcntl", "fcntl64",
@@ -234,6 +235,41 @@ func TestExtract(t *testing.T) {
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 || !bytes.Equal(got, libARM64) {
 			t.Errorf("%s: not written again (%v, %v)", tc.name, fi.Mode(), err)
 		}
+	}
+	// Root's copy is taken as this user's own (root can change any of its
+	// files anyway).
+	if os.Geteuid() == 0 {
+		if err := os.Chown(p, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.Lstat(p)
+		if q, err := Extract(dir, "arm64"); err != nil || q != p {
+			t.Fatalf("root's copy: Extract = %s, %v", q, err)
+		}
+		if after, _ := os.Lstat(p); !os.SameFile(before, after) {
+			t.Errorf("root's copy was written again")
+		}
+	}
+	// A copy that can be neither trusted nor replaced (another user's in a
+	// sticky /tmp; here one that is immutable): a name of this user's own.
+	if err := os.Chmod(p, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chattr", "+i", p).CombinedOutput(); err != nil {
+		t.Logf("chattr +i: %v %s: the immutable case is left out", err, out)
+		return
+	}
+	defer exec.Command("chattr", "-i", p).Run()
+	q, err := Extract(dir, "arm64")
+	own := strings.TrimSuffix(p, ".so") + "-" + strconv.Itoa(os.Geteuid()) + ".so"
+	if err != nil || q != own {
+		t.Fatalf("Extract over an immutable copy = %s, %v; want %s", q, err, own)
+	}
+	if got, _ := os.ReadFile(q); !bytes.Equal(got, libARM64) {
+		t.Errorf("%s: not the library", q)
+	}
+	if r, err := Extract(dir, "arm64"); err != nil || r != own {
+		t.Errorf("Extract again = %s, %v; want %s", r, err, own)
 	}
 }
 

@@ -1822,12 +1822,60 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
 	return (int)fp_ret(fp_statx(dirfd, path, flags, mask, sx));
 }
 
-/* access and faccessat (flags 0 only: AT_EACCESS and AT_SYMLINK_NOFOLLOW
- * are faccessat2's, which the tracer answers). */
-static long fp_access_k(int dirfd, const char *path, int mode)
+/* access and faccessat; AT_EACCESS and AT_SYMLINK_NOFOLLOW are faccessat2's,
+ * made in-process where the session's policy takes faccessat2 (as openat2:
+ * DR_FP_OPENAT2), else left to libc (whose faccessat2 the tracer answers). */
+#define FP_ACCESS_FLAGS (AT_EACCESS | AT_SYMLINK_NOFOLLOW)
+static int fp_faccessat2_ok = 1; /* off for good after ENOSYS or EINVAL (Linux < 5.8) */
+static long pin_last(struct target *t, char proc[32], struct stat *st, enum fp_why *w);
+static long pin_nolink(struct target *t, char proc[32], enum fp_why *w);
+
+static int faccessat2_ok(void)
+{
+	return (cfg.flags & DR_FP_OPENAT2) && __atomic_load_n(&fp_faccessat2_ok, __ATOMIC_RELAXED);
+}
+
+/* access_pinned checks mode on t's last component, which the call follows,
+ * through its pin (pin_nolink or pin_last: a symlink there, or one swapped
+ * in after any check, goes to the tracer and is never followed here with
+ * the host's root): faccessat2 on the pin itself with AT_EMPTY_PATH, or
+ * faccessat of its /proc/self/fd name, which follows nothing after the
+ * magic link. The kernel's checks through the pin are its checks through
+ * the path (the same inode and mount). t's parent is released, except
+ * with -ENOENT of a missing name (the caller's). */
+static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
+{
+	char proc[32];
+	struct stat st;
+	long m = pin_nolink(t, proc, w), r = -ENOSYS;
+	if (m == -ENOSYS)
+		m = pin_last(t, proc, &st, w);
+	if (m < 0)
+		return m;
+	if (faccessat2_ok()) {
+		r = tr(SYS_faccessat2, m, (long)"", mode, flags | AT_EMPTY_PATH, 0, 0);
+		if (r == -ENOSYS || (r == -EINVAL && tr(SYS_faccessat, AT_FDCWD, (long)proc, mode, 0, 0, 0) != -EINVAL)) {
+			__atomic_store_n(&fp_faccessat2_ok, 0, __ATOMIC_RELAXED);
+			r = -ENOSYS;
+		}
+	}
+	if (r == -ENOSYS)
+		r = flags ? FP_DEFER : tr(SYS_faccessat, AT_FDCWD, (long)proc, mode, 0, 0, 0);
+	tr(SYS_close, m, 0, 0, 0, 0, 0);
+	if (r == FP_DEFER)
+		*w = W_FLAGS;
+	return r;
+}
+
+static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 {
 	if (cfg.flags & DR_FP_IDS) {
 		count(F_ACCESS, W_OPTION);
+		return FP_DEFER;
+	}
+	/* A bad mode or flag is the kernel's EINVAL before any lookup. */
+	if ((mode & ~(R_OK | W_OK | X_OK)) || (flags & ~FP_ACCESS_FLAGS) || (flags && !faccessat2_ok())) {
+		count(F_ACCESS, W_FLAGS);
 		return FP_DEFER;
 	}
 	struct target t;
@@ -1836,52 +1884,57 @@ static long fp_access_k(int dirfd, const char *path, int mode)
 		count(F_ACCESS, w);
 		return FP_DEFER;
 	}
-	struct stat st;
-	long r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
-	if (r == 0 && S_ISLNK(st.st_mode)) {
+	long r;
+	if (flags & AT_SYMLINK_NOFOLLOW) {
+		/* The name itself, relative to its verified parent. */
+		r = tr(SYS_faccessat2, t.parent.fd, (long)t.name, mode, flags, 0, 0);
 		release(&t.parent);
-		count(F_ACCESS, W_SYMLINK);
-		return FP_DEFER;
+	} else if (mode == F_OK) {
+		/* Whether the name is there, which an lstat says (a symlink is
+		 * the tracer's, which follows it in the guest). */
+		struct stat st;
+		r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+		release(&t.parent);
+		if (r == 0 && S_ISLNK(st.st_mode))
+			w = W_SYMLINK;
+	} else {
+		r = access_pinned(&t, mode, flags, &w);
+		if (r == -ENOENT && !t.ancestor)
+			release(&t.parent);
 	}
-	/* F_OK asks only whether the name is there, which the lstat said (a
-	 * mode with bits the kernel refuses is its own EINVAL). */
-	if (r == 0 && mode != F_OK)
-		r = tr(SYS_faccessat, t.parent.fd, (long)t.name, mode, 0, 0, 0);
-	release(&t.parent);
-	if ((r == -ENOENT && t.ancestor) || (r != 0 && r != -ENOENT && r != -EACCES && r != -EROFS)) {
-		count(F_ACCESS, W_ERRNO);
-		return FP_DEFER;
-	}
-	count(F_ACCESS, W_ANSWERED);
-	return r;
+	if (w == W_ANSWERED && ((r == -ENOENT && t.ancestor) || (r < 0 && r != -ENOENT && r != -EACCES && r != -EROFS)))
+		w = W_ERRNO;
+	count(F_ACCESS, w);
+	return w == W_ANSWERED ? r : FP_DEFER;
 }
 
-static long fp_faccessat(int dirfd, const char *path, int mode)
+static long fp_faccessat(int dirfd, const char *path, int mode, int flags)
 {
-	long r = fp_access_k(dirfd, path, mode);
+	long r = fp_access_k(dirfd, path, mode, flags);
 	if (r == FP_DEFER)
-		r = raw6(SYS_faccessat, dirfd, (long)path, mode, 0, 0, 0);
+		r = raw6(flags ? SYS_faccessat2 : SYS_faccessat, dirfd, (long)path, mode, flags, 0, 0);
 	return r;
 }
 
-EXPORT int access(const char *path, int mode) { return (int)fp_ret(fp_faccessat(AT_FDCWD, path, mode)); }
+EXPORT int access(const char *path, int mode) { return (int)fp_ret(fp_faccessat(AT_FDCWD, path, mode, 0)); }
 EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-	if (flags) {
+	long r = fp_access_k(dirfd, path, mode, flags);
+	if (r == FP_DEFER && flags) {
 		/* faccessat2, with glibc's fallbacks: libc's own. */
-		count(F_ACCESS, W_FLAGS);
 		if (!real_faccessat)
 			real_faccessat = libc_lookup("faccessat");
 		if (real_faccessat)
 			return real_faccessat(dirfd, path, mode, flags);
-		return (int)fp_ret(raw6(SYS_faccessat2, dirfd, (long)path, mode, flags, 0, 0));
 	}
-	return (int)fp_ret(fp_faccessat(dirfd, path, mode));
+	if (r == FP_DEFER)
+		r = raw6(flags ? SYS_faccessat2 : SYS_faccessat, dirfd, (long)path, mode, flags, 0, 0);
+	return (int)fp_ret(r);
 }
+/* eaccess and euidaccess are libc's faccessat with AT_EACCESS (bash's test -r, -w, -x). */
+EXPORT int euidaccess(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, AT_EACCESS); }
+EXPORT int eaccess(const char *path, int mode) __attribute__((alias("euidaccess")));
 
-/* openat2 through syscall(): with no RESOLVE_* flags, the struct's size
- * the kernel's own, and flags and mode the kernel takes (anything it would
- * refuse with EINVAL or E2BIG goes to the tracer), it opens as openat. */
 struct fp_open_how {
 	uint64_t flags, mode, resolve;
 };
@@ -2372,7 +2425,7 @@ EXPORT long syscall(long nr, ...)
 		r = fp_statx((int)a, (const char *)b, (int)c, (unsigned)d, (struct statx *)e);
 		break;
 	case SYS_faccessat:
-		r = fp_faccessat((int)a, (const char *)b, (int)c);
+		r = fp_faccessat((int)a, (const char *)b, (int)c, 0);
 		break;
 	case SYS_readlinkat:
 		r = fp_readlinkat((int)a, (const char *)b, (char *)c, (size_t)d);
@@ -2445,7 +2498,7 @@ EXPORT long syscall(long nr, ...)
 		return fp_fstatat(nr == SYS_stat ? F_STAT : F_LSTAT, AT_FDCWD, (const char *)a, (struct stat *)b,
 				  nr == SYS_stat ? 0 : AT_SYMLINK_NOFOLLOW);
 	case SYS_access:
-		r = fp_faccessat(AT_FDCWD, (const char *)a, (int)b);
+		r = fp_faccessat(AT_FDCWD, (const char *)a, (int)b, 0);
 		break;
 	case SYS_readlink:
 		r = fp_readlinkat(AT_FDCWD, (const char *)a, (char *)b, (size_t)c);

@@ -31,6 +31,7 @@
  *   open P FLAGS [MODE]      FLAGS: comma list of rdonly wronly rdwr creat excl trunc append
  *                            directory nofollow path tmpfile cloexec; prints fstat of the fd
  *   access P MODE            MODE: any of f r w x
+ *   eaccess P MODE | laccess P MODE  faccessat(2) with AT_EACCESS / AT_SYMLINK_NOFOLLOW
  *   mkdir P | rmdir P | unlink P | rename A B | link A B | symlink TARGET P | chmod P MODE
  *   truncate P LEN | write P TEXT | cat P | ls P (sorted names, / for dirs, @ for symlinks)
  *   fd N P FLAGS             open P and keep it as descriptor N (dup2), print fstat
@@ -867,6 +868,10 @@ static int run(int argc, char **argv)
 	if (!strcmp(op, "access")) {
 		NEED(2);
 		return okay(access(argv[1], parse_access(argv[2])));
+	}
+	if (!strcmp(op, "eaccess") || !strcmp(op, "laccess")) {
+		NEED(2);
+		return okay(faccessat(AT_FDCWD, argv[1], parse_access(argv[2]), op[0] == 'e' ? AT_EACCESS : AT_SYMLINK_NOFOLLOW));
 	}
 	if (!strcmp(op, "stat") || !strcmp(op, "lstat")) {
 		struct stat st;

@@ -15,6 +15,9 @@
  *             HOSTDIR/canary (a missing file in the guest); the reader opens DIR/d/canary:
  *             the last component, which droidroot found a file, is a symlink when the kernel
  *             follows it
+ *   access-last  as swap-last, the reader asking access(DIR/d/canary, X_OK): HOSTDIR/canary
+ *             is executable and the decoy is not, so 0 is an answer about the host's file
+ *             (counted as host), EACCES the decoy's, anything else other
  *   appear    the other thread makes DIR/d/canary come and go, the decoy file and, in turn,
  *             a symlink to HOSTDIR/canary renamed there and away again; the reader opens
  *             DIR/d/canary: a name droidroot found missing (or a file) is a symlink when the
@@ -55,6 +58,7 @@ static atomic_int stop;
 static volatile char relbuf[64] = "d/canary";
 static volatile char *volatile readersp; /* an address in the reader's frame (push) */
 static long host, decoy, other;
+static int swaplast; /* swap-last or access-last */
 
 static double now(void)
 {
@@ -104,6 +108,14 @@ static void *reader(void *arg)
 	while (!atomic_load(&stop)) {
 		if (strcmp(mode, "swap-rel") == 0) {
 			readone("d/canary");
+		} else if (strcmp(mode, "access-last") == 0) {
+			int r = access(absdecoy, X_OK);
+			if (r == 0)
+				host++;
+			else if (errno == EACCES)
+				decoy++;
+			else
+				other++;
 		} else if (strcmp(mode, "rewrite") == 0) {
 			readone((const char *)relbuf);
 		} else {
@@ -144,6 +156,7 @@ int main(int argc, char **argv)
 	}
 	mode = argv[1];
 	hostdir = argv[2];
+	swaplast = strcmp(mode, "swap-last") == 0 || strcmp(mode, "access-last") == 0;
 	const char *dir = argv[3];
 	double secs = atof(argv[4]);
 	snprintf(absdecoy, sizeof absdecoy, "%s/d/canary", dir);
@@ -172,7 +185,7 @@ int main(int argc, char **argv)
 	(void)p;
 	unlink("d/lnk");
 	int appear = strcmp(mode, "appear") == 0;
-	if ((appear || strcmp(mode, "swap-last") == 0) && symlink(hostcanary, "d/lnk") < 0) {
+	if ((appear || swaplast) && symlink(hostcanary, "d/lnk") < 0) {
 		perror("symlink d/lnk");
 		return 1;
 	}
@@ -200,7 +213,7 @@ int main(int argc, char **argv)
 	long n = 0;
 	while (now() < end) {
 		for (int k = 0; k < 64; k++, n++) {
-			if (strcmp(mode, "swap-last") == 0) {
+			if (swaplast) {
 				syscall(SYS_renameat2, AT_FDCWD, "d/canary", AT_FDCWD, "d/lnk", RENAME_EXCHANGE);
 			} else if (appear) {
 				const char *from = (n & 2) ? "d/lnk" : "d/file0";
@@ -223,7 +236,7 @@ int main(int argc, char **argv)
 	pthread_join(t, NULL);
 	if (appear) /* leave d/canary the file */
 		rename("d/file0", "d/canary");
-	else if (strcmp(mode, "swap-last") == 0 && (n & 1)) /* leave d/canary a file */
+	else if (swaplast && (n & 1)) /* leave d/canary a file */
 		syscall(SYS_renameat2, AT_FDCWD, "d/canary", AT_FDCWD, "d/lnk", RENAME_EXCHANGE);
 	else if (strncmp(mode, "swap", 4) == 0 && (n & 1)) /* leave d a directory */
 		syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "s", RENAME_EXCHANGE);
