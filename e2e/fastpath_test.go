@@ -440,3 +440,42 @@ func TestFastPathPreloadReaders(t *testing.T) {
 		})
 	}
 }
+
+// TestFastPathOwnFdsHidden: the library's own descriptors (its cached
+// directories and its empty directory, at 768 and up) are not among a
+// program's open descriptors however it looks for them: fstat and fcntl of
+// each number (python's test_subprocess, leak checks) say EBADF, and a
+// listing of its /proc/self/fd, /dev/fd or /proc/<pid>/fd leaves them out.
+// The transcript is the one with the fast path off, and the library has
+// directories cached when it looks.
+func TestFastPathOwnFdsHidden(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	script := `
+import fcntl, os
+for p in ("/etc/hostname", "/usr/lib/os-release", "/usr/share/doc", "/usr/bin/nope", "/usr/lib/nope/x"):
+    try: os.stat(p)
+    except OSError: pass
+os.listdir("/usr/lib")
+def ok(f, fd):
+    try: f(fd); return True
+    except OSError: return False
+print("fstat", [fd for fd in range(1024) if ok(os.fstat, fd)])
+print("fcntl", [fd for fd in range(1024) if ok(lambda fd: fcntl.fcntl(fd, fcntl.F_GETFD), fd)])
+for d in ("/proc/self/fd", "/dev/fd/", "/proc/%d/fd" % os.getpid(), "/proc/thread-self/fd"):
+    print(d.replace(str(os.getpid()), "PID"), sorted(int(x) for x in os.listdir(d)))
+`
+	argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script)
+	off := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=0"}, argv...)...)
+	if off.Code != 0 {
+		t.Fatalf("fast path off: %s", off)
+	}
+	on := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=1", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+	counts, _ := fastPathCounters(on.Stderr)
+	if on.Code != 0 || counts["dirs answered"]+counts["dirs unverified"] == 0 {
+		t.Fatalf("fast path on: no directories cached (%v): %s", counts, on)
+	}
+	if diff := cmp.Diff(off.Stdout, on.Stdout); diff != "" {
+		t.Errorf("the program's descriptors with the fast path on differ from off (-off +on):\n%s", diff)
+	}
+}

@@ -914,6 +914,29 @@ static int empty_dir(void)
 	return (int)hi;
 }
 
+/* hidden_fd tells whether fd is one of the library's own descriptors: a
+ * cached directory or the empty directory while the guard word says it still
+ * is, or the counters' copy of stderr. A program that looks for its open
+ * descriptors (fstat or fcntl of each number, a listing of /proc/self/fd) is
+ * told EBADF for them or is not shown them, as without the library. Where
+ * the word cannot say (odd), a descriptor is shown as it is. */
+static int hidden_fd(long fd)
+{
+	if (fd == stats_fd && fd != 2)
+		return 1; /* the counters' copy of stderr (DROIDROOT_FASTPATH_STATS) */
+	if (!guardable((int)fd))
+		return 0;
+	unsigned g = guard_now();
+	if (g & 1)
+		return 0;
+	if (__atomic_load_n(&empty_fd, __ATOMIC_ACQUIRE) == fd && __atomic_load_n(&empty_guard, __ATOMIC_RELAXED) == g)
+		return 1;
+	for (int i = 0; i < C_SLOTS; i++)
+		if (__atomic_load_n(&slots[i].fd, __ATOMIC_RELAXED) == fd && __atomic_load_n(&slots[i].guard, __ATOMIC_RELAXED) == g)
+			return 1;
+	return 0;
+}
+
 /* under_empty looks directory name (len bytes) up in verified directory dir
  * (released here) without following it; when it is missing (ENOENT), so is
  * every path through it, and *out becomes the empty directory, for the call
@@ -1679,7 +1702,9 @@ static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *
 	long r = FP_DEFER;
 	int f = flags;
 	if ((f & AT_EMPTY_PATH) && is_empty(path) && !(f & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))) {
-		if (fd_stat_ok(fn) && (r = tr(SYS_newfstatat, dirfd, (long)"", (long)st, f, 0, 0)) == 0)
+		if (hidden_fd(dirfd))
+			r = -EBADF;
+		else if (fd_stat_ok(fn) && (r = tr(SYS_newfstatat, dirfd, (long)"", (long)st, f, 0, 0)) == 0)
 			fix_stat_owner(st);
 	} else {
 		if ((f & AT_EMPTY_PATH) && (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS))
@@ -1701,7 +1726,9 @@ EXPORT int stat(const char *path, struct stat *st) { return (int)fp_fstatat(F_ST
 EXPORT int fstat(int fd, struct stat *st)
 {
 	long r;
-	if (fd_stat_ok(F_FSTAT)) {
+	if (hidden_fd(fd)) {
+		r = -EBADF;
+	} else if (fd_stat_ok(F_FSTAT)) {
 		if ((r = tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0)) == 0)
 			fix_stat_owner(st);
 	} else {
@@ -1765,6 +1792,8 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 	long r = FP_DEFER;
 	if ((flags & AT_EMPTY_PATH) && is_empty(path) &&
 	    !(flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE))) {
+		if (hidden_fd(dirfd))
+			return -EBADF;
 		if (!fd_stat_ok(F_STATX))
 			return FP_DEFER;
 		r = tr(SYS_statx, dirfd, (long)"", flags, mask, (long)sx, 0);
@@ -2576,6 +2605,10 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	long arg = va_arg(ap, long);
 	va_end(ap);
+	if (hidden_fd(fd)) {
+		errno = EBADF;
+		return -1;
+	}
 	if (!real_fcntl)
 		real_fcntl = libc_lookup("fcntl");
 	long r = real_fcntl ? real_fcntl(fd, cmd, arg) : fp_ret(raw6(SYS_fcntl, fd, cmd, arg, 0, 0, 0));
@@ -2747,6 +2780,64 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 }
 EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
 
+/* Listings of this process's descriptors: opendir of /proc/self/fd,
+ * /proc/thread-self/fd, /dev/fd or /proc/<its pid>/fd (a slash at the end
+ * or not), whose readdir leaves out the library's own descriptors
+ * (hidden_fd). FD_DIRS of them open at once are kept; more are shown whole. */
+#define FD_DIRS 8
+static DIR *fd_dirs[FD_DIRS];
+
+static int fd_listing(const char *path)
+{
+	char buf[40];
+	size_t n = fp_strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n >= sizeof buf)
+		return 0;
+	fp_memcpy(buf, path, n);
+	buf[n] = 0;
+	if (fp_memeq(buf, "/proc/self/fd", 14) || fp_memeq(buf, "/proc/thread-self/fd", 21) || fp_memeq(buf, "/dev/fd", 8))
+		return 1;
+	char want[32] = "/proc/";
+	char *p = put_num(want + 6, (unsigned long)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
+	fp_memcpy(p, "/fd", 4);
+	return fp_strlen(want) == n && fp_memeq(buf, want, n + 1);
+}
+
+/* fd_dirs_swap makes the entry that is old (NULL: a free one) new. */
+static void fd_dirs_swap(DIR *old, DIR *new)
+{
+	for (int i = 0; i < FD_DIRS; i++) {
+		DIR *o = old;
+		if (__atomic_compare_exchange_n(&fd_dirs[i], &o, new, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static int fd_dirs_has(DIR *d)
+{
+	for (int i = 0; i < FD_DIRS; i++)
+		if (__atomic_load_n(&fd_dirs[i], __ATOMIC_ACQUIRE) == d)
+			return d != NULL;
+	return 0;
+}
+
+/* hidden_name: an entry of a descriptor listing that names one of the
+ * library's own descriptors. */
+static int hidden_name(const char *name)
+{
+	long fd = 0;
+	if (!*name)
+		return 0;
+	for (; *name; name++) {
+		if (*name < '0' || *name > '9' || fd > 100000)
+			return 0;
+		fd = fd * 10 + (*name - '0');
+	}
+	return hidden_fd(fd);
+}
+
 EXPORT DIR *opendir(const char *path)
 {
 	if ((uintptr_t)path >= 65536 && !path[0]) {
@@ -2761,8 +2852,44 @@ EXPORT DIR *opendir(const char *path)
 		int e = errno;
 		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 		errno = e;
+	} else if (fd_listing(path)) {
+		fd_dirs_swap(NULL, d);
 	}
 	return d;
+}
+
+/* readdir and readdir64 (one function on 64-bit glibc): libc's, without the
+ * library's own descriptors in a listing of this process's descriptors. */
+static struct dirent *(*real_readdir)(DIR *);
+EXPORT struct dirent *readdir(DIR *d)
+{
+	if (!real_readdir)
+		real_readdir = libc_lookup("readdir");
+	if (!real_readdir) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	struct dirent *e;
+	int mine = fd_dirs_has(d);
+	do
+		e = real_readdir(d);
+	while (e && mine && hidden_name(e->d_name));
+	return e;
+}
+EXPORT struct dirent64 *readdir64(DIR *d) __attribute__((alias("readdir")));
+
+static int (*real_closedir)(DIR *);
+EXPORT int closedir(DIR *d)
+{
+	if (fd_dirs_has(d))
+		fd_dirs_swap(d, NULL);
+	if (!real_closedir)
+		real_closedir = libc_lookup("closedir");
+	if (!real_closedir) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_closedir(d);
 }
 
 /* ---- the write family ---- */
