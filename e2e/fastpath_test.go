@@ -445,7 +445,7 @@ func TestFastPathPreloadReaders(t *testing.T) {
 // directories and its empty directory, at 768 and up) are not among a
 // program's open descriptors however it looks for them: fstat and fcntl of
 // each number (python's test_subprocess, leak checks) say EBADF, and a
-// listing of its /proc/self/fd, /dev/fd or /proc/<pid>/fd leaves them out.
+// listing of its /proc/self/fd, /dev/fd, /proc/<pid>/fd or fdinfo leaves them out.
 // The transcript is the one with the fast path off, and the library has
 // directories cached when it looks.
 func TestFastPathOwnFdsHidden(t *testing.T) {
@@ -462,7 +462,7 @@ def ok(f, fd):
     except OSError: return False
 print("fstat", [fd for fd in range(1024) if ok(os.fstat, fd)])
 print("fcntl", [fd for fd in range(1024) if ok(lambda fd: fcntl.fcntl(fd, fcntl.F_GETFD), fd)])
-for d in ("/proc/self/fd", "/dev/fd/", "/proc/%d/fd" % os.getpid(), "/proc/thread-self/fd"):
+for d in ("/proc/self/fd", "/dev/fd/", "/proc/%d/fd" % os.getpid(), "/proc/thread-self/fd", "/proc/self/fdinfo", "/proc/%d/fdinfo/" % os.getpid()):
     print(d.replace(str(os.getpid()), "PID"), sorted(int(x) for x in os.listdir(d)))
 `
 	argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script)

@@ -2780,16 +2780,16 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 }
 EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
 
-/* Listings of this process's descriptors: opendir of /proc/self/fd,
- * /proc/thread-self/fd, /dev/fd or /proc/<its pid>/fd (a slash at the end
- * or not), whose readdir leaves out the library's own descriptors
+/* Listings of this process's descriptors: opendir of /dev/fd or of fd or
+ * fdinfo in /proc/self, /proc/thread-self or /proc/<its pid> (a slash at the
+ * end or not), whose readdir leaves out the library's own descriptors
  * (hidden_fd). FD_DIRS of them open at once are kept; more are shown whole. */
 #define FD_DIRS 8
 static DIR *fd_dirs[FD_DIRS];
 
 static int fd_listing(const char *path)
 {
-	char buf[40];
+	char buf[48], pid[24];
 	size_t n = fp_strlen(path);
 	while (n > 1 && path[n - 1] == '/')
 		n--;
@@ -2797,12 +2797,19 @@ static int fd_listing(const char *path)
 		return 0;
 	fp_memcpy(buf, path, n);
 	buf[n] = 0;
-	if (fp_memeq(buf, "/proc/self/fd", 14) || fp_memeq(buf, "/proc/thread-self/fd", 21) || fp_memeq(buf, "/dev/fd", 8))
+	if (fp_memeq(buf, "/dev/fd", 8))
 		return 1;
-	char want[32] = "/proc/";
-	char *p = put_num(want + 6, (unsigned long)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0));
-	fp_memcpy(p, "/fd", 4);
-	return fp_strlen(want) == n && fp_memeq(buf, want, n + 1);
+	if (!fp_memeq(buf, "/proc/", 6))
+		return 0;
+	const char *p = buf + 6, *q = p;
+	while (*q && *q != '/')
+		q++;
+	*put_num(pid, (unsigned long)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0)) = 0;
+	size_t k = (size_t)(q - p);
+	if (!(k == 4 && fp_memeq(p, "self", 4)) && !(k == 11 && fp_memeq(p, "thread-self", 11)) &&
+	    !(k == fp_strlen(pid) && fp_memeq(p, pid, k)))
+		return 0;
+	return fp_memeq(q, "/fd", 4) || fp_memeq(q, "/fdinfo", 8);
 }
 
 /* fd_dirs_swap makes the entry that is old (NULL: a free one) new. */
