@@ -116,6 +116,11 @@ func TestIdentityShell(t *testing.T) {
 		{[]string{"-i", "1000:1000"}, "uid=1000 gid=1000 groups=1000\nwhoami: unknown uid 1000\n1000:1000 /bin/busybox\n1000:1000 /tmp\n4242:4343 /mnt/file\n" +
 			"auxv uid 1000 euid 1000 gid 1000 egid 1000 secure 0\nafter exec: 0 | uids 1000 1000 1000 1000 | gids 1000 1000 1000 1000 | groups 1000\n" +
 			"auxv uid 1000 euid 1000 gid 1000 egid 1000 secure 0\n"},
+		// Launchers' --link2symlink: -l's stat patch layer kept the
+		// owner fix-up from running (traced stats showed the real owner).
+		{[]string{"-i", "1000:1000", "--link2symlink"}, "uid=1000 gid=1000 groups=1000\nwhoami: unknown uid 1000\n1000:1000 /bin/busybox\n1000:1000 /tmp\n4242:4343 /mnt/file\n" +
+			"auxv uid 1000 euid 1000 gid 1000 egid 1000 secure 0\nafter exec: 0 | uids 1000 1000 1000 1000 | gids 1000 1000 1000 1000 | groups 1000\n" +
+			"auxv uid 1000 euid 1000 gid 1000 egid 1000 secure 0\n"},
 		{[]string{"--change-id=10123:10124"}, "uid=10123 gid=10124 groups=10124\nwhoami: unknown uid 10123\n10123:10124 /bin/busybox\n10123:10124 /tmp\n4242:4343 /mnt/file\n" +
 			"auxv uid 10123 euid 10123 gid 10124 egid 10124 secure 0\nafter exec: 0 | uids 10123 10123 10123 10123 | gids 10124 10124 10124 10124 | groups 10124\n" +
 			"auxv uid 10123 euid 10123 gid 10124 egid 10124 secure 0\n"},

@@ -77,7 +77,11 @@ func addIdentity(t *tableBuilder, cfg Config) {
 }
 
 // chainExit adds exit to the handler of name (creating a pass-through
-// handler for an untraced call such as fstat), after any Exit it has.
+// handler for an untraced call such as fstat), after any Exit it has. The
+// call keeps its exit stop where the handler's entry cancelled it for its
+// own Exit's sake (NoExit: -l's stat patch, which most stats need not), or
+// exit runs at once where the entry answered the call itself and asked for
+// it (Call.ExitNow).
 func chainExit(t *tableBuilder, name string, exit func(c *tracer.Call)) {
 	h, ok := t.get(name)
 	if !ok {
@@ -85,6 +89,8 @@ func chainExit(t *tableBuilder, name string, exit func(c *tracer.Call)) {
 	}
 	if prev := h.Exit; prev != nil {
 		h.Exit = func(c *tracer.Call) { prev(c); exit(c) }
+		enter := h.Enter
+		h.Enter = func(c *tracer.Call) { enter(c); c.WantExit() }
 	} else {
 		h.Exit = exit
 	}

@@ -294,3 +294,43 @@ func TestSeccompListenerRefused(t *testing.T) {
 		t.Errorf("seccomp without NEW_LISTENER: %v, want the kernel's EFAULT for a NULL program", e)
 	}
 }
+
+// TestOwnerFixLayers: -0/-i's owner fix-up of stat results holds whatever
+// layer made the stat handler: alone, and with -l's and -L's stat patch
+// (whose entry needs no exit stop for most files: launchers pass
+// --link2symlink -0, where every traced stat showed the real owner), for
+// the path stats, statx and fstat of a descriptor.
+func TestOwnerFixLayers(t *testing.T) {
+	g := newGuestFS(t)
+	steps := []tt.Step{
+		fstatat(cwdFD, "/etc/hostname", 0),
+		fstatat(cwdFD, "/dir/file", unix.AT_SYMLINK_NOFOLLOW),
+		tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256)),
+		openat(cwdFD, "/dir/file", unix.O_RDONLY),
+		tt.Call("fstat", tt.Ret(3), tt.Out(statBufSize)),
+	}
+	for _, cfg := range []Config{
+		{Identity: &Identity{UID: 1000, GID: 1001}},
+		{Identity: &Identity{UID: 1000, GID: 1001}, Link2Symlink: true},
+		{Identity: &Identity{UID: 1000, GID: 1001}, LstatLinkSize: true},
+		{Identity: &Identity{UID: 1000, GID: 1001}, Link2Symlink: true, LstatLinkSize: true},
+	} {
+		if uint32(os.Getuid()) == cfg.Identity.UID {
+			t.Skip("the test's own uid is the identity's")
+		}
+		r := g.run(t, cfg, "/", steps...)
+		owner := func(k int, mem []byte, off int) {
+			if r.Steps[k].Ret != 0 {
+				t.Errorf("-l %v -L %v step %d: %d", cfg.Link2Symlink, cfg.LstatLinkSize, k, r.Steps[k].Ret)
+				return
+			}
+			if uid, gid := u32(mem[off:]), u32(mem[off+4:]); uid != 1000 || gid != 1001 {
+				t.Errorf("-l %v -L %v step %d: owner %d:%d, want the identity's 1000:1001", cfg.Link2Symlink, cfg.LstatLinkSize, k, uid, gid)
+			}
+		}
+		owner(0, r.Steps[0].Mem[2], tracer.StatUIDOff)
+		owner(1, r.Steps[1].Mem[2], tracer.StatUIDOff)
+		owner(2, r.Steps[2].Mem[4], statxUIDOffset)
+		owner(4, r.Steps[4].Mem[1], tracer.StatUIDOff)
+	}
+}

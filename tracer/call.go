@@ -94,6 +94,8 @@ type Call struct {
 	noExit bool
 	// skipped is set when Return answered the call.
 	skipped bool
+	// exitNow: see ExitNow.
+	exitNow bool
 	buf     []byte
 	// pre holds paths PrefetchPaths read, by address, for ReadPath.
 	pre  [2]prefetched
@@ -121,6 +123,7 @@ func (c *Call) reset(th *Thread) {
 	c.slotTop, c.slotCur, c.slotReserve = 0, 0, 0
 	c.noExit = false
 	c.skipped = false
+	c.exitNow = false
 	c.Data = nil
 	c.sigsys = false
 	c.callAddr = c.Regs.PC()
@@ -300,6 +303,26 @@ func (c *Call) Ret() int64 { return c.Regs.Ret() }
 
 // NoExit cancels the exit stop for this call.
 func (c *Call) NoExit() { c.noExit = true }
+
+// WantExit undoes an earlier NoExit of this call's entry (a layer that
+// chained an Exit after a handler that needed none), unless Return
+// answered the call.
+func (c *Call) WantExit() {
+	if !c.skipped {
+		c.noExit = false
+	}
+}
+
+// ExitNow, after Return answered the call at its entry, runs the
+// handler's Exit at once on that answer (Ret is it, Arg the entry's
+// arguments), as it would run at the exit stop of a call the kernel made:
+// a handler that computes the result itself (a stat the tracer makes) keeps
+// the result patches other layers chained to it, without a stop of its own.
+func (c *Call) ExitNow() {
+	if c.skipped {
+		c.exitNow = true
+	}
+}
 
 func (c *Call) inExit() bool { return c.atExit || c.th.pendingExit != nil && !c.sigsys }
 

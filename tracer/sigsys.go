@@ -194,6 +194,9 @@ func (t *Tracer) sigsysAnswer(th *Thread, s sigsysInfo, h *Handler) {
 	c := &th.call
 	if h != nil {
 		h.Enter(c)
+		if c.exitNow && h.Exit != nil && th.op == nil {
+			h.Exit(c)
+		}
 		if p := th.pretranslated; p != nil && c.restart {
 			for i := range p.args {
 				p.args[i] = c.Regs.Arg(i)

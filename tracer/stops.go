@@ -70,6 +70,9 @@ func (t *Tracer) enterWith(th *Thread, h *Handler) {
 	c.reset(th)
 	c.undoRewrites()
 	h.Enter(c)
+	if c.exitNow && h.Exit != nil && th.op == nil {
+		h.Exit(c)
+	}
 	if th.op != nil {
 		t.startOp(th, c, false, c.Entry.PC())
 		return
