@@ -32,6 +32,8 @@ type statDecl struct {
 	bufArg   int
 	kind     statKind
 	noFollow func(c *tracer.Call) bool
+	// flagsArg is the index of the AT_* flags argument, -1 for none.
+	flagsArg int
 }
 
 // Base handler constructors, from a declaration's arguments.
@@ -147,10 +149,12 @@ func entryDecl(flagsArg int, args ...pathArg) decl {
 	return decl{args: args, flagsArg: flagsArg, base: baseEntry}
 }
 
-// statCall declares a stat call: its path argument and result.
-func statCall(a pathArg, bufArg int, kind statKind, noFollow func(*tracer.Call) bool) decl {
-	return decl{args: []pathArg{a}, flagsArg: -1, base: basePath,
-		stat: &statDecl{bufArg: bufArg, kind: kind, noFollow: noFollow}}
+// statCall declares a stat call: its path argument, its flags argument
+// (-1: none) and result. Its base handler answers in the tracer where it can
+// (baseStat).
+func statCall(a pathArg, bufArg, flagsArg int, kind statKind, noFollow func(*tracer.Call) bool) decl {
+	return decl{args: []pathArg{a}, flagsArg: -1, base: baseStat,
+		stat: &statDecl{bufArg: bufArg, kind: kind, noFollow: noFollow, flagsArg: flagsArg}}
 }
 
 // declarations returns every syscall droidroot can trace, by native name
@@ -158,7 +162,7 @@ func statCall(a pathArg, bufArg int, kind statKind, noFollow func(*tracer.Call) 
 // the set*id, SysV IPC, robust-list, uname, at2 and Android layers add
 // whole are declared by those layers.
 func declarations() map[string]decl {
-	newfstatat := statCall(dirfdPathArg(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 2, kindStat, flagSet(3, atSymlinkNofollow))
+	newfstatat := statCall(dirfdPathArg(0, 1, unlessFlag(3, atSymlinkNofollow)).empty(3, atEmptyPath), 2, 3, kindStat, flagSet(3, atSymlinkNofollow))
 	return map[string]decl{
 		// open and friends
 		"open":     {args: []pathArg{pathArgAt(0, openFollow(1))}, flagsArg: 1, base: baseOpen(1)},
@@ -167,12 +171,12 @@ func declarations() map[string]decl {
 		"openat2":  {flagsArg: -1, base: func(e *Emulation, _ decl) tracer.Handler { return openat2Handler(e.cfg.EmulateAt2) }},
 		"truncate": pathDecl(pathArgAt(0, always)),
 		// stat family
-		"stat":       statCall(pathArgAt(0, always), 1, kindStat, alwaysFalse),
-		"lstat":      statCall(pathArgAt(0, never), 1, kindStat, alwaysTrue),
+		"stat":       statCall(pathArgAt(0, always), 1, -1, kindStat, alwaysFalse),
+		"lstat":      statCall(pathArgAt(0, never), 1, -1, kindStat, alwaysTrue),
 		"newfstatat": newfstatat,
 		"fstatat":    newfstatat, // arm64's name for the same call
-		"statx":      statCall(dirfdPathArg(0, 1, unlessFlag(2, atSymlinkNofollow)).empty(2, atEmptyPath), 4, kindStatx, flagSet(2, atSymlinkNofollow)),
-		"fstat":      {args: []pathArg{{dirfd: -1, path: -1}}, flagsArg: -1, stat: &statDecl{bufArg: 1, kind: kindStat, noFollow: alwaysFalse}},
+		"statx":      statCall(dirfdPathArg(0, 1, unlessFlag(2, atSymlinkNofollow)).empty(2, atEmptyPath), 4, 2, kindStatx, flagSet(2, atSymlinkNofollow)),
+		"fstat":      {args: []pathArg{{dirfd: -1, path: -1}}, flagsArg: -1, stat: fstatDecl},
 		"statfs":     {flagsArg: -1, base: baseHandler(statfsHandler(false))},
 		"fstatfs":    {flagsArg: -1, base: baseHandler(statfsHandler(true))},
 		// access

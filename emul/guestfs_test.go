@@ -87,8 +87,26 @@ func mustWrite(t *testing.T, p, data string) {
 // run runs steps in g under the handler table of cfg, from guest cwd.
 func (g *guestFS) run(t *testing.T, cfg Config, cwd string, steps ...tt.Step) *tt.Result {
 	t.Helper()
+	return g.runWith(t, g.m, cfg, cwd, steps...)
+}
+
+// runCached is run with a mapper that has droidroot's lookup cache, which
+// pins paths (issue 18) and so lets the tracer answer stat calls itself
+// (emulStat).
+func (g *guestFS) runCached(t *testing.T, cfg Config, cwd string, steps ...tt.Step) *tt.Result {
+	t.Helper()
+	m, err := pathmap.New(g.root, g.binds, nil, pathmap.WithCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	return g.runWith(t, m, cfg, cwd, steps...)
+}
+
+func (g *guestFS) runWith(t *testing.T, m *pathmap.Mapper, cfg Config, cwd string, steps ...tt.Step) *tt.Result {
+	t.Helper()
 	em := New(cfg)
-	return tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Cwd: cwd, Android: cfg.Android, Creds: InitialCreds(cfg)}, steps...)
+	return tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: cwd, Android: cfg.Android, Creds: InitialCreds(cfg)}, steps...)
 }
 
 // oracle runs steps in g's view made by the kernel (chroot, bind mounts).

@@ -49,6 +49,11 @@ func addIdentity(t *tableBuilder, cfg Config) {
 	realUID, realGID := uint32(unix.Getuid()), uint32(unix.Getgid())
 	if realUID != cfg.Identity.UID || realGID != cfg.Identity.GID {
 		owner := ownerFix{realUID: realUID, realGID: realGID, uid: cfg.Identity.UID, gid: cfg.Identity.GID}
+		if _, ok := t.get("fstat"); !ok {
+			// Traced for the fix-up alone: answered in the tracer, the
+			// fix-up made at once (no exit stop).
+			t.set("fstat", tracer.Handler{Enter: fstatEnter})
+		}
 		for name, arg := range map[string]int{"stat": 1, "lstat": 1, "fstat": 1, "newfstatat": 2, "fstatat": 2} {
 			chainExit(t, name, owner.stat(arg))
 		}

@@ -102,8 +102,14 @@ func TestLstatLinkSize(t *testing.T) {
 		statx,
 	}
 	const statxSize = 40 // stx_size in struct statx
-	for _, on := range []bool{false, true} {
-		r := g.run(t, Config{LstatLinkSize: on}, "/dir/sub", steps...)
+	for k, on := range []bool{false, true, false, true} {
+		// Then with the lookup cache, where the tracer answers the pinned
+		// stats itself and patches the size at once (emulStat).
+		run := g.run
+		if k >= 2 {
+			run = g.runCached
+		}
+		r := run(t, Config{LstatLinkSize: on}, "/dir/sub", steps...)
 		size := func(k int) uint64 { return statModeSize(r.Steps[k].Mem[2])[1] }
 		want := uint64(len("/dir/sub"))
 		if !on {

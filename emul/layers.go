@@ -138,11 +138,11 @@ func applyStatPatch(e *Emulation, b *tableBuilder) {
 	s := statPatcher{l2s: e.cfg.Link2Symlink, lsize: e.cfg.LstatLinkSize}
 	for _, name := range []string{"stat", "lstat", "newfstatat", "fstatat", "statx"} {
 		d := b.decl(name)
-		b.set(name, s.handler(d.args[0], d.stat.bufArg, d.stat.kind, d.stat.noFollow))
+		b.set(name, s.handler(d.args[0], d.stat))
 	}
 	if e.cfg.Link2Symlink {
 		d := b.decl("fstat")
-		b.set("fstat", statPatcher{l2s: true}.handler(d.args[0], d.stat.bufArg, d.stat.kind, d.stat.noFollow))
+		b.set("fstat", statPatcher{l2s: true}.handler(d.args[0], d.stat))
 	}
 }
 

@@ -308,6 +308,7 @@ func TestOwnerFixLayers(t *testing.T) {
 		tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256)),
 		openat(cwdFD, "/dir/file", unix.O_RDONLY),
 		tt.Call("fstat", tt.Ret(3), tt.Out(statBufSize)),
+		tt.Call(fstatatName(), tt.Ret(3), tt.Str(""), tt.Out(statBufSize), tt.Int(unix.AT_EMPTY_PATH)),
 	}
 	for _, cfg := range []Config{
 		{Identity: &Identity{UID: 1000, GID: 1001}},
@@ -319,18 +320,39 @@ func TestOwnerFixLayers(t *testing.T) {
 			t.Skip("the test's own uid is the identity's")
 		}
 		r := g.run(t, cfg, "/", steps...)
+		checkOwners(t, cfg, r, "")
+		// With the lookup cache the tracer answers the path stats itself
+		// (emulStat), as it does a descriptor's (emulFdStat), and the
+		// fix-up runs at once (ExitNow): one stop.
+		r = g.runCached(t, cfg, "/", steps...)
+		checkOwners(t, cfg, r, " (cached)")
+		for _, k := range []int{0, 1, 2, 4, 5} {
+			stops := r.StopsOf(k)
+			if len(stops) != 2 || !stops[0].Answered || !stops[1].Now {
+				t.Errorf("-l %v -L %v step %d (cached): %+v; want answered by the tracer at entry, its exit run then",
+					cfg.Link2Symlink, cfg.LstatLinkSize, k, stops)
+			}
+		}
+	}
+}
+
+// checkOwners checks TestOwnerFixLayers' results.
+func checkOwners(t *testing.T, cfg Config, r *tt.Result, how string) {
+	t.Helper()
+	{
 		owner := func(k int, mem []byte, off int) {
 			if r.Steps[k].Ret != 0 {
-				t.Errorf("-l %v -L %v step %d: %d", cfg.Link2Symlink, cfg.LstatLinkSize, k, r.Steps[k].Ret)
+				t.Errorf("-l %v -L %v step %d%s: %d", cfg.Link2Symlink, cfg.LstatLinkSize, k, how, r.Steps[k].Ret)
 				return
 			}
 			if uid, gid := u32(mem[off:]), u32(mem[off+4:]); uid != 1000 || gid != 1001 {
-				t.Errorf("-l %v -L %v step %d: owner %d:%d, want the identity's 1000:1001", cfg.Link2Symlink, cfg.LstatLinkSize, k, uid, gid)
+				t.Errorf("-l %v -L %v step %d%s: owner %d:%d, want the identity's 1000:1001", cfg.Link2Symlink, cfg.LstatLinkSize, k, how, uid, gid)
 			}
 		}
 		owner(0, r.Steps[0].Mem[2], tracer.StatUIDOff)
 		owner(1, r.Steps[1].Mem[2], tracer.StatUIDOff)
 		owner(2, r.Steps[2].Mem[4], statxUIDOffset)
 		owner(4, r.Steps[4].Mem[1], tracer.StatUIDOff)
+		owner(5, r.Steps[5].Mem[2], tracer.StatUIDOff)
 	}
 }

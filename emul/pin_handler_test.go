@@ -1,6 +1,8 @@
 package emul
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,24 +31,36 @@ func TestPinnedPaths(t *testing.T) {
 	cases := []struct {
 		kcase
 		// want: the suffix of the pinned name, "" for the guest's own path, "=" and the
-		// guest's name for a copy of it, "#" for the file itself, "-" for anything not pinned.
+		// guest's name for a copy of it, "#" for the file itself, "-" for anything not pinned,
+		// "*" for a stat the tracer answered on the pinned file (emulStat), whose result is
+		// then the host file's own (host: its guest path) byte for byte.
 		want string
+		host string
 	}{
-		{kcase{name: "absolute", step: access("/etc/hostname")}, "#"},
-		{kcase{name: "relative", step: access("dir/file")}, "#"},
-		{kcase{name: "one name", step: access("etc")}, "#"},
-		{kcase{name: "one name, not followed", step: fstatat(cwdFD, "etc", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "=etc"},
-		{kcase{name: "through a symlink", step: access("/link/file")}, "#"},
-		{kcase{name: "bind", step: access("/mnt/inside")}, "#"},
-		{kcase{name: "missing", step: access("/dir/nofile")}, "/nofile"},
-		{kcase{name: "open", step: openat(cwdFD, "/dir/file", unix.O_RDONLY)}, "#"},
-		{kcase{name: "open O_NOFOLLOW", step: openat(cwdFD, "/dir/file", unix.O_RDONLY|unix.O_NOFOLLOW)}, "/file"},
-		{kcase{name: "lstat", step: fstatat(cwdFD, "/dir/file", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "/file"},
-		{kcase{name: "stat of a directory", step: fstatat(cwdFD, "/dir/sub", 0), stat: []int{2}}, "#"},
-		{kcase{name: "trailing slash", step: fstatat(cwdFD, "/dir/sub/", 0), stat: []int{2}}, "#"},
-		{kcase{name: "trailing slash on a file", step: fstatat(cwdFD, "/dir/file/", 0), stat: []int{2}}, ""},
-		{kcase{name: "dot", step: fstatat(cwdFD, ".", 0), stat: []int{2}}, ""},
-		{kcase{name: "proc", step: access("/proc/self/status")}, "-"},
+		{kcase{name: "absolute", step: access("/etc/hostname")}, "#", ""},
+		{kcase{name: "relative", step: access("dir/file")}, "#", ""},
+		{kcase{name: "one name", step: access("etc")}, "#", ""},
+		{kcase{name: "one name, not followed", step: fstatat(cwdFD, "etc", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "=etc", ""},
+		{kcase{name: "through a symlink", step: access("/link/file")}, "#", ""},
+		{kcase{name: "bind", step: access("/mnt/inside")}, "#", ""},
+		{kcase{name: "missing", step: access("/dir/nofile")}, "/nofile", ""},
+		{kcase{name: "open", step: openat(cwdFD, "/dir/file", unix.O_RDONLY)}, "#", ""},
+		{kcase{name: "open O_NOFOLLOW", step: openat(cwdFD, "/dir/file", unix.O_RDONLY|unix.O_NOFOLLOW)}, "/file", ""},
+		{kcase{name: "lstat", step: fstatat(cwdFD, "/dir/file", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "*", "/dir/file"},
+		{kcase{name: "lstat of a symlink", step: fstatat(cwdFD, "/link", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "*", "/link"},
+		{kcase{name: "stat", step: fstatat(cwdFD, "/link/file", 0), stat: []int{2}}, "*", "/dir/file"},
+		{kcase{name: "stat of a directory", step: fstatat(cwdFD, "/dir/sub", 0), stat: []int{2}}, "*", "/dir/sub"},
+		{kcase{name: "trailing slash", step: fstatat(cwdFD, "/dir/sub/", 0), stat: []int{2}}, "*", "/dir/sub"},
+		{kcase{name: "stat, bad flags", step: fstatat(cwdFD, "/dir/file", 0x40000000)}, "#", ""},
+		{kcase{name: "stat, no buffer", step: tt.Call(fstatatName(), cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(0))}, "*", ""},
+		{kcase{name: "statx", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256))}, "*", ""},
+		{kcase{name: "statx, both sync flags", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(unix.AT_STATX_FORCE_SYNC|unix.AT_STATX_DONT_SYNC), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256))}, "#", ""},
+		{kcase{name: "statx, reserved mask", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(0x80000000), tt.Out(256))}, "#", ""},
+		{kcase{name: "statx, forced sync", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(unix.AT_STATX_FORCE_SYNC), tt.Int(unix.STATX_ALL), tt.Out(256))}, "*", ""},
+		{kcase{name: "stat of a missing file", step: fstatat(cwdFD, "/dir/nofile", 0)}, "/nofile", ""},
+		{kcase{name: "trailing slash on a file", step: fstatat(cwdFD, "/dir/file/", 0), stat: []int{2}}, "", ""},
+		{kcase{name: "dot", step: fstatat(cwdFD, ".", 0), stat: []int{2}}, "", ""},
+		{kcase{name: "proc", step: access("/proc/self/status")}, "-", ""},
 	}
 	var steps []tt.Step
 	for _, c := range cases {
@@ -78,12 +92,30 @@ func TestPinnedPaths(t *testing.T) {
 			}
 		}
 		var path string
+		answered := false
 		for _, s := range got.StopsOf(k) {
 			if p, ok := s.Paths[1]; ok && !s.Exit {
 				path = p
 			}
+			answered = answered || s.Answered
+		}
+		if c.want == "*" && !answered {
+			t.Errorf("%s: not answered by the tracer", c.name)
+		}
+		if c.host != "" && g.Ret == 0 {
+			hb, errno := statBytes(unix.AT_FDCWD, gt.root+c.host, unix.AT_SYMLINK_NOFOLLOW)
+			if errno != 0 || !bytes.Equal(g.Mem[2][:len(hb)], hb) {
+				t.Errorf("%s: the tracer's answer is not the host file's stat (%v)", c.name, errno)
+			}
+		}
+		if c.name == "statx" && g.Ret == 0 {
+			mode, size := binary.LittleEndian.Uint16(g.Mem[4][statxModeOff:]), binary.LittleEndian.Uint64(g.Mem[4][statxSizeOff:])
+			if wm, ws := binary.LittleEndian.Uint16(w.Mem[4][statxModeOff:]), binary.LittleEndian.Uint64(w.Mem[4][statxSizeOff:]); mode != wm || size != ws {
+				t.Errorf("statx: mode %o size %d, kernel %o %d", mode, size, wm, ws)
+			}
 		}
 		switch {
+		case c.want == "*":
 		case c.want == "" && path != "":
 			t.Errorf("%s: the guest's path was replaced by %q", c.name, path)
 		case c.want == "-" && strings.HasPrefix(path, pinned):

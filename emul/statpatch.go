@@ -45,12 +45,14 @@ type statPatcher struct {
 }
 
 // handler is a stat call with path argument a (a.path < 0: fstat on the
-// fd in argument 0), result buffer in argument bufArg, filling kind;
-// noFollow tells whether the call acts on a final symlink itself.
-func (s statPatcher) handler(a pathArg, bufArg int, kind statKind, noFollow func(c *tracer.Call) bool) tracer.Handler {
+// fd in argument 0) and result sd; a pinned path is answered in the tracer
+// (emulStat), the patches made at once.
+func (s statPatcher) handler(a pathArg, sd *statDecl) tracer.Handler {
+	bufArg, kind, noFollow := sd.bufArg, sd.kind, sd.noFollow
 	return tracer.Handler{
 		Enter: func(c *tracer.Call) {
 			var host string
+			var t translated
 			if a.path < 0 {
 				h, errno := fdHostPath(c, int(int32(c.Arg(0))))
 				if errno != 0 {
@@ -59,8 +61,8 @@ func (s statPatcher) handler(a pathArg, bufArg int, kind statKind, noFollow func
 				}
 				host = strings.TrimSuffix(h, " (deleted)")
 			} else {
-				t, errno := translate(c, a, 0)
-				if errno != 0 {
+				var errno unix.Errno
+				if t, errno = translate(c, a, 0); errno != 0 {
 					c.Fail(errno)
 					return
 				}
@@ -70,7 +72,6 @@ func (s statPatcher) handler(a pathArg, bufArg int, kind statKind, noFollow func
 						host = strings.TrimSuffix(h, " (deleted)")
 					}
 				}
-				writeArgs(c, []pathArg{a}, []translated{t})
 			}
 			p := &statPatch{kind: kind, buf: c.Arg(bufArg), host: host}
 			if s.l2s && isL2SData(filepath.Base(host)) {
@@ -85,9 +86,17 @@ func (s statPatcher) handler(a pathArg, bufArg int, kind statKind, noFollow func
 			}
 			if p.nlink == 0 && !p.lsize {
 				c.NoExit()
-				return
+			} else {
+				c.Data = p
 			}
-			c.Data = p
+			switch {
+			case a.path < 0:
+				emulFdStat(c, int(int32(c.Arg(0))), sd)
+			case t.skip && a.dirfd >= 0:
+				emulFdStat(c, int(int32(c.Arg(a.dirfd))), sd)
+			case !emulStat(c, t, sd):
+				writeArgs(c, []pathArg{a}, []translated{t})
+			}
 		},
 		Exit: func(c *tracer.Call) {
 			p, _ := c.Data.(*statPatch)

@@ -561,3 +561,38 @@ func (m *Mapper) DirUnchanged(dir string, tok any, b *Batch) bool {
 	}
 	return c.dirs[dir] == n
 }
+
+// PinnedFd splits a name PinnedName or PinnedFile returned into the
+// descriptor of the mapper's process it starts at and the name below it:
+// "/proc/<pid>/fd/<N>" is N and "" (the file itself), and
+// "/proc/<pid>/fd/<N>/<name>" is N and name, one component. ok is false for
+// anything else (another process's descriptors, a path the kernel is given
+// as it is). The descriptor is valid while the name is: until the caller
+// gives a held one back (ReleaseFile) or the cache's next change.
+func (m *Mapper) PinnedFd(name string) (fd int, rest string, ok bool) {
+	if m.cache == nil {
+		return -1, "", false
+	}
+	p, ok := strings.CutPrefix(name, "/proc/")
+	if !ok {
+		return -1, "", false
+	}
+	if p, ok = strings.CutPrefix(p, m.cache.pid); !ok {
+		return -1, "", false
+	}
+	if p, ok = strings.CutPrefix(p, "/fd/"); !ok {
+		return -1, "", false
+	}
+	num := p
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		num, rest = p[:i], p[i+1:]
+		if rest == "" || strings.IndexByte(rest, '/') >= 0 || rest == "." || rest == ".." {
+			return -1, "", false
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || num != strconv.Itoa(n) {
+		return -1, "", false
+	}
+	return n, rest, true
+}

@@ -498,3 +498,46 @@ func TestCleanAbsString(t *testing.T) {
 	}
 	gen("")
 }
+
+// TestPinnedFd: the names PinnedName and PinnedFile return split into the
+// descriptor and the name below it, which name the same file; any other
+// path is no pinned name.
+func TestPinnedFd(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	d := filepath.Join(root, "n")
+	must(t, os.MkdirAll(d, 0o755))
+	must(t, os.WriteFile(filepath.Join(d, "f"), []byte("in n"), 0o644))
+	host := filepath.Join(d, "f")
+	var want unix.Stat_t
+	must(t, unix.Stat(host, &want))
+	name, pin, _ := m.PinnedName(host)
+	file, fd, pin2, _ := m.PinnedFile(host)
+	if pin != Pinned || pin2 != Pinned {
+		t.Fatalf("PinnedName %v, PinnedFile %v: want both Pinned", pin, pin2)
+	}
+	if fd >= 0 {
+		defer m.ReleaseFile(fd)
+	}
+	for _, n := range []string{name, file} {
+		dfd, rest, ok := m.PinnedFd(n)
+		if !ok {
+			t.Fatalf("PinnedFd(%s): not a pinned name", n)
+		}
+		flags := 0
+		if rest == "" {
+			flags = unix.AT_EMPTY_PATH
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, rest, &st, flags|unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Ino != want.Ino || st.Dev != want.Dev {
+			t.Errorf("PinnedFd(%s) = %d, %q: stat %v, ino %d, want %d", n, dfd, rest, err, st.Ino, want.Ino)
+		}
+	}
+	pid := strconv.Itoa(os.Getpid())
+	for _, bad := range []string{"", host, "/proc/self/fd/3", "/proc/1/fd/3", "/proc/" + pid + "/fd/", "/proc/" + pid + "/fd/x",
+		"/proc/" + pid + "/fd/03", "/proc/" + pid + "/fd/-1", "/proc/" + pid + "/fd/3/a/b", "/proc/" + pid + "/fd/3/",
+		"/proc/" + pid + "/fd/3/..", "/proc/" + pid + "/fdinfo/3", "proc/" + pid + "/fd/3"} {
+		if fd, rest, ok := m.PinnedFd(bad); ok {
+			t.Errorf("PinnedFd(%q) = %d, %q: want no pinned name", bad, fd, rest)
+		}
+	}
+}

@@ -96,7 +96,9 @@ type Call struct {
 	skipped bool
 	// exitNow: see ExitNow.
 	exitNow bool
-	buf     []byte
+	// h is the handler the call's entry runs (HasExit).
+	h   *Handler
+	buf []byte
 	// pre holds paths PrefetchPaths read, by address, for ReadPath.
 	pre  [2]prefetched
 	buf2 []byte
@@ -124,6 +126,7 @@ func (c *Call) reset(th *Thread) {
 	c.noExit = false
 	c.skipped = false
 	c.exitNow = false
+	c.h = nil
 	c.Data = nil
 	c.sigsys = false
 	c.callAddr = c.Regs.PC()
@@ -323,6 +326,15 @@ func (c *Call) ExitNow() {
 		c.exitNow = true
 	}
 }
+
+// ExitedNow tells whether the call's Exit runs at its entry (ExitNow), not
+// at an exit stop.
+func (c *Call) ExitedNow() bool { return c.exitNow }
+
+// HasExit tells whether the call's handler has an Exit (its own or one a
+// layer chained): a result the tracer computes at entry then saves that
+// stop (ExitNow).
+func (c *Call) HasExit() bool { return c.h != nil && c.h.Exit != nil }
 
 func (c *Call) inExit() bool { return c.atExit || c.th.pendingExit != nil && !c.sigsys }
 

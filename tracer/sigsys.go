@@ -193,6 +193,7 @@ func (t *Tracer) handoverSigsys(th *Thread, s sigsysInfo) bool {
 func (t *Tracer) sigsysAnswer(th *Thread, s sigsysInfo, h *Handler) {
 	c := &th.call
 	if h != nil {
+		c.h = h
 		h.Enter(c)
 		if c.exitNow && h.Exit != nil && th.op == nil {
 			h.Exit(c)

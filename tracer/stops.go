@@ -69,6 +69,7 @@ func (t *Tracer) enterWith(th *Thread, h *Handler) {
 	c.read = c.Regs
 	c.reset(th)
 	c.undoRewrites()
+	c.h = h
 	h.Enter(c)
 	if c.exitNow && h.Exit != nil && th.op == nil {
 		h.Exit(c)

@@ -167,6 +167,9 @@ type Stop struct {
 	Name string
 	// Exit is set for the syscall-exit stop (Handler.Exit).
 	Exit bool
+	// Now is set for an Exit the handler ran at entry (Call.ExitNow): no
+	// stop of its own.
+	Now bool
 	// Entry holds the registers at the call's entry; Regs those the
 	// handler left (they are what the thread continues with).
 	Entry, Regs tracer.Regs
@@ -325,7 +328,7 @@ type recorder struct {
 func (r *recorder) armed(c *tracer.Call) bool { return r.step >= 0 && c.Tid() == r.tid }
 
 func (r *recorder) record(c *tracer.Call, name string, exit bool) {
-	s := Stop{Step: r.step, Name: name, Exit: exit, Entry: c.Entry, Regs: c.Regs,
+	s := Stop{Step: r.step, Name: name, Exit: exit, Now: exit && c.ExitedNow(), Entry: c.Entry, Regs: c.Regs,
 		Answered: !exit && c.Answered(), Pid: c.Pid(), Tid: c.Tid()}
 	if fs := c.FS(); fs != nil {
 		s.Cwd = fs.Cwd

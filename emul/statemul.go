@@ -1,0 +1,152 @@
+package emul
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/tracer"
+)
+
+// Stat calls the tracer answers itself. Once the lookup has pinned a stat
+// call's path (issue 18: the file's own descriptor for a call that follows
+// the last component, pathmap's PinnedFile; the name below its pinned parent
+// for one that does not, PinnedName), the kernel would be handed
+// /proc/<droidroot>/fd/M and walk that magic link in the guest (about 2.8 us
+// here, above the call before pinning). The tracer holds M: it makes the
+// stat itself, on M or the name below it, with the guest's flags (the
+// kernel's EINVAL for flags and masks it refuses), writes the result into
+// the guest's buffer and skips the call. The handler's Exit then runs at
+// once on that answer (tracer.Call.ExitNow): -0's owner fix-up, -l's link
+// count and -L's symlink size, which otherwise each cost an exit stop.
+//
+// The answer is the kernel's for the same inode: the same stat, and the
+// permission checks the walk to it made are the lookup's and the pin's,
+// as when the kernel walks the magic link (pinning happens only while the
+// thread's ids are the tracer's: pincreds.go).
+
+// baseStat is a stat call's base handler: pathHandler's, answered in the
+// tracer where the path was pinned (emulStat) or is a descriptor's own
+// whose result a layer patches (emulFdStat).
+func baseStat(_ *Emulation, d decl) tracer.Handler {
+	return tracer.Handler{Enter: func(c *tracer.Call) {
+		var b pathmap.Batch
+		prefetch(c, d.args)
+		t, errno := translateIn(c, d.args[0], 0, &b)
+		if errno != 0 {
+			c.Fail(errno)
+			return
+		}
+		if emulStat(c, t, d.stat) || t.skip && d.args[0].dirfd >= 0 && emulFdStat(c, int(int32(c.Arg(d.args[0].dirfd))), d.stat) {
+			return
+		}
+		writeArgs(c, d.args, []translated{t})
+	}}
+}
+
+// fstatEnter is fstat's entry where a layer patches its result (-0's
+// owner, which traces fstat for that alone): answered in the tracer.
+func fstatEnter(c *tracer.Call) {
+	emulFdStat(c, int(int32(c.Arg(0))), fstatDecl)
+}
+
+// fstatDecl is fstat's result.
+var fstatDecl = &statDecl{bufArg: 1, kind: kindStat, noFollow: alwaysFalse, flagsArg: -1}
+
+// emulFdStat answers a stat of descriptor fd itself (fstat, or an empty
+// path with AT_EMPTY_PATH) in the tracer, through /proc/<tid>/fd/<fd>,
+// whose walk ends at the descriptor's file, as fstat's answer does (a
+// symlink's O_PATH descriptor is the symlink, followed no further). Only
+// where the handler has an Exit (a layer's patch, which then needs no exit
+// stop: launchers' -0 traces every fstat for it); a descriptor that is not
+// open (EBADF), or flags the kernel may refuse, are left to it.
+func emulFdStat(c *tracer.Call, fd int, sd *statDecl) bool {
+	if fd < 0 || !c.HasExit() {
+		return false
+	}
+	flags, ok := statFlags(c, sd)
+	if !ok {
+		return false
+	}
+	path := procFd(c.Tid(), fd)
+	var b []byte
+	var errno unix.Errno
+	if sd.kind == kindStatx {
+		b, errno = statxBytes(unix.AT_FDCWD, path, flags&^(unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW), uint32(c.Arg(3)))
+	} else {
+		b, errno = statBytes(unix.AT_FDCWD, path, 0)
+	}
+	if errno == unix.ENOENT {
+		return false
+	}
+	answerStat(c, sd, b, errno)
+	return true
+}
+
+// statFlags is the flags of stat call c (AT_SYMLINK_NOFOLLOW added for
+// lstat); ok is false for flags (or a statx mask) the kernel may refuse,
+// which are its to answer: it checks them for a path, and not all of them
+// for an empty one (Linux 6.18's fstatat), which the tracer's call would be.
+func statFlags(c *tracer.Call, sd *statDecl) (flags int, ok bool) {
+	if sd.flagsArg >= 0 {
+		flags = int(int32(c.Arg(sd.flagsArg)))
+	}
+	ok = flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_EMPTY_PATH) == 0
+	if sd.kind == kindStatx {
+		const syncType = unix.AT_STATX_FORCE_SYNC | unix.AT_STATX_DONT_SYNC
+		ok = flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_EMPTY_PATH|syncType) == 0 &&
+			flags&syncType != syncType && uint32(c.Arg(3))&unix.STATX__RESERVED == 0
+	}
+	if sd.noFollow(c) {
+		flags |= unix.AT_SYMLINK_NOFOLLOW
+	}
+	return flags, ok
+}
+
+// answerStat answers stat call c with result b (or errno), written into
+// the guest's buffer, and runs the handler's Exit at once.
+func answerStat(c *tracer.Call, sd *statDecl, b []byte, errno unix.Errno) {
+	switch {
+	case errno != 0:
+		c.Fail(errno)
+	case c.WriteMem(c.Arg(sd.bufArg), b) != nil:
+		c.Fail(unix.EFAULT)
+	default:
+		c.Return(0)
+	}
+	c.ExitNow()
+}
+
+// emulStat answers stat call c (declared by sd), whose path argument
+// translated to t, with the tracer's own stat of the pinned file, and
+// reports whether it did. It does not where t was not pinned (a path
+// handed to the kernel as it is) or was pinned as missing.
+func emulStat(c *tracer.Call, t translated, sd *statDecl) bool {
+	if t.pinned == "" || t.pinnedHost != t.host || t.missing {
+		return false
+	}
+	fd, name, ok := c.Mapper().PinnedFd(t.pinned)
+	if !ok {
+		return false
+	}
+	flags, ok := statFlags(c, sd)
+	if !ok {
+		return false
+	}
+	switch {
+	case name == "" && t.follows:
+		flags |= unix.AT_EMPTY_PATH // the file itself (PinnedFile)
+	case name != "" && !t.follows:
+		// The name below its parent, not followed (PinnedName).
+	default:
+		return false
+	}
+	var b []byte
+	var errno unix.Errno
+	if sd.kind == kindStatx {
+		b, errno = statxBytes(fd, name, flags, uint32(c.Arg(3)))
+	} else {
+		b, errno = statBytes(fd, name, flags)
+	}
+	answerStat(c, sd, b, errno)
+	return true
+}
