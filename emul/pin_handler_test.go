@@ -23,7 +23,9 @@ import (
 // cwd is a copy of the guest's, which the kernel resolves in the cwd it holds); where the
 // kernel follows the last component, as the file itself, held open until the thread's next
 // call ("/proc/<tracer>/fd/M", pathmap's PinnedFile), unless it is missing; "." stays the
-// guest's, as do magic links left to the kernel. The answers are the kernel's. (The child here is not
+// guest's, as do magic links left to the kernel. The answers are the kernel's, also with -l,
+// whose stat patch makes the tracer answer the pinned stats itself (emulStat), with the host
+// file's own stat. (The child here is not
 // started by the loader: its paths go below the stack pointer; TestScratchSlots and the e2e
 // TestRaces cover the scratch area.)
 func TestPinnedPaths(t *testing.T) {
@@ -31,10 +33,11 @@ func TestPinnedPaths(t *testing.T) {
 	cases := []struct {
 		kcase
 		// want: the suffix of the pinned name, "" for the guest's own path, "=" and the
-		// guest's name for a copy of it, "#" for the file itself, "-" for anything not pinned,
-		// "*" for a stat the tracer answered on the pinned file (emulStat), whose result is
-		// then the host file's own (host: its guest path) byte for byte.
+		// guest's name for a copy of it, "#" for the file itself, "-" for anything not pinned.
 		want string
+		// host, for a stat where a layer patches the result (-l here), answered by the
+		// tracer on the pinned file (emulStat): the guest path whose host file's own stat
+		// the answer is, byte for byte ("-": answered, the result checked otherwise).
 		host string
 	}{
 		{kcase{name: "absolute", step: access("/etc/hostname")}, "#", ""},
@@ -46,17 +49,17 @@ func TestPinnedPaths(t *testing.T) {
 		{kcase{name: "missing", step: access("/dir/nofile")}, "/nofile", ""},
 		{kcase{name: "open", step: openat(cwdFD, "/dir/file", unix.O_RDONLY)}, "#", ""},
 		{kcase{name: "open O_NOFOLLOW", step: openat(cwdFD, "/dir/file", unix.O_RDONLY|unix.O_NOFOLLOW)}, "/file", ""},
-		{kcase{name: "lstat", step: fstatat(cwdFD, "/dir/file", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "*", "/dir/file"},
-		{kcase{name: "lstat of a symlink", step: fstatat(cwdFD, "/link", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "*", "/link"},
-		{kcase{name: "stat", step: fstatat(cwdFD, "/link/file", 0), stat: []int{2}}, "*", "/dir/file"},
-		{kcase{name: "stat of a directory", step: fstatat(cwdFD, "/dir/sub", 0), stat: []int{2}}, "*", "/dir/sub"},
-		{kcase{name: "trailing slash", step: fstatat(cwdFD, "/dir/sub/", 0), stat: []int{2}}, "*", "/dir/sub"},
+		{kcase{name: "lstat", step: fstatat(cwdFD, "/dir/file", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "/file", "/dir/file"},
+		{kcase{name: "lstat of a symlink", step: fstatat(cwdFD, "/link", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}}, "/link", "/link"},
+		{kcase{name: "stat", step: fstatat(cwdFD, "/link/file", 0), stat: []int{2}}, "#", "/dir/file"},
+		{kcase{name: "stat of a directory", step: fstatat(cwdFD, "/dir/sub", 0), stat: []int{2}}, "#", "/dir/sub"},
+		{kcase{name: "trailing slash", step: fstatat(cwdFD, "/dir/sub/", 0), stat: []int{2}}, "#", "/dir/sub"},
 		{kcase{name: "stat, bad flags", step: fstatat(cwdFD, "/dir/file", 0x40000000)}, "#", ""},
-		{kcase{name: "stat, no buffer", step: tt.Call(fstatatName(), cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(0))}, "*", ""},
-		{kcase{name: "statx", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256))}, "*", ""},
+		{kcase{name: "stat, no buffer", step: tt.Call(fstatatName(), cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(0))}, "#", "-"},
+		{kcase{name: "statx", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256))}, "#", "-"},
 		{kcase{name: "statx, both sync flags", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(unix.AT_STATX_FORCE_SYNC|unix.AT_STATX_DONT_SYNC), tt.Int(unix.STATX_BASIC_STATS), tt.Out(256))}, "#", ""},
 		{kcase{name: "statx, reserved mask", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(0), tt.Int(0x80000000), tt.Out(256))}, "#", ""},
-		{kcase{name: "statx, forced sync", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(unix.AT_STATX_FORCE_SYNC), tt.Int(unix.STATX_ALL), tt.Out(256))}, "*", ""},
+		{kcase{name: "statx, forced sync", step: tt.Call("statx", cwdFD, tt.Str("/dir/file"), tt.Int(unix.AT_STATX_FORCE_SYNC), tt.Int(unix.STATX_ALL), tt.Out(256))}, "#", "-"},
 		{kcase{name: "stat of a missing file", step: fstatat(cwdFD, "/dir/nofile", 0)}, "/nofile", ""},
 		{kcase{name: "trailing slash on a file", step: fstatat(cwdFD, "/dir/file/", 0), stat: []int{2}}, "", ""},
 		{kcase{name: "dot", step: fstatat(cwdFD, ".", 0), stat: []int{2}}, "", ""},
@@ -72,15 +75,44 @@ func TestPinnedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	want := gk.oracle(t, "/", steps...)
+	// With -l the stat calls are answered by the tracer: the answers are still the kernel's.
+	em := New(Config{Link2Symlink: true})
+	got := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: "/"}, steps...)
+	for k, c := range cases {
+		g, w := got.Steps[k], want[k]
+		if g.Ret != w.Ret {
+			t.Errorf("-l: %s: droidroot %d (%v), kernel %d (%v)", c.name, g.Ret, g.Errno(), w.Ret, w.Errno())
+		}
+		answered := false
+		for _, s := range got.StopsOf(k) {
+			answered = answered || s.Answered
+		}
+		if c.host != "" && !answered {
+			t.Errorf("-l: %s: not answered by the tracer", c.name)
+		}
+		if c.host != "" && c.host != "-" && g.Ret == 0 {
+			hb, errno := statBytes(unix.AT_FDCWD, gt.root+c.host, unix.AT_SYMLINK_NOFOLLOW)
+			if errno != 0 || !bytes.Equal(g.Mem[2][:len(hb)], hb) {
+				t.Errorf("-l: %s: the tracer's answer is not the host file's stat (%v)", c.name, errno)
+			}
+		}
+		if strings.HasPrefix(c.name, "statx") && g.Ret == 0 {
+			mode, size := binary.LittleEndian.Uint16(g.Mem[4][statxModeOff:]), binary.LittleEndian.Uint64(g.Mem[4][statxSizeOff:])
+			if wm, ws := binary.LittleEndian.Uint16(w.Mem[4][statxModeOff:]), binary.LittleEndian.Uint64(w.Mem[4][statxSizeOff:]); mode != wm || size != ws {
+				t.Errorf("-l: %s: mode %o size %d, kernel %o %d", c.name, mode, size, wm, ws)
+			}
+		}
+	}
+
 	addrs := map[int]uint64{}
-	em := New(Config{})
+	em = New(Config{})
 	var held []int
-	got := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: "/", Observe: func(_ *tracer.Call, s *tt.Stop) {
+	got = tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: m, Cwd: "/", Observe: func(_ *tracer.Call, s *tt.Stop) {
 		if !s.Exit && s.Regs.Arg(1) != s.Entry.Arg(1) {
 			addrs[s.Step] = s.Regs.Arg(1)
 		}
 	}}, steps...)
-	want := gk.oracle(t, "/", steps...)
 	for k, c := range cases {
 		g, w := got.Steps[k], want[k]
 		if g.Ret != w.Ret {
@@ -92,30 +124,12 @@ func TestPinnedPaths(t *testing.T) {
 			}
 		}
 		var path string
-		answered := false
 		for _, s := range got.StopsOf(k) {
 			if p, ok := s.Paths[1]; ok && !s.Exit {
 				path = p
 			}
-			answered = answered || s.Answered
-		}
-		if c.want == "*" && !answered {
-			t.Errorf("%s: not answered by the tracer", c.name)
-		}
-		if c.host != "" && g.Ret == 0 {
-			hb, errno := statBytes(unix.AT_FDCWD, gt.root+c.host, unix.AT_SYMLINK_NOFOLLOW)
-			if errno != 0 || !bytes.Equal(g.Mem[2][:len(hb)], hb) {
-				t.Errorf("%s: the tracer's answer is not the host file's stat (%v)", c.name, errno)
-			}
-		}
-		if c.name == "statx" && g.Ret == 0 {
-			mode, size := binary.LittleEndian.Uint16(g.Mem[4][statxModeOff:]), binary.LittleEndian.Uint64(g.Mem[4][statxSizeOff:])
-			if wm, ws := binary.LittleEndian.Uint16(w.Mem[4][statxModeOff:]), binary.LittleEndian.Uint64(w.Mem[4][statxSizeOff:]); mode != wm || size != ws {
-				t.Errorf("statx: mode %o size %d, kernel %o %d", mode, size, wm, ws)
-			}
 		}
 		switch {
-		case c.want == "*":
 		case c.want == "" && path != "":
 			t.Errorf("%s: the guest's path was replaced by %q", c.name, path)
 		case c.want == "-" && strings.HasPrefix(path, pinned):
