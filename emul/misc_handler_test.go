@@ -309,6 +309,7 @@ func TestOwnerFixLayers(t *testing.T) {
 		openat(cwdFD, "/dir/file", unix.O_RDONLY),
 		tt.Call("fstat", tt.Ret(3), tt.Out(statBufSize)),
 		tt.Call(fstatatName(), tt.Ret(3), tt.Str(""), tt.Out(statBufSize), tt.Int(unix.AT_EMPTY_PATH)),
+		tt.Call("fstat", tt.Int(999), tt.Out(statBufSize)), // not open: the kernel's EBADF
 	}
 	for _, cfg := range []Config{
 		{Identity: &Identity{UID: 1000, GID: 1001}},
@@ -354,5 +355,8 @@ func checkOwners(t *testing.T, cfg Config, r *tt.Result, how string) {
 		owner(2, r.Steps[2].Mem[4], statxUIDOffset)
 		owner(4, r.Steps[4].Mem[1], tracer.StatUIDOff)
 		owner(5, r.Steps[5].Mem[2], tracer.StatUIDOff)
+		if r.Steps[6].Ret != -int64(unix.EBADF) {
+			t.Errorf("-l %v -L %v%s: fstat of a descriptor not open: %d, want EBADF", cfg.Link2Symlink, cfg.LstatLinkSize, how, r.Steps[6].Ret)
+		}
 	}
 }

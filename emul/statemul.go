@@ -63,7 +63,8 @@ var fstatDecl = &statDecl{bufArg: 1, kind: kindStat, noFollow: alwaysFalse, flag
 // symlink's O_PATH descriptor is the symlink, followed no further). Only
 // where the handler has an Exit (a layer's patch, which then needs no exit
 // stop: launchers' -0 traces every fstat for it); a descriptor that is not
-// open (EBADF), or flags the kernel may refuse, are left to it.
+// open (EBADF), any other error, and flags the kernel may refuse are left
+// to it.
 func emulFdStat(c *tracer.Call, fd int, sd *statDecl) bool {
 	if fd < 0 || !c.HasExit() {
 		return false
@@ -80,10 +81,12 @@ func emulFdStat(c *tracer.Call, fd int, sd *statDecl) bool {
 	} else {
 		b, errno = statBytes(unix.AT_FDCWD, path, 0)
 	}
-	if errno == unix.ENOENT {
+	if errno != 0 {
+		// Not open (ENOENT: the kernel's EBADF), or /proc refused the
+		// tracer: the kernel's answer, with its exit stop.
 		return false
 	}
-	answerStat(c, sd, b, errno)
+	answerStat(c, sd, b, 0)
 	return true
 }
 
