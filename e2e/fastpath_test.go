@@ -483,3 +483,52 @@ for d in ("/proc/self/fd", "/dev/fd/", "/proc/%d/fd" % os.getpid(), "/proc/threa
 		t.Errorf("the program's descriptors with the fast path on differ from off (-off +on):\n%s", diff)
 	}
 }
+
+// TestFastPathFstatL2S: under -l (launchers' --link2symlink, here with
+// DROIDROOT_FAIL_LINK=1: every link is emulated, as on Android) and -i, the
+// library answers fstat of a file that is no link data file itself (python's
+// open makes one for every file: they went to the tracer), the owner shown
+// as the identity's; a descriptor of a link's data file goes to the tracer,
+// whose -l layer gives the link count. The transcript is the one with the
+// library off.
+func TestFastPathFstatL2S(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	script := `
+import os
+d = "/tmp/l2s-fstat"
+os.mkdir(d)
+open(d + "/a", "w").write("x")
+os.link(d + "/a", d + "/b")
+for n in ("a", "b", "b"):
+    with open(d + "/" + n) as f:
+        st = os.fstat(f.fileno())
+        print(n, st.st_uid, st.st_gid, st.st_nlink, st.st_size)
+with open("/etc/hostname") as f:
+    st = os.fstat(f.fileno())
+    print("hostname", st.st_uid, st.st_nlink)
+os.unlink(d + "/a"); os.unlink(d + "/b"); os.rmdir(d)
+`
+	argv := withIdentity(droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script), "-i", "1000:1000", "-l")
+	env := []string{"env", "DROIDROOT_FAIL_LINK=1", "DROIDROOT_FASTPATH_STATS=1"}
+	off := run(t, "", append(append(env, "DROIDROOT_FASTPATH=0"), argv...)...)
+	if off.Code != 0 {
+		t.Fatalf("fast path off: %s", off)
+	}
+	on := run(t, "", append(append(env, "DROIDROOT_FASTPATH=1"), argv...)...)
+	counts, _ := fastPathCounters(on.Stderr)
+	if on.Code != 0 {
+		t.Fatalf("fast path on: %s", on)
+	}
+	if diff := cmp.Diff(off.Stdout, on.Stdout); diff != "" {
+		t.Errorf("fast path on differs from off (-off +on):\n%s", diff)
+	}
+	if want := "hostname 1000 1\n"; !strings.Contains(on.Stdout, want) || !strings.Contains(on.Stdout, "b 1000 1000 2 1\n") {
+		t.Errorf("want the identity's owner and the emulated link count:\n%s", on.Stdout)
+	}
+	// Python's open makes two fstats of each file: the link data's three opens go to the
+	// tracer, /etc/hostname's is answered.
+	if counts["fstat option"] != 6 || counts["fstat answered"] < 2 {
+		t.Errorf("fstat counters %v: want 6 to the tracer (-l's link data), the others answered\n%s", counts, on.Stderr)
+	}
+}

@@ -1690,6 +1690,33 @@ static int fd_stat_ok(enum fp_fn fn)
 	return 1;
 }
 
+/* fstat_ok is fd_stat_ok for fstat of descriptor fd, which -L does not
+ * patch, and -l only for a link data file (its layer's fdHostPath and
+ * isL2SData): under -l the descriptor's /proc/self/fd name is read, and a
+ * file whose name starts with ".l2s" goes to the tracer. Python's open
+ * makes an fstat of every file it opens, under launchers' -l. */
+static int fstat_ok(int fd)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp) {
+		count(F_FSTAT, W_OFF);
+		return 0;
+	}
+	if (cfg.flags & DR_FP_L2S) {
+		char proc[32], buf[FP_PATH_MAX];
+		fmt_procfd(proc, fd);
+		long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
+		const char *b = buf + (n > 0 ? n : 0);
+		while (b > buf && b[-1] != '/')
+			b--;
+		if (n <= 0 || n >= (long)sizeof buf || (buf + n - b >= 4 && fp_memeq(b, ".l2s", 4))) {
+			count(F_FSTAT, W_OPTION);
+			return 0;
+		}
+	}
+	count(F_FSTAT, W_ANSWERED);
+	return 1;
+}
+
 /* is_empty: path is a readable "" (a pointer the kernel would fault on is
  * left to it). */
 static int is_empty(const char *path)
@@ -1728,7 +1755,7 @@ EXPORT int fstat(int fd, struct stat *st)
 	long r;
 	if (hidden_fd(fd)) {
 		r = -EBADF;
-	} else if (fd_stat_ok(F_FSTAT)) {
+	} else if (fstat_ok(fd)) {
 		if ((r = tr(SYS_fstat, fd, (long)st, 0, 0, 0, 0)) == 0)
 			fix_stat_owner(st);
 	} else {
