@@ -340,23 +340,21 @@ func TestOwnerFixLayers(t *testing.T) {
 // checkOwners checks TestOwnerFixLayers' results.
 func checkOwners(t *testing.T, cfg Config, r *tt.Result, how string) {
 	t.Helper()
-	{
-		owner := func(k int, mem []byte, off int) {
-			if r.Steps[k].Ret != 0 {
-				t.Errorf("-l %v -L %v step %d%s: %d", cfg.Link2Symlink, cfg.LstatLinkSize, k, how, r.Steps[k].Ret)
-				return
-			}
-			if uid, gid := u32(mem[off:]), u32(mem[off+4:]); uid != 1000 || gid != 1001 {
-				t.Errorf("-l %v -L %v step %d%s: owner %d:%d, want the identity's 1000:1001", cfg.Link2Symlink, cfg.LstatLinkSize, k, how, uid, gid)
-			}
+	owner := func(k int, mem []byte, off int) {
+		if r.Steps[k].Ret != 0 {
+			t.Errorf("-l %v -L %v step %d%s: %d", cfg.Link2Symlink, cfg.LstatLinkSize, k, how, r.Steps[k].Ret)
+			return
 		}
-		owner(0, r.Steps[0].Mem[2], tracer.StatUIDOff)
-		owner(1, r.Steps[1].Mem[2], tracer.StatUIDOff)
-		owner(2, r.Steps[2].Mem[4], statxUIDOffset)
-		owner(4, r.Steps[4].Mem[1], tracer.StatUIDOff)
-		owner(5, r.Steps[5].Mem[2], tracer.StatUIDOff)
-		if r.Steps[6].Ret != -int64(unix.EBADF) {
-			t.Errorf("-l %v -L %v%s: fstat of a descriptor not open: %d, want EBADF", cfg.Link2Symlink, cfg.LstatLinkSize, how, r.Steps[6].Ret)
+		if uid, gid := u32(mem[off:]), u32(mem[off+4:]); uid != 1000 || gid != 1001 {
+			t.Errorf("-l %v -L %v step %d%s: owner %d:%d, want the identity's 1000:1001", cfg.Link2Symlink, cfg.LstatLinkSize, k, how, uid, gid)
 		}
+	}
+	owner(0, r.Steps[0].Mem[2], tracer.StatUIDOff)
+	owner(1, r.Steps[1].Mem[2], tracer.StatUIDOff)
+	owner(2, r.Steps[2].Mem[4], statxUIDOffset)
+	owner(4, r.Steps[4].Mem[1], tracer.StatUIDOff)
+	owner(5, r.Steps[5].Mem[2], tracer.StatUIDOff)
+	if r.Steps[6].Ret != -int64(unix.EBADF) {
+		t.Errorf("-l %v -L %v%s: fstat of a descriptor not open: %d, want EBADF", cfg.Link2Symlink, cfg.LstatLinkSize, how, r.Steps[6].Ret)
 	}
 }

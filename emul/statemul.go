@@ -18,7 +18,8 @@ import (
 // the call; the handler's Exit then runs at once on that answer
 // (tracer.Call.ExitNow). A descriptor's own stat (fstat, an empty path with
 // AT_EMPTY_PATH) goes through /proc/<tid>/fd/N. One stop where there were
-// two: a stat under -0 47 to 36 us on this VM. Without a patch the kernel
+// two: a stat under -0 66 to 50 us on this VM (docs/performance.md,
+// session 14). Without a patch the kernel
 // makes the call as before: the tracer's own stat, the buffer's write and
 // the skip cost more than the kernel's walk of the magic link (25.5 to
 // 30 us).
@@ -98,11 +99,12 @@ func statFlags(c *tracer.Call, sd *statDecl) (flags int, ok bool) {
 	if sd.flagsArg >= 0 {
 		flags = int(int32(c.Arg(sd.flagsArg)))
 	}
-	ok = flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_EMPTY_PATH) == 0
+	const known = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT | unix.AT_EMPTY_PATH
+	const syncType = unix.AT_STATX_FORCE_SYNC | unix.AT_STATX_DONT_SYNC
 	if sd.kind == kindStatx {
-		const syncType = unix.AT_STATX_FORCE_SYNC | unix.AT_STATX_DONT_SYNC
-		ok = flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_EMPTY_PATH|syncType) == 0 &&
-			flags&syncType != syncType && uint32(c.Arg(3))&unix.STATX__RESERVED == 0
+		ok = flags&^(known|syncType) == 0 && flags&syncType != syncType && uint32(c.Arg(3))&unix.STATX__RESERVED == 0
+	} else {
+		ok = flags&^known == 0
 	}
 	if sd.noFollow(c) {
 		flags |= unix.AT_SYMLINK_NOFOLLOW

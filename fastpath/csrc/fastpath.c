@@ -1883,8 +1883,7 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
  * DR_FP_OPENAT2), else left to libc (whose faccessat2 the tracer answers). */
 #define FP_ACCESS_FLAGS (AT_EACCESS | AT_SYMLINK_NOFOLLOW)
 static int fp_faccessat2_ok = 1; /* off for good after ENOSYS or EINVAL (Linux < 5.8) */
-static long pin_last(struct target *t, char proc[32], struct stat *st, enum fp_why *w);
-static long pin_nolink(struct target *t, char proc[32], enum fp_why *w);
+static long pin_follow(struct target *t, char proc[32], enum fp_why *w);
 
 static int faccessat2_ok(void)
 {
@@ -1897,15 +1896,11 @@ static int faccessat2_ok(void)
  * the host's root): faccessat2 on the pin itself with AT_EMPTY_PATH, or
  * faccessat of its /proc/self/fd name, which follows nothing after the
  * magic link. The kernel's checks through the pin are its checks through
- * the path (the same inode and mount). t's parent is released, except
- * with -ENOENT of a missing name (the caller's). */
+ * the path (the same inode and mount). t's parent is released. */
 static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
 {
 	char proc[32];
-	struct stat st;
-	long m = pin_nolink(t, proc, w), r = -ENOSYS;
-	if (m == -ENOSYS)
-		m = pin_last(t, proc, &st, w);
+	long m = pin_follow(t, proc, w), r = -ENOSYS;
 	if (m < 0)
 		return m;
 	if (faccessat2_ok()) {
@@ -1955,8 +1950,6 @@ static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 			w = W_SYMLINK;
 	} else {
 		r = access_pinned(&t, mode, flags, &w);
-		if (r == -ENOENT && !t.ancestor)
-			release(&t.parent);
 	}
 	if (w == W_ANSWERED && ((r == -ENOENT && t.ancestor) || (r < 0 && r != -ENOENT && r != -EACCES && r != -EROFS)))
 		w = W_ERRNO;
@@ -1991,6 +1984,9 @@ EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 EXPORT int euidaccess(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, AT_EACCESS); }
 EXPORT int eaccess(const char *path, int mode) __attribute__((alias("euidaccess")));
 
+/* openat2 through syscall(): with no RESOLVE_* flags, the struct's size
+ * the kernel's own, and flags and mode the kernel takes (anything it would
+ * refuse with EINVAL or E2BIG goes to the tracer), it opens as openat. */
 struct fp_open_how {
 	uint64_t flags, mode, resolve;
 };
@@ -3087,13 +3083,28 @@ static long pin_nolink(struct target *t, char proc[32], enum fp_why *w)
 	return m == -ENOSYS ? m : pin_took(t, m, proc, w);
 }
 
+/* pin_follow pins t's last component for a call that follows it (attr_call,
+ * access_pinned): pin_nolink, or where openat2 cannot be made pin_last,
+ * checked to be no symlink. It returns M (the caller closes it), -ENOENT for
+ * a missing name, or FP_DEFER with *w set; t's parent is released. */
+static long pin_follow(struct target *t, char proc[32], enum fp_why *w)
+{
+	struct stat st;
+	long m = pin_nolink(t, proc, w);
+	if (m == -ENOSYS)
+		m = pin_last(t, proc, &st, w);
+	if (m == -ENOENT)
+		release(&t->parent);
+	return m;
+}
+
 /* fp_utime_empty_ok: utimensat takes AT_EMPTY_PATH (Linux 5.8); off for
  * good after an EINVAL its /proc/self/fd form does not give. */
 static int fp_utime_empty_ok = 1;
 
 /* attr_call makes call nr, which follows the last component, on t's
- * last component through its pin (pin_nolink or pin_last, checked to be
- * no symlink: that goes to the tracer): fchownat and utimensat on the
+ * last component through its pin (pin_follow: a symlink there goes to
+ * the tracer): fchownat and utimensat on the
  * pin itself with AT_EMPTY_PATH, which walks no path; the others as
  * nr(AT_FDCWD, "/proc/self/fd/<M>", a, b, 0), which follows nothing
  * after the magic link; truncate, which takes no directory, as
@@ -3102,12 +3113,7 @@ static int fp_utime_empty_ok = 1;
 static long attr_call(struct target *t, long nr, long a, long b, enum fp_why *w)
 {
 	char proc[32];
-	struct stat st;
-	long m = pin_nolink(t, proc, w), r;
-	if (m == -ENOSYS)
-		m = pin_last(t, proc, &st, w);
-	if (m == -ENOENT)
-		release(&t->parent);
+	long m = pin_follow(t, proc, w), r;
 	if (m < 0)
 		return m;
 	if (nr == SYS_truncate) {
