@@ -267,6 +267,13 @@ func TestFastPathAnswers(t *testing.T) {
 			"stat /mnt/alias/../b1/f\nstat /fx/dir/sub/..\nstat /fx/dir/\nopen /fx/dir/sub/../file rdonly\n" +
 			"stat /fx/abs/../dir/file\nstat /fx/dir/deeplink/../deep/f2\n",
 			map[string]int{"stat": 7, "open": 1}, nil},
+		// The root itself ("/", or only slashes): the stat family's
+		// answer is the rootfs's own (python's imports stat the cwd, "/"
+		// when that is the cwd); "/" with a dot or name after it, and
+		// other calls of it, go on as before.
+		{"root", "stat /\nlstat /\nstat //\nlstat ///\nstatx /\nlstatx //\ncd /fx\nstat /\nopen / rdonly,directory\n" +
+			"stat /.\nstat /..\naccess / r\nreadlink /\n",
+			map[string]int{"stat": 3, "lstat": 2, "statx": 2}, nil},
 		// getcwd: the first after a chdir, fchdir or a rename of the cwd
 		// goes to the tracer, which publishes its answer; the next ones
 		// are answered in-process while the kernel's cwd is the same host
@@ -445,7 +452,9 @@ func TestFastPathPreloadReaders(t *testing.T) {
 // directories and its empty directory, at 768 and up) are not among a
 // program's open descriptors however it looks for them: fstat and fcntl of
 // each number (python's test_subprocess, leak checks) say EBADF, and a
-// listing of its /proc/self/fd, /dev/fd, /proc/<pid>/fd or fdinfo leaves them out.
+// listing of its /proc/self/fd, /dev/fd, /proc/<pid>/fd or fdinfo leaves them out,
+// whether opendir, fdopendir (python's listdir of a descriptor, find's fts)
+// or scandir made it.
 // The transcript is the one with the fast path off, and the library has
 // directories cached when it looks.
 func TestFastPathOwnFdsHidden(t *testing.T) {
@@ -468,6 +477,16 @@ for d in ("/proc/self/fd", "/dev/fd/", "/proc/%d/fd" % os.getpid(), "/proc/threa
         print(name, "missing")
         continue
     print(name, sorted(int(x) for x in os.listdir(d)))
+fd = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+print("listdir(fd)", sorted(int(x) for x in os.listdir(fd)))  # fdopendir
+os.close(fd)
+import ctypes, subprocess
+libc = ctypes.CDLL(None)
+lst = ctypes.POINTER(ctypes.c_void_p)()
+n = libc.scandir(b"/proc/self/fd", ctypes.byref(lst), None, None)
+print("scandir", sorted(int(ctypes.string_at(lst[i] + 19)) for i in range(n) if ctypes.string_at(lst[i] + 19).isdigit()))
+find = subprocess.run(["find", "/usr/share/doc/", "/etc/", "/proc/self/fd/", "-mindepth", "1", "-maxdepth", "1", "-path", "/proc/*", "-printf", "%f\n"], capture_output=True, text=True)
+print("find (fts)", find.returncode, sorted(int(x) for x in find.stdout.split()))
 `
 	argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script)
 	off := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=0"}, argv...)...)

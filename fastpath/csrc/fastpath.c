@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1619,9 +1620,45 @@ static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || 
 /* map_name maps path relative to dirfd for fn (map_at_how) and leaves the
  * names of -l's link data to the tracer: 0 with t mapped, or -1, counted,
  * for a call that goes to the tracer. */
+/* map_root maps the guest's root itself ("/", or only slashes), which
+ * map_path leaves to the tracer (no parent and name), as "." below the
+ * verified rootfs: a stat's answer (python's imports stat the cwd, "/" when
+ * that is the cwd, at every import). Not where a bind's guest path is "/". */
+static enum fp_why map_root(const char *g, struct target *t)
+{
+	t->unchecked = 0;
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+		return W_OFF;
+	for (int i = 0; i < cfg.nbinds; i++)
+		if (cfg.binds[i].glen <= 1)
+			return W_DOTS;
+	(void)g;
+	t->ancestor = cfg.nbinds > 0;
+	t->bindpoint = 0;
+	t->mount = 0;
+	fp_memcpy(t->host, cfg.root, cfg.rootlen);
+	t->host[cfg.rootlen] = 0;
+	t->parentlen = cfg.rootlen;
+	t->name = ".";
+	if (get_parent(t->host, t->parentlen, -1, t->host, t->parentlen, &t->parent, 0) < 0)
+		return W_UNVERIFIED;
+	return W_ANSWERED;
+}
+
+/* only_slashes tells whether g is "/", "//", ...: the root. */
+static int only_slashes(const char *g)
+{
+	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS || *g != '/')
+		return 0;
+	while (*g == '/')
+		g++;
+	return *g == 0;
+}
+
 static int map_name(enum fp_fn fn, int dirfd, const char *path, struct target *t, int direct)
 {
-	enum fp_why w = map_at_how(dirfd, path, t, direct);
+	int root = fn <= F_STATX && only_slashes(path); /* the stat family */
+	enum fp_why w = root ? map_root(path, t) : map_at_how(dirfd, path, t, direct);
 	if (w == W_ANSWERED && (cfg.flags & DR_FP_L2S) && is_l2s_name(t->name)) {
 		release(&t->parent);
 		w = W_OPTION;
@@ -2868,6 +2905,33 @@ static int hidden_name(const char *name)
 	return hidden_fd(fd);
 }
 
+/* fd_listing_fd tells whether directory descriptor fd lists this process's
+ * descriptors: /proc/<its pid>/fd or fdinfo, or a thread's in its task
+ * directory, as /proc/self/fd names it (what fdopendir of such a descriptor,
+ * fts's way, lists). */
+static int fd_listing_fd(int fd)
+{
+	char buf[FP_PATH_MAX], pid[24];
+	size_t n = fd_link(fd, buf);
+	if (n < 7 || !fp_memeq(buf, "/proc/", 6))
+		return 0;
+	buf[n] = 0;
+	*put_num(pid, (unsigned long)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0)) = 0;
+	size_t k = fp_strlen(pid);
+	const char *q = buf + 6;
+	if (!fp_memeq(q, pid, k) || q[k] != '/')
+		return 0;
+	q += k;
+	if (fp_memeq(q, "/task/", 6)) {
+		q += 6;
+		if (*q < '0' || *q > '9')
+			return 0;
+		while (*q >= '0' && *q <= '9')
+			q++;
+	}
+	return fp_memeq(q, "/fd", 4) || fp_memeq(q, "/fdinfo", 8);
+}
+
 EXPORT DIR *opendir(const char *path)
 {
 	if ((uintptr_t)path >= 65536 && !path[0]) {
@@ -2901,12 +2965,90 @@ EXPORT struct dirent *readdir(DIR *d)
 	}
 	struct dirent *e;
 	int mine = fd_dirs_has(d);
-	do
+	for (;;) {
 		e = real_readdir(d);
-	while (e && mine && hidden_name(e->d_name));
-	return e;
+		if (!e || !hidden_name(e->d_name))
+			return e;
+		if (!mine) {
+			/* A listing the library did not open (fdopendir: fts,
+			 * python's listdir of a descriptor) shows itself at the
+			 * first of the library's numbers it lists. */
+			int err = errno;
+			mine = fd_listing_fd(dirfd(d));
+			errno = err;
+			if (!mine)
+				return e;
+			fd_dirs_swap(NULL, d);
+		}
+	}
 }
 EXPORT struct dirent64 *readdir64(DIR *d) __attribute__((alias("readdir")));
+
+/* scandir and scandir64 (one function on 64-bit glibc): libc's, but a
+ * listing of this process's descriptors is read through readdir above,
+ * without the library's own (libc's scandir reads with its internal
+ * readdir, which the library cannot wrap). */
+typedef int (*scan_sel)(const struct dirent *);
+typedef int (*scan_cmp)(const struct dirent **, const struct dirent **);
+static int (*real_scandir)(const char *, struct dirent ***, scan_sel, scan_cmp);
+EXPORT int scandir(const char *path, struct dirent ***list, scan_sel sel, scan_cmp cmp)
+{
+	if ((uintptr_t)path < 65536 || !fd_listing(path)) {
+		if (!real_scandir)
+			real_scandir = libc_lookup("scandir");
+		if (!real_scandir) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return real_scandir(path, list, sel, cmp);
+	}
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int saved = errno;
+	struct dirent **v = NULL, *e;
+	size_t n = 0, cap = 0;
+	for (;;) {
+		errno = 0;
+		if (!(e = readdir(d)))
+			break;
+		if (sel && !sel(e))
+			continue;
+		size_t size = offsetof(struct dirent, d_name) + fp_strlen(e->d_name) + 1;
+		struct dirent *c = malloc(size < sizeof *c ? sizeof *c : size);
+		if (c && n == cap) {
+			struct dirent **w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
+			if (!w) {
+				free(c);
+				c = NULL;
+			} else {
+				v = w;
+			}
+		}
+		if (!c) {
+			errno = ENOMEM;
+			break;
+		}
+		fp_memcpy((char *)c, (const char *)e, size);
+		v[n++] = c;
+	}
+	int err = errno;
+	closedir(d);
+	if (err) {
+		while (n)
+			free(v[--n]);
+		free(v);
+		errno = err;
+		return -1;
+	}
+	if (cmp && n > 1)
+		qsort(v, n, sizeof *v, (int (*)(const void *, const void *))cmp);
+	*list = v;
+	errno = saved;
+	return (int)n;
+}
+EXPORT int scandir64(const char *path, struct dirent64 ***list, int (*sel)(const struct dirent64 *),
+		     int (*cmp)(const struct dirent64 **, const struct dirent64 **)) __attribute__((alias("scandir")));
 
 static int (*real_closedir)(DIR *);
 EXPORT int closedir(DIR *d)
