@@ -113,6 +113,11 @@ type Call struct {
 	restartNr int
 	// atExit is set while an AfterRestart function runs.
 	atExit bool
+	// stage, at stageAddr: a result StageMem holds for guest memory until
+	// the stop ends (nil: none); stageBuf is its reused storage.
+	stage     []byte
+	stageAddr uint64
+	stageBuf  []byte
 
 	// Data carries handler state from Enter to Exit.
 	Data any
@@ -133,6 +138,7 @@ func (c *Call) reset(th *Thread) {
 	c.restart = false
 	c.restartNr = 0
 	c.atExit = false
+	c.stage = nil
 	c.keepArgs = false
 	c.pre = [2]prefetched{}
 }
@@ -383,6 +389,15 @@ func (c *Call) PrefetchPaths(a, b uint64) {
 
 // ReadMem reads len(b) bytes of guest memory at addr.
 func (c *Call) ReadMem(addr uint64, b []byte) error {
+	if c.stage != nil {
+		if off, ok := c.inStage(addr, len(b)); ok {
+			copy(b, c.stage[off:])
+			return nil
+		}
+		if err := c.flushStage(); err != nil {
+			return err
+		}
+	}
 	n, err := readMem(c.th.Tid, addr, b)
 	if err != nil {
 		return err
@@ -394,7 +409,56 @@ func (c *Call) ReadMem(addr uint64, b []byte) error {
 }
 
 // WriteMem writes b into guest memory at addr.
-func (c *Call) WriteMem(addr uint64, b []byte) error { return writeMem(c.th.Tid, addr, b) }
+func (c *Call) WriteMem(addr uint64, b []byte) error {
+	if c.stage != nil {
+		if off, ok := c.inStage(addr, len(b)); ok {
+			copy(c.stage[off:], b)
+			return nil
+		}
+		if err := c.flushStage(); err != nil {
+			return err
+		}
+	}
+	return writeMem(c.th.Tid, addr, b)
+}
+
+// StageMem holds result b for guest memory at addr until the stop ends,
+// when one write puts it there: ReadMem and WriteMem of that range see and
+// change the held copy meanwhile. A result the tracer computes at entry
+// (a stat it makes) is so patched by the layers' Exit (ExitNow: -0's
+// owners, -l's link count) without a read and a write of guest memory per
+// field. Where the final write fails, the call is answered EFAULT, as the
+// kernel answers a bad buffer. Only a call answered at its entry (Return)
+// stages.
+func (c *Call) StageMem(addr uint64, b []byte) {
+	c.stage = append(c.stageBuf[:0], b...)
+	c.stageBuf = c.stage
+	c.stageAddr = addr
+}
+
+// inStage reports whether n bytes at addr lie within the staged result,
+// and where.
+func (c *Call) inStage(addr uint64, n int) (int, bool) {
+	if addr < c.stageAddr || addr-c.stageAddr > uint64(len(c.stage)) || uint64(n) > uint64(len(c.stage))-(addr-c.stageAddr) {
+		return 0, false
+	}
+	return int(addr - c.stageAddr), true
+}
+
+// flushStage writes the staged result into guest memory.
+func (c *Call) flushStage() error {
+	b := c.stage
+	c.stage = nil
+	return writeMem(c.th.Tid, c.stageAddr, b)
+}
+
+// endStage ends a stop's staging: the held result is written, or the call
+// answered EFAULT where that fails.
+func (c *Call) endStage() {
+	if c.stage != nil && c.flushStage() != nil {
+		c.Fail(unix.EFAULT)
+	}
+}
 
 // Push copies b onto the guest stack below the red zone and returns its
 // address. Data pushed during one call stays valid for that call. It is

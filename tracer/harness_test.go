@@ -251,6 +251,54 @@ func TestCallMem(t *testing.T) {
 	}
 }
 
+// TestCallStageMem: a result staged at entry (StageMem) and patched by
+// the Exit that ExitNow runs at once reaches guest memory in one write,
+// patches included, in one stop; a read reaching past it sees it written;
+// a bad buffer answers EFAULT.
+func TestCallStageMem(t *testing.T) {
+	tab := tracer.Table{"getcwd": {
+		Enter: func(c *tracer.Call) {
+			c.StageMem(c.Arg(0), []byte("/fake/dir\x00"))
+			c.Return(10)
+			c.ExitNow()
+		},
+		Exit: func(c *tracer.Call) {
+			if c.Arg(1) == 64 {
+				b := make([]byte, 4)
+				if err := c.ReadMem(c.Arg(0)+1, b); err != nil || string(b) != "fake" {
+					c.Fail(unix.EIO)
+					return
+				}
+				if err := c.WriteMem(c.Arg(0)+1, []byte("real")); err != nil {
+					c.Fail(unix.EIO)
+				}
+				return
+			}
+			// A read past the staged bytes: they are in guest memory first.
+			b := make([]byte, 12)
+			if err := c.ReadMem(c.Arg(0), b); err != nil || string(b[:10]) != "/fake/dir\x00" {
+				c.Fail(unix.EIO)
+			}
+		},
+	}}
+	r := tt.Run(t, tt.Options{Table: tab},
+		tt.Call("getcwd", tt.Out(64), tt.Int(64)),
+		tt.Call("getcwd", tt.Out(64), tt.Int(63)),
+		tt.Call("getcwd", tt.Int(16), tt.Int(64)))
+	if r.Steps[0].Ret != 10 || r.Steps[0].CString(0) != "/real/dir" {
+		t.Errorf("patched: getcwd = %d %q, want 10 /real/dir", r.Steps[0].Ret, r.Steps[0].CString(0))
+	}
+	if st := r.StopsOf(0); len(st) != 2 || !st[0].Answered || !st[1].Now {
+		t.Errorf("patched: stops %+v, want the entry answered and its Exit run then", st)
+	}
+	if r.Steps[1].Ret != 10 || r.Steps[1].CString(0) != "/fake/dir" {
+		t.Errorf("read past it: getcwd = %d %q, want 10 /fake/dir", r.Steps[1].Ret, r.Steps[1].CString(0))
+	}
+	if r.Steps[2].Errno() != unix.EFAULT {
+		t.Errorf("bad buffer: getcwd = %d, want EFAULT", r.Steps[2].Ret)
+	}
+}
+
 // TestCallExit: the Exit handler sees the kernel's result and the Data of
 // its Enter; NoExit cancels it.
 func TestCallExit(t *testing.T) {

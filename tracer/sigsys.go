@@ -198,6 +198,7 @@ func (t *Tracer) sigsysAnswer(th *Thread, s sigsysInfo, h *Handler) {
 		if c.exitNow && h.Exit != nil && th.op == nil {
 			h.Exit(c)
 		}
+		c.endStage()
 		if p := th.pretranslated; p != nil && c.restart {
 			for i := range p.args {
 				p.args[i] = c.Regs.Arg(i)

@@ -74,6 +74,7 @@ func (t *Tracer) enterWith(th *Thread, h *Handler) {
 	if c.exitNow && h.Exit != nil && th.op == nil {
 		h.Exit(c)
 	}
+	c.endStage()
 	if th.op != nil {
 		t.startOp(th, c, false, c.Entry.PC())
 		return
