@@ -99,10 +99,12 @@ func TestLauncherBinds(t *testing.T) {
 	}
 }
 
-// TestInitialCwd: the guest starts where -w says, as a shell's cd would leave it: $PWD is the
-// directory as named (through a symlink too, replacing the host's $PWD), getcwd its physical
-// path, a directory bound at two guest paths is the one named, and a missing one is reported
-// as missing (then the guest starts in /, as proot does).
+// TestInitialCwd: the guest starts where -w says: $PWD is the directory's physical path, as
+// getcwd gives it and proot sets it (replacing the host's $PWD; a shell's cd through a symlink
+// would keep the name), a directory bound at two guest paths is the one named, and a missing one is reported
+// as missing (then the guest starts in /, as proot does). Without -w, or with a relative one,
+// the host's working directory is taken as a guest path, as proot takes it (a host directory
+// inside the rootfs is no guest path of it).
 func TestInitialCwd(t *testing.T) {
 	bin := droidrootBin(t)
 	root := rootfs(t, "busybox")
@@ -114,14 +116,23 @@ func TestInitialCwd(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"through a symlink", []string{"-w", "/fx/abs"}, "/fx/abs\n/fx/dir\n", ""},
+		{"through a symlink", []string{"-w", "/fx/abs"}, "/fx/dir\n/fx/dir\n", ""},
 		{"relative to /", []string{"-w", "fx/dir/"}, "/fx/dir\n/fx/dir\n", ""},
 		{"bound twice", []string{"-b", d + ":/mnt/x", "-b", d + ":/mnt/y", "-w", "/mnt/y"}, "/mnt/y\n/mnt/y\n", ""},
 		{"missing", []string{"-w", "/nonexistent"}, "/\n/\n", `can't chdir("/nonexistent") in the guest rootfs: no such file or directory`},
 		{"a file", []string{"-w", "/fx/dir/file"}, "/\n/\n", `can't chdir("/fx/dir/file") in the guest rootfs: not a directory`},
+		{"default: the host's /tmp", []string{"@/tmp"}, "/tmp\n/tmp\n", ""},
+		{"relative to the host's /tmp", []string{"@/tmp", "-w", "../fx/abs"}, "/fx/dir\n/fx/dir\n", ""},
+		{"default: no guest directory", []string{"@" + d}, "/\n/\n", `can't chdir("` + d + `") in the guest rootfs: no such file or directory`},
+		{"default: inside the rootfs", []string{"@" + root + "/fx"}, "/\n/\n", `can't chdir("` + root + `/fx") in the guest rootfs`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			argv := append([]string{"env", "PWD=/host/pwd", bin, "run", "-r", root}, tc.args...)
+			args, pre := tc.args, []string{}
+			if dir, ok := strings.CutPrefix(args[0], "@"); ok {
+				// Started from host directory dir.
+				args, pre = args[1:], []string{"sh", "-c", `cd "$0" && exec "$@"`, dir}
+			}
+			argv := append(append(pre, "env", "PWD=/host/pwd", bin, "run", "-r", root), args...)
 			res := run(t, "", append(append(argv, "--"), show...)...)
 			if res.Code != 0 || res.Stdout != tc.stdout || !strings.Contains(res.Stderr, tc.stderr) || (tc.stderr == "") != (res.Stderr == "") {
 				t.Errorf("got %s\nwant stdout %q, stderr containing %q", res, tc.stdout, tc.stderr)

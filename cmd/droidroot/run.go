@@ -27,7 +27,7 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
 
   -r, --rootfs=PATH        guest root file-system (default /)
   -b, --bind=HOST[:GUEST]  make HOST visible at GUEST (-m, --mount too)
-  -w, --cwd=PATH           initial guest working directory (default .)
+  -w, --cwd=PATH           initial guest working directory (default .: the host's, as a guest path)
       --kill-on-exit       kill every process when the first one exits
   -v, --verbose=N          log level
   -V, --version            print the version
@@ -249,19 +249,15 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		return nil, errorf("%v", err)
 	}
 
-	// The guest's initial directory.
-	cwd := "/"
-	if g, ok := m.ToGuest(hostCwd); ok {
-		cwd = g
+	// The guest's initial directory: -w, relative to the host's working
+	// directory taken as a guest path (the default "." is that directory),
+	// as proot does; where that is no directory in the guest, "/" with
+	// proot's warning.
+	cwd := o.Cwd
+	if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(hostCwd, cwd)
 	}
-	if o.CwdSet || o.Cwd != "." {
-		want := o.Cwd
-		if !filepath.IsAbs(want) {
-			want = filepath.Join(cwd, want)
-		}
-		cwd = filepath.Clean(want)
-	}
-	pwd := cwd // $PWD: the directory as named, as after a shell's cd
+	cwd = filepath.Clean(cwd)
 	// The guest path is the one the walk took, as the kernel's getcwd
 	// gives it (a directory bound at two guest paths is where -w said).
 	self := pathmap.Proc{Pid: os.Getpid(), Tid: os.Getpid()}
@@ -274,18 +270,16 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		}
 	}
 	if err != nil {
-		if o.CwdSet {
-			warnf("can't chdir(\"%s\") in the guest rootfs: %v; using \"/\"", cwd, err)
-		}
-		cwd, pwd = "/", "/"
+		warnf("can't chdir(\"%s\") in the guest rootfs: %v; using \"/\"", cwd, err)
+		cwd = "/"
 		cwdHost, _ = m.Resolve(self, "/", "/", true)
 	} else if r.Guest != "" {
 		cwd = r.Guest
 	}
 
-	// $PWD is the guest's directory as -w named it, as a shell's cd sets it
-	// (getcwd gives cwd, without symlinks).
-	env := withEnv(os.Environ(), "PWD", pwd)
+	// $PWD is the guest's directory as getcwd gives it, without symlinks,
+	// as proot sets it (replacing the host's).
+	env := withEnv(os.Environ(), "PWD", cwd)
 	argv := o.Command
 	path := ""
 	if len(argv) == 0 {
