@@ -2974,7 +2974,7 @@ EXPORT struct dirent *readdir(DIR *d)
 			 * python's listdir of a descriptor) shows itself at the
 			 * first of the library's numbers it lists. */
 			int err = errno;
-			mine = fd_listing_fd(dirfd(d));
+			mine = __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp && fd_listing_fd(dirfd(d));
 			errno = err;
 			if (!mine)
 				return e;
