@@ -508,7 +508,12 @@ func kernelName(c *tracer.Call, t translated) (string, bool) {
 
 // pathHandler translates the given path arguments and lets the kernel run
 // the call on the host paths.
-func pathHandler(args ...pathArg) tracer.Handler {
+func pathHandler(args ...pathArg) tracer.Handler { return pathHandlerAnswering(nil, args...) }
+
+// pathHandlerAnswering is pathHandler where answer, if set, may answer the
+// call in the tracer from its translated paths (and reports whether it
+// did) instead of handing them to the kernel.
+func pathHandlerAnswering(answer func(*tracer.Call, []translated) bool, args ...pathArg) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var ts [2]translated
 		var b pathmap.Batch
@@ -520,6 +525,9 @@ func pathHandler(args ...pathArg) tracer.Handler {
 				return
 			}
 			ts[k] = t
+		}
+		if answer != nil && answer(c, ts[:len(args)]) {
+			return
 		}
 		writeArgs(c, args, ts[:len(args)])
 	}}

@@ -3,7 +3,6 @@ package emul
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -37,19 +36,20 @@ import (
 // tracer where a layer patches the result and the path was pinned
 // (emulStat) or is a descriptor's own (emulFdStat).
 func baseStat(_ *Emulation, d decl) tracer.Handler {
-	return tracer.Handler{Enter: func(c *tracer.Call) {
-		var b pathmap.Batch
-		prefetch(c, d.args)
-		t, errno := translateIn(c, d.args[0], 0, &b)
-		if errno != 0 {
-			c.Fail(errno)
-			return
-		}
-		if emulStat(c, t, d.stat) || t.skip && d.args[0].dirfd >= 0 && emulFdStat(c, int(int32(c.Arg(d.args[0].dirfd))), d.stat) {
-			return
-		}
-		writeArgs(c, d.args, []translated{t})
-	}}
+	return pathHandlerAnswering(func(c *tracer.Call, ts []translated) bool {
+		return statInTracer(c, d.args[0], ts[0], d.stat)
+	}, d.args...)
+}
+
+// statInTracer answers stat call c, whose path argument a translated to t,
+// in the tracer where it can, and reports whether it did: a descriptor's
+// own stat (an empty path with AT_EMPTY_PATH) through emulFdStat, a pinned
+// path through emulStat.
+func statInTracer(c *tracer.Call, a pathArg, t translated, sd *statDecl) bool {
+	if t.skip && a.dirfd >= 0 {
+		return emulFdStat(c, int(int32(c.Arg(a.dirfd))), sd)
+	}
+	return emulStat(c, t, sd)
 }
 
 // fstatEnter is fstat's entry where a layer patches its result (-0's

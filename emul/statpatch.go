@@ -92,9 +92,7 @@ func (s statPatcher) handler(a pathArg, sd *statDecl) tracer.Handler {
 			switch {
 			case a.path < 0:
 				emulFdStat(c, int(int32(c.Arg(0))), sd)
-			case t.skip && a.dirfd >= 0:
-				emulFdStat(c, int(int32(c.Arg(a.dirfd))), sd)
-			case !emulStat(c, t, sd):
+			case !statInTracer(c, a, t, sd):
 				writeArgs(c, []pathArg{a}, []translated{t})
 			}
 		},

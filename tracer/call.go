@@ -389,14 +389,9 @@ func (c *Call) PrefetchPaths(a, b uint64) {
 
 // ReadMem reads len(b) bytes of guest memory at addr.
 func (c *Call) ReadMem(addr uint64, b []byte) error {
-	if c.stage != nil {
-		if off, ok := c.inStage(addr, len(b)); ok {
-			copy(b, c.stage[off:])
-			return nil
-		}
-		if err := c.flushStage(); err != nil {
-			return err
-		}
+	if s, err := c.staged(addr, len(b)); s != nil || err != nil {
+		copy(b, s)
+		return err
 	}
 	n, err := readMem(c.th.Tid, addr, b)
 	if err != nil {
@@ -410,14 +405,9 @@ func (c *Call) ReadMem(addr uint64, b []byte) error {
 
 // WriteMem writes b into guest memory at addr.
 func (c *Call) WriteMem(addr uint64, b []byte) error {
-	if c.stage != nil {
-		if off, ok := c.inStage(addr, len(b)); ok {
-			copy(c.stage[off:], b)
-			return nil
-		}
-		if err := c.flushStage(); err != nil {
-			return err
-		}
+	if s, err := c.staged(addr, len(b)); s != nil || err != nil {
+		copy(s, b)
+		return err
 	}
 	return writeMem(c.th.Tid, addr, b)
 }
@@ -436,13 +426,19 @@ func (c *Call) StageMem(addr uint64, b []byte) {
 	c.stageAddr = addr
 }
 
-// inStage reports whether n bytes at addr lie within the staged result,
-// and where.
-func (c *Call) inStage(addr uint64, n int) (int, bool) {
-	if addr < c.stageAddr || addr-c.stageAddr > uint64(len(c.stage)) || uint64(n) > uint64(len(c.stage))-(addr-c.stageAddr) {
-		return 0, false
+// staged is the part of the staged result that holds the n bytes of
+// guest memory at addr, for ReadMem and WriteMem to use instead; nil where
+// nothing is staged, or where the range is not all within it, after the
+// staged result is written (err: that write's failure).
+func (c *Call) staged(addr uint64, n int) ([]byte, error) {
+	if c.stage == nil {
+		return nil, nil
 	}
-	return int(addr - c.stageAddr), true
+	if addr < c.stageAddr || addr-c.stageAddr > uint64(len(c.stage)) || uint64(n) > uint64(len(c.stage))-(addr-c.stageAddr) {
+		return nil, c.flushStage()
+	}
+	off := int(addr - c.stageAddr)
+	return c.stage[off : off+n], nil
 }
 
 // flushStage writes the staged result into guest memory.
