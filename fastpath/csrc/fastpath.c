@@ -1624,7 +1624,7 @@ static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || 
  * map_path leaves to the tracer (no parent and name), as "." below the
  * verified rootfs: a stat's answer (python's imports stat the cwd, "/" when
  * that is the cwd, at every import). Not where a bind's guest path is "/". */
-static enum fp_why map_root(const char *g, struct target *t)
+static enum fp_why map_root(struct target *t)
 {
 	t->unchecked = 0;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
@@ -1632,7 +1632,6 @@ static enum fp_why map_root(const char *g, struct target *t)
 	for (int i = 0; i < cfg.nbinds; i++)
 		if (cfg.binds[i].glen <= 1)
 			return W_DOTS;
-	(void)g;
 	t->ancestor = cfg.nbinds > 0;
 	t->bindpoint = 0;
 	t->mount = 0;
@@ -1658,7 +1657,7 @@ static int only_slashes(const char *g)
 static int map_name(enum fp_fn fn, int dirfd, const char *path, struct target *t, int direct)
 {
 	int root = fn <= F_STATX && only_slashes(path); /* the stat family */
-	enum fp_why w = root ? map_root(path, t) : map_at_how(dirfd, path, t, direct);
+	enum fp_why w = root ? map_root(t) : map_at_how(dirfd, path, t, direct);
 	if (w == W_ANSWERED && (cfg.flags & DR_FP_L2S) && is_l2s_name(t->name)) {
 		release(&t->parent);
 		w = W_OPTION;
@@ -2841,8 +2840,8 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
 
 /* Listings of this process's descriptors: opendir of /dev/fd or of fd or
- * fdinfo in /proc/self, /proc/thread-self or /proc/<its pid> (a slash at the
- * end or not), whose readdir leaves out the library's own descriptors
+ * fdinfo in /proc/self, /proc/thread-self or /proc/<its pid>, or in a task
+ * directory below one (a slash at the end or not), whose readdir leaves out the library's own descriptors
  * (hidden_fd). FD_DIRS of them open at once are kept; more are shown whole. */
 #define FD_DIRS 8
 static DIR *fd_dirs[FD_DIRS];
@@ -2869,6 +2868,13 @@ static int fd_listing(const char *path)
 	if (!(k == 4 && fp_memeq(p, "self", 4)) && !(k == 11 && fp_memeq(p, "thread-self", 11)) &&
 	    !(k == fp_strlen(pid) && fp_memeq(p, pid, k)))
 		return 0;
+	if (fp_memeq(q, "/task/", 6)) { /* a thread's, as /proc/self/fd names thread-self's */
+		q += 6;
+		if (*q < '0' || *q > '9')
+			return 0;
+		while (*q >= '0' && *q <= '9')
+			q++;
+	}
 	return fp_memeq(q, "/fd", 4) || fp_memeq(q, "/fdinfo", 8);
 }
 
@@ -2906,30 +2912,16 @@ static int hidden_name(const char *name)
 }
 
 /* fd_listing_fd tells whether directory descriptor fd lists this process's
- * descriptors: /proc/<its pid>/fd or fdinfo, or a thread's in its task
- * directory, as /proc/self/fd names it (what fdopendir of such a descriptor,
- * fts's way, lists). */
+ * descriptors (fd_listing of the name /proc/self/fd gives it: what fdopendir
+ * of such a descriptor, fts's way, lists). */
 static int fd_listing_fd(int fd)
 {
-	char buf[FP_PATH_MAX], pid[24];
+	char buf[FP_PATH_MAX];
 	size_t n = fd_link(fd, buf);
-	if (n < 7 || !fp_memeq(buf, "/proc/", 6))
+	if (n == 0)
 		return 0;
 	buf[n] = 0;
-	*put_num(pid, (unsigned long)raw6(SYS_getpid, 0, 0, 0, 0, 0, 0)) = 0;
-	size_t k = fp_strlen(pid);
-	const char *q = buf + 6;
-	if (!fp_memeq(q, pid, k) || q[k] != '/')
-		return 0;
-	q += k;
-	if (fp_memeq(q, "/task/", 6)) {
-		q += 6;
-		if (*q < '0' || *q > '9')
-			return 0;
-		while (*q >= '0' && *q <= '9')
-			q++;
-	}
-	return fp_memeq(q, "/fd", 4) || fp_memeq(q, "/fdinfo", 8);
+	return fd_listing(buf);
 }
 
 EXPORT DIR *opendir(const char *path)
