@@ -27,7 +27,6 @@ type Options struct {
 	Rootfs        string
 	Binds         []Bind
 	Cwd           string
-	CwdSet        bool
 	KillOnExit    bool
 	Verbose       int
 	Version, Help bool
@@ -73,7 +72,7 @@ type prootOption struct {
 var prootOptions = []prootOption{
 	{[]string{"-r", "--rootfs"}, valueOpt, func(o *Options, v string) error { o.Rootfs = v; return nil }},
 	{[]string{"-b", "--bind", "-m", "--mount"}, valueOpt, func(o *Options, v string) error { o.Binds = append(o.Binds, parseBind(v)); return nil }},
-	{[]string{"-w", "--pwd", "--cwd"}, valueOpt, func(o *Options, v string) error { o.Cwd, o.CwdSet = v, true; return nil }},
+	{[]string{"-w", "--pwd", "--cwd"}, valueOpt, func(o *Options, v string) error { o.Cwd = v; return nil }},
 	{[]string{"--kill-on-exit"}, flagOpt, func(o *Options, v string) error { o.KillOnExit = true; return nil }},
 	{[]string{"-v", "--verbose"}, valueOpt, func(o *Options, v string) error {
 		n, err := strconv.Atoi(v)

@@ -17,9 +17,9 @@ func TestParseProot(t *testing.T) {
 	}{
 		{"defaults", nil, &Options{Rootfs: "/", Cwd: "."}, false},
 		{"short options take the next argument", []string{"-r", "/rfs", "-b", "/dev", "-w", "/root", "ls", "-l"},
-			&Options{Rootfs: "/rfs", Cwd: "/root", CwdSet: true, Binds: []Bind{{Host: "/dev", Guest: "/dev"}}, Command: []string{"ls", "-l"}}, false},
+			&Options{Rootfs: "/rfs", Cwd: "/root", Binds: []Bind{{Host: "/dev", Guest: "/dev"}}, Command: []string{"ls", "-l"}}, false},
 		{"long options need =", []string{"--rootfs=/rfs", "--bind=/a:/b", "--cwd=/x", "sh"},
-			&Options{Rootfs: "/rfs", Cwd: "/x", CwdSet: true, Binds: []Bind{{Host: "/a", Guest: "/b"}}, Command: []string{"sh"}}, false},
+			&Options{Rootfs: "/rfs", Cwd: "/x", Binds: []Bind{{Host: "/a", Guest: "/b"}}, Command: []string{"sh"}}, false},
 		{"long option prefixes match in table order", []string{"--root=/r", "--b=/h:/g", "--kill", "true"},
 			&Options{Rootfs: "/r", Cwd: ".", KillOnExit: true, Binds: []Bind{{Host: "/h", Guest: "/g"}}, Command: []string{"true"}}, false},
 		{"last rootfs wins", []string{"-r", "/a", "-r", "/b"}, &Options{Rootfs: "/b", Cwd: "."}, false},
