@@ -181,6 +181,50 @@ func TestFlightRecorder(t *testing.T) {
 	}
 }
 
+// TestStopCensus: DROIDROOT_STOPS=1 prints, when the run ends, how many stops of each kind and
+// call the tracer saw: a shell that runs a dynamic program (through droidroot's loader, with the
+// fast path's handshake) and a static one, each once, and opens a file in the tracer.
+func TestStopCensus(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	args := droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", "echo stat /etc/hostname | /progs/pathprobe.dyn -f -; /bin/cat /etc/hostname >/dev/null")
+	res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH=1"}, args...)...)
+	if res.Code != 0 {
+		t.Fatalf("%s", res)
+	}
+	rows := map[string]int{}
+	total := -1
+	for _, line := range strings.Split(res.Stderr, "\n") {
+		if m := regexp.MustCompile(`^droidroot: (\d+) stops \(DROIDROOT_STOPS=1\)`).FindStringSubmatch(line); m != nil {
+			total, _ = strconv.Atoi(m[1])
+		} else if f := strings.Fields(line); len(f) >= 2 && total >= 0 {
+			n, err := strconv.Atoi(f[0])
+			if err != nil {
+				t.Fatalf("census line %q", line)
+			}
+			rows[strings.Join(f[1:], " ")] += n
+			total -= n
+		}
+	}
+	if total != 0 {
+		t.Errorf("census missing, or its rows do not add up to its total (left over %d):\n%s", total, res.Stderr)
+	}
+	// The first process's exec and pathprobe's at least (busybox's sh may run cat itself); one
+	// handshake, pathprobe's (busybox is static; a SIGSYS under Android's policy, which blocks
+	// numbers it does not know); a fork, vfork or clone event per child.
+	for key, least := range map[string]int{"seccomp execve": 2, "exec": 2} {
+		if rows[key] < least {
+			t.Errorf("%q: %d, want at least %d\n%s", key, rows[key], least, res.Stderr)
+		}
+	}
+	if rows["seccomp droidroot_fastpath"]+rows["sigsys droidroot_fastpath"] != 1 || rows["clone"]+rows["fork"]+rows["vfork"] < 1 {
+		t.Errorf("want one handshake and at least one child's event:\n%s", res.Stderr)
+	}
+	if rows["loader openat"] < 2 {
+		t.Errorf("the loader's opens of the two programs: %d, want at least 2\n%s", rows["loader openat"], res.Stderr)
+	}
+}
+
 // TestThreads runs 8 threads doing stat/lstat/readlink in loops, in every link mode.
 func TestThreads(t *testing.T) {
 	needRoot(t)

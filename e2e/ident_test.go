@@ -228,30 +228,50 @@ func TestIdentityPrivileged(t *testing.T) {
 			"setresuid(1000, 1000, 1000): 0" + user + "chown(f, 123, 456): EPERM" + user + "access(rootf, R_OK): EACCES" + user +
 			"mknod(dev, S_IFCHR | 0666, makedev(1, 3)): EPERM" + user},
 	}
+	// The static probe's calls all reach the tracer; the dynamic one's go
+	// through the fast path library, which answers access in-process but
+	// for the kernel's EACCES, the one answer the tracer changes.
 	for _, tc := range tests {
-		t.Run(tc.opt, func(t *testing.T) {
-			for _, f := range []string{"file", "null"} {
-				os.Remove(filepath.Join(work, f))
-			}
-			argv := withIdentity(droidrootArgs(bin, g, probeDir+"/idprobe", "priv", "/mnt/b2"), strings.Fields(tc.opt)...)
-			res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
-			if res.Code != 0 || res.Stderr != "" {
-				t.Fatalf("%s:\n%s", tc.opt, res)
-			}
-			got := res.Stdout
-			if tc.opt != "-0" {
-				// Without -0 droidroot passes the kernel's answer through, and whether an
-				// unprivileged user may set a security.* xattr depends on the kernel's LSMs
-				// (Debian's arm64 6.1 kernel in the VM allows it on tmpfs).
-				got = strings.Replace(got, `"security.droidroot", "x", 1, 0): 0`, `"security.droidroot", "x", 1, 0): EPERM`, 1)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.opt, diff)
-			}
-			if uid, gid := statOwner(t, filepath.Join(work, "file")); uid != 65534 || gid != 65534 {
-				t.Errorf("the file's real owner changed to %d:%d", uid, gid)
-			}
-		})
+		for _, prog := range []string{"idprobe", "idprobe.dyn"} {
+			t.Run(tc.opt+"/"+prog, func(t *testing.T) {
+				for _, f := range []string{"file", "null"} {
+					os.Remove(filepath.Join(work, f))
+				}
+				argv := withIdentity(droidrootArgs(bin, g, probeDir+"/"+prog, "priv", "/mnt/b2"), strings.Fields(tc.opt)...)
+				dyn := strings.HasSuffix(prog, ".dyn")
+				if dyn {
+					argv = append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)
+				}
+				res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
+				counts, stderr := fastPathCounters(res.Stderr)
+				if res.Code != 0 || stderr != "" {
+					t.Fatalf("%s:\n%s", tc.opt, res)
+				}
+				if dyn && (counts["access answered"] != 1 || counts["access option"] < 3) {
+					t.Errorf("access calls: %d answered in-process (want 1: the directory's), %d left to the tracer for EACCES (want at least 3)\n%s",
+						counts["access answered"], counts["access option"], res.Stderr)
+				}
+				checkPriv(t, tc.opt, tc.want, res.Stdout, work)
+			})
+		}
+	}
+}
+
+// checkPriv compares TestIdentityPrivileged's probe output got with want,
+// and checks that the probe's file kept its real owner.
+func checkPriv(t *testing.T, opt, want, got, work string) {
+	t.Helper()
+	if opt != "-0" {
+		// Without -0 droidroot passes the kernel's answer through, and whether an
+		// unprivileged user may set a security.* xattr depends on the kernel's LSMs
+		// (Debian's arm64 6.1 kernel in the VM allows it on tmpfs).
+		got = strings.Replace(got, `"security.droidroot", "x", 1, 0): 0`, `"security.droidroot", "x", 1, 0): EPERM`, 1)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", opt, diff)
+	}
+	if uid, gid := statOwner(t, filepath.Join(work, "file")); uid != 65534 || gid != 65534 {
+		t.Errorf("the file's real owner changed to %d:%d", uid, gid)
 	}
 }
 

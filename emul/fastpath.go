@@ -98,7 +98,7 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 		flags |= fastpath.FlagAshmem
 	}
 	if cfg.Identity != nil {
-		flags |= fastpath.FlagIDs // access answered with the emulated ids (ident.go)
+		flags |= fastpath.FlagIDs // access's EACCES answered with the emulated ids (ident.go)
 	}
 	realUID, realGID = uint32(unix.Getuid()), uint32(unix.Getgid())
 	fakeUID, fakeGID = realUID, realGID

@@ -2,6 +2,7 @@ package seccomp
 
 import (
 	"sort"
+	"strconv"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 )
@@ -117,6 +118,10 @@ func (a *ABI) name(nr int) string {
 	}
 	return a.Numbers[nr]
 }
+
+// SyscallName returns the name of syscall nr (without NrBit), droidroot's
+// own numbers included, or "#nr" if a's table has none.
+func (a *ABI) SyscallName(nr int) string { return a.nameOr(nr, "#"+strconv.Itoa(nr)) }
 
 // nameOr returns the name of syscall nr, or or if unknown.
 func (a *ABI) nameOr(nr int, or string) string {

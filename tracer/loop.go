@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/seccomp"
 )
 
 // This file: the wait loop, the dispatch of stops by kind, resuming, exits.
@@ -62,6 +64,9 @@ func (t *Tracer) loop() (int, error) {
 	}
 	if t.flight != nil && t.lastStatus != 0 {
 		t.flight.dump(os.Stderr)
+	}
+	if t.census != nil {
+		t.census.report(t.cfg.Log, seccomp.NativeABI(t.goarch))
 	}
 	return t.lastStatus, nil
 }
@@ -127,6 +132,9 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 		if sig == unix.SIGTRAP|0x80 {
 			th.sysOp = syscallInfoOp(th.Tid)
 		}
+	}
+	if t.census != nil {
+		t.countStop(sig, event)
 	}
 	if th.op != nil && t.opStop(th, sig, event) {
 		return

@@ -111,6 +111,7 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 		return false
 	}
 	s := decodeSigsys(&si)
+	t.census.count(stopSigsys, s.nr)
 	if t.foreign(s) {
 		t.foreignStop(th, s)
 		return true

@@ -27,6 +27,9 @@ func (t *Tracer) enter(th *Thread) {
 		t.fly(th.Tid, "ENTER", "%s loading=%v", t.flyArgs(th.Tid, &c.Regs), th.loading)
 	}
 	th.skipRegs = nil // a skip's SIGSYS comes before the next call
+	if t.census != nil {
+		t.countCall(th, &c.Regs)
+	}
 	if th.loading {
 		if t.InLoader(c.Regs.PC()) {
 			if c.Regs.Nr() == loader.ExecStopNr && t.ptIsHandover(th, &c.Regs) {

@@ -64,6 +64,9 @@ type Config struct {
 	// Flight turns on the flight recorder (DROIDROOT_FLIGHT=1): each
 	// task's last stops, printed when the first process exits non-zero.
 	Flight bool
+	// Census counts the tracer's stops by kind and call and prints them
+	// when the run ends (DROIDROOT_STOPS=1; census.go).
+	Census bool
 	// Log receives diagnostics; nil means os.Stderr.
 	Log io.Writer
 	// HWCap, when set, is the AT_HWCAP every guest program sees (-k's hwcap
@@ -129,6 +132,7 @@ type Tracer struct {
 	spinning bool
 	// flight is the flight recorder (Config.Flight), nil when off.
 	flight     *flight
+	census     *census // Config.Census, nil when off
 	lastStatus int
 	warned     map[string]bool
 	// awaiting are new tasks whose initial stop has not been reported yet
@@ -160,6 +164,9 @@ func New(cfg Config) (*Tracer, error) {
 	}
 	if cfg.Flight {
 		t.flight = &flight{rings: map[int]*flightRing{}}
+	}
+	if cfg.Census {
+		t.census = &census{}
 	}
 	t.policy = Policy(t.goarch, cfg.Table, cfg.Classes)
 	t.policy.Trampoline = cfg.Trampoline

@@ -358,6 +358,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		Spin:       spinEnv(),
 		NoScratch:  os.Getenv("DROIDROOT_SCRATCH") == "0",
 		Flight:     os.Getenv("DROIDROOT_FLIGHT") == "1",
+		Census:     os.Getenv("DROIDROOT_STOPS") == "1",
 		// Test switch: Yama's ptrace_scope read from another file (e2e/doc.go).
 		YamaFile: os.Getenv("DROIDROOT_YAMA_FILE"),
 	}, 0

@@ -70,7 +70,7 @@ enum {
 	DR_FP_LSTAT_SIZE = 1 << 2, /* -L */
 	DR_FP_OWNER = 1 << 3,      /* -0/-i: stat owners real -> fake */
 	DR_FP_ASHMEM = 1 << 4,     /* --ashmem-memfd */
-	DR_FP_IDS = 1 << 5,        /* emulated credentials: access goes to the tracer */
+	DR_FP_IDS = 1 << 5,        /* emulated credentials: access's EACCES, chmod, chown go to the tracer */
 	DR_FP_NOLINK = 1 << 6,     /* link goes to the tracer (-l, or links refused on purpose) */
 	DR_FP_WAITV = 1 << 7,      /* futex_waitv answered here (waitv.c) */
 	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
@@ -1954,12 +1954,12 @@ static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
 	return r;
 }
 
+/* Under emulated ids (DR_FP_IDS) the kernel checks the real ids, as it
+ * does for the traced call, and the tracer changes only its EACCES (a fake
+ * root's answer: ident.go's accessHandler): every other answer is the
+ * kernel's, and is made here; an EACCES goes to the tracer. */
 static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 {
-	if (cfg.flags & DR_FP_IDS) {
-		count(F_ACCESS, W_OPTION);
-		return FP_DEFER;
-	}
 	/* A bad mode or flag is the kernel's EINVAL before any lookup. */
 	if ((mode & ~(R_OK | W_OK | X_OK)) || (flags & ~FP_ACCESS_FLAGS) || (flags && !faccessat2_ok())) {
 		count(F_ACCESS, W_FLAGS);
@@ -1989,6 +1989,8 @@ static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 	}
 	if (w == W_ANSWERED && ((r == -ENOENT && t.ancestor) || (r < 0 && r != -ENOENT && r != -EACCES && r != -EROFS)))
 		w = W_ERRNO;
+	if (w == W_ANSWERED && r == -EACCES && (cfg.flags & DR_FP_IDS))
+		w = W_OPTION;
 	count(F_ACCESS, w);
 	return w == W_ANSWERED ? r : FP_DEFER;
 }
