@@ -488,18 +488,26 @@ print("scandir", sorted(int(ctypes.string_at(lst[i] + 19)) for i in range(n) if 
 find = subprocess.run(["find", "/usr/share/doc/", "/etc/", "/proc/self/fd/", "-mindepth", "1", "-maxdepth", "1", "-path", "/proc/*", "-printf", "%f\n"], capture_output=True, text=True)
 print("find (fts)", find.returncode, sorted(int(x) for x in find.stdout.split()))
 `
-	argv := droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script)
-	off := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=0"}, argv...)...)
-	if off.Code != 0 {
-		t.Fatalf("fast path off: %s", off)
-	}
-	on := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=1", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
-	counts, _ := fastPathCounters(on.Stderr)
-	if on.Code != 0 || counts["dirs answered"]+counts["dirs unverified"] == 0 {
-		t.Fatalf("fast path on: no directories cached (%v): %s", counts, on)
-	}
-	if diff := cmp.Diff(off.Stdout, on.Stdout); diff != "" {
-		t.Errorf("the program's descriptors with the fast path on differ from off (-off +on):\n%s", diff)
+	// Without options the listings are libc's streams; under -l the library's own.
+	for _, opts := range [][]string{nil, {"-l"}} {
+		t.Run(strings.Join(append([]string{"opts"}, opts...), " "), func(t *testing.T) {
+			argv := withIdentity(droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script), opts...)
+			off := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=0"}, argv...)...)
+			if off.Code != 0 {
+				t.Fatalf("fast path off: %s", off)
+			}
+			on := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=1", "DROIDROOT_FASTPATH_STATS=1"}, argv...)...)
+			counts, _ := fastPathCounters(on.Stderr)
+			if on.Code != 0 || counts["dirs answered"]+counts["dirs unverified"] == 0 {
+				t.Fatalf("fast path on: no directories cached (%v): %s", counts, on)
+			}
+			if (counts["readdir answered"] > 0) != (len(opts) > 0) {
+				t.Errorf("listings read in-process: %d, want some exactly under -l", counts["readdir answered"])
+			}
+			if diff := cmp.Diff(off.Stdout, on.Stdout); diff != "" {
+				t.Errorf("the program's descriptors with the fast path on differ from off (-off +on):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -549,5 +557,55 @@ os.unlink(d + "/a"); os.unlink(d + "/b"); os.rmdir(d)
 	// tracer, /etc/hostname's is answered.
 	if counts["fstat option"] != 6 || counts["fstat answered"] < 2 {
 		t.Errorf("fstat counters %v: want 6 to the tracer (-l's link data), the others answered\n%s", counts, on.Stderr)
+	}
+}
+
+// TestFastPathListingsL2S: under -l the library reads directory streams in-process
+// (opendir, fdopendir, readdir, readdir_r, telldir, seekdir, rewinddir, scandir), leaving a
+// batch to the tracer only where a symlink in it names link data. dirprobe's transcript
+// (names, types, which names share an inode, positions, errors, a directory removed while
+// listed) must be the chroot's (real hard links), and the same with the library off; the
+// counters show batches read in-process and batches the tracer read for their links; with -0
+// too (the launchers' options).
+func TestFastPathListingsL2S(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	work := openTempDir(t)
+	g.Binds = append(g.Binds, work+":/mnt/empty")
+	fresh := func() {
+		if err := os.RemoveAll(filepath.Join(work, "t")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := viaChroot(t, g, "", "/progs/dirprobe.dyn", "/mnt/empty")
+	if want.Code != 0 || want.Stderr != "" {
+		t.Fatalf("chroot: %s", want)
+	}
+	bin := droidrootBin(t)
+	for _, tc := range []struct {
+		name string
+		opts []string
+	}{{"-l", []string{"-l"}}, {"-0 -l", []string{"-0", "-l"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, fp := range []string{"1", "0"} {
+				fresh()
+				argv := withIdentity(droidrootArgs(bin, g, "/progs/dirprobe.dyn", "/mnt/empty"), tc.opts...)
+				res := run(t, "", append([]string{"env", "DROIDROOT_FAIL_LINK=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
+				counts, stderr := fastPathCounters(res.Stderr)
+				if res.Code != 0 || stderr != "" {
+					t.Fatalf("fast path %s: %s", fp, res)
+				}
+				if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+					t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
+				}
+				if fp == "1" && (counts["readdir answered"] < 5 || counts["readdir symlink"] < 3) {
+					t.Errorf("readdir counters %v: want batches read in-process and batches with link data read by the tracer\n%s", counts, res.Stderr)
+				}
+				if fp == "0" && counts["readdir answered"] != 0 {
+					t.Errorf("library off, yet readdir answered in-process: %v", counts)
+				}
+			}
+			fresh()
+		})
 	}
 }

@@ -91,6 +91,11 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 	if cfg.Link2Symlink || cfg.FailLink {
 		flags |= fastpath.FlagNoLink
 	}
+	if cfg.Link2Symlink && !cfg.HideOwnFiles {
+		// -l's listings (getdents.go's hider) read in-process, where no
+		// symlink names link data; -H's hiding stays the tracer's.
+		flags |= fastpath.FlagDirs
+	}
 	if cfg.LstatLinkSize {
 		flags |= fastpath.FlagLstatSize
 	}

@@ -39,7 +39,7 @@ func TestFastPathHandshake(t *testing.T) {
 		t.Fatalf("handshake = %d, %q", n, blob)
 	}
 	flags := binary.LittleEndian.Uint32(blob[12:])
-	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagIDs | fastpath.FlagFDGuard)
+	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagIDs | fastpath.FlagFDGuard | fastpath.FlagDirs)
 	if os.Getuid() != 0 || os.Getgid() != 0 {
 		wantFlags |= fastpath.FlagOwner
 	}
@@ -195,6 +195,30 @@ func TestFastPathSharedVM(t *testing.T) {
 	for pid, p := range s.procs {
 		if p.sharedVM && p.ownsRecord() {
 			t.Errorf("process %d shares its parent's memory and may publish", pid)
+		}
+	}
+}
+
+// TestFastPathFlags: the options the library must know, by option; -l's
+// listings are the library's (FlagDirs) only without -H, whose hiding is
+// the tracer's.
+func TestFastPathFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want uint32
+	}{
+		{"none", Config{}, 0},
+		{"-l", Config{Link2Symlink: true}, fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagDirs},
+		{"-l -H", Config{Link2Symlink: true, HideOwnFiles: true}, fastpath.FlagL2S | fastpath.FlagNoLink},
+		{"-H", Config{HideOwnFiles: true}, 0},
+		{"-L", Config{LstatLinkSize: true}, fastpath.FlagLstatSize},
+		{"links refused", Config{FailLink: true}, fastpath.FlagNoLink},
+		{"--ashmem-memfd", Config{AshmemMemfd: true}, fastpath.FlagAshmem},
+	}
+	for _, tc := range tests {
+		if got, _, _, _, _ := fastPathFlags(tc.cfg); got != tc.want {
+			t.Errorf("%s: flags %#x, want %#x", tc.name, got, tc.want)
 		}
 	}
 }

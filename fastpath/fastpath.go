@@ -72,7 +72,7 @@ const FileName = "libdroidroot-fastpath.so"
 // from the page.
 var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "statx", "faccessat", "faccessat2", "readlinkat", "fstat", "close",
 	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat",
-	"getcwd"}
+	"getcwd", "getdents64"}
 
 // The cwd record (fastpath.c's struct fp_cwd), which the handshake's
 // fourth argument points at: seq, the host path's and the guest path's
@@ -240,16 +240,17 @@ func ChooseTrampoline() uint64 {
 
 // Flag bits of Config.Flags (fastpath.c's DR_FP_*).
 const (
-	FlagStats     = 1 << 0 // print per-call counters at exit
-	FlagL2S       = 1 << 1 // -l
-	FlagLstatSize = 1 << 2 // -L
-	FlagOwner     = 1 << 3 // -0/-i: stat owners real -> fake
-	FlagAshmem    = 1 << 4 // --ashmem-memfd
-	FlagIDs       = 1 << 5 // emulated credentials: access's EACCES, chmod, chown go to the tracer
-	FlagNoLink    = 1 << 6 // link goes to the tracer (-l, or links refused on purpose)
-	FlagWaitv     = 1 << 7 // futex_waitv answered in the library (Registry)
-	FlagFDGuard   = 1 << 8 // the filter traps changes to FDBase..FDEnd-1 (the guard word)
-	FlagOpenat2   = 1 << 9 // the library may make openat2 (no Android policy blocks it)
+	FlagStats     = 1 << 0  // print per-call counters at exit
+	FlagL2S       = 1 << 1  // -l
+	FlagLstatSize = 1 << 2  // -L
+	FlagOwner     = 1 << 3  // -0/-i: stat owners real -> fake
+	FlagAshmem    = 1 << 4  // --ashmem-memfd
+	FlagIDs       = 1 << 5  // emulated credentials: access's EACCES, chmod, chown go to the tracer
+	FlagNoLink    = 1 << 6  // link goes to the tracer (-l, or links refused on purpose)
+	FlagWaitv     = 1 << 7  // futex_waitv answered in the library (Registry)
+	FlagFDGuard   = 1 << 8  // the filter traps changes to FDBase..FDEnd-1 (the guard word)
+	FlagOpenat2   = 1 << 9  // the library may make openat2 (no Android policy blocks it)
+	FlagDirs      = 1 << 10 // -l without -H: directory streams read in the library (getdents64)
 )
 
 // The library keeps its verified directories' descriptors at numbers

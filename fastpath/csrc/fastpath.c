@@ -75,6 +75,7 @@ enum {
 	DR_FP_WAITV = 1 << 7,      /* futex_waitv answered here (waitv.c) */
 	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
 	DR_FP_OPENAT2 = 1 << 9,    /* openat2 is neither blocked (Android) nor refused here */
+	DR_FP_DIRS = 1 << 10,      /* -l without -H: directory streams read here (getdents64) */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -242,11 +243,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -2926,6 +2927,227 @@ static int fd_listing_fd(int fd)
 	return fd_listing(buf);
 }
 
+/* ---- directory streams under -l (DR_FP_DIRS) ----
+ *
+ * Under -l the tracer traps getdents64 to leave the link data out of
+ * listings and to show a name of an emulated hard link as its data file
+ * (emul/getdents.go), and glibc's readdir, fdopendir and opendir make
+ * getdents64 and fstat themselves: every listing cost two or more stops.
+ * The library's own directory streams read in-process instead: a batch is
+ * read through the trampoline, and the tracer is needed only where a
+ * symlink in it names link data (its readlink, in-process, ends in a
+ * ".l2s." data name): the library then seeks back to the batch's start and
+ * reads it through the trapped call, which the tracer filters as before.
+ * The data names themselves (".l2s.*", ".l2s") are left out here, as the
+ * tracer does. Everything else is glibc's readdir: deleted entries (inode
+ * 0) skipped, the telldir position the last entry's d_off, ENOENT of a
+ * removed directory the end, the buffer st_blksize bounded to 32 KiB-1 MiB,
+ * fdopendir's checks and FD_CLOEXEC. Not under -H, whose hiding is the
+ * tracer's. A stream is the library's while the first word is FPD_MAGIC
+ * (no descriptor number reaches it); any other DIR is libc's. */
+#define FPD_MAGIC 0x44504644u
+struct fp_dir {
+	uint32_t magic;
+	int fd;
+	int lock;
+	int listing; /* lists this process's descriptors: 1 yes, -1 no, 0 not known yet */
+	int errcode; /* readdir_r's */
+	size_t alloc, size, pos;
+	long filepos;
+	char buf[] __attribute__((aligned(8)));
+};
+
+static DIR *(*real_fdopendir)(int);
+static struct dirent *(*real_readdir)(DIR *);
+static int (*real_closedir)(DIR *);
+
+static int dirs_on(void)
+{
+	return (cfg.flags & DR_FP_DIRS) && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);
+}
+
+static struct fp_dir *our_dir(DIR *d)
+{
+	struct fp_dir *f = (struct fp_dir *)d;
+	return f && f->magic == FPD_MAGIC ? f : NULL;
+}
+
+static void dir_lock(struct fp_dir *d)
+{
+	while (__atomic_exchange_n(&d->lock, 1, __ATOMIC_ACQUIRE))
+		raw6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+}
+static void dir_unlock(struct fp_dir *d) { __atomic_store_n(&d->lock, 0, __ATOMIC_RELEASE); }
+
+/* dir_alloc makes a stream of directory descriptor fd (glibc's
+ * __alloc_dir); close_fd: opendir's own descriptor, closed on failure. */
+static DIR *dir_alloc(int fd, int close_fd, const struct stat *st)
+{
+	long r = close_fd ? 0 : raw6(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC, 0, 0, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return NULL;
+	}
+	size_t alloc = (size_t)st->st_blksize;
+	if (alloc < 32768)
+		alloc = 32768;
+	if (alloc > 1048576)
+		alloc = 1048576;
+	struct fp_dir *d = malloc(sizeof *d + alloc);
+	if (!d) {
+		alloc = 32768;
+		d = malloc(sizeof *d + alloc);
+	}
+	if (!d) {
+		if (close_fd)
+			raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->magic = FPD_MAGIC;
+	d->fd = fd;
+	d->lock = 0;
+	d->listing = 0;
+	d->errcode = 0;
+	d->alloc = alloc;
+	d->size = d->pos = 0;
+	d->filepos = 0;
+	return (DIR *)d;
+}
+
+/* dir_open makes a stream of fd as fdopendir (close_fd 0) or opendir
+ * (close_fd 1: fd is its own, closed on failure) does. */
+static DIR *dir_open(int fd, int close_fd)
+{
+	struct stat st;
+	long r = tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0);
+	if (r == 0 && !S_ISDIR(st.st_mode))
+		r = -ENOTDIR;
+	if (r == 0 && !close_fd) {
+		long fl = raw6(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
+		r = fl < 0 ? fl : (fl & O_ACCMODE) == O_WRONLY ? -EINVAL : 0;
+	}
+	if (r < 0) {
+		if (close_fd)
+			raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+		errno = (int)-r;
+		return NULL;
+	}
+	return dir_alloc(fd, close_fd, &st);
+}
+
+/* l2s_batch_clean tells whether getdents64 batch b (n bytes) of directory
+ * fd has no symlink that names link data (a readlink ending in a data
+ * name: the tracer would show its data file there). */
+static int l2s_batch_clean(int fd, const char *b, long n)
+{
+	for (long off = 0; off + 19 < n;) {
+		const struct dirent64 *e = (const void *)(b + off);
+		if (e->d_reclen < 19 || off + e->d_reclen > n)
+			return 0;
+		off += e->d_reclen;
+		if (e->d_type != DT_LNK)
+			continue;
+		char t[FP_PATH_MAX];
+		long k = tr(SYS_readlinkat, fd, (long)e->d_name, (long)t, sizeof t, 0, 0);
+		if (k < 0 || k >= (long)sizeof t)
+			continue; /* the tracer's readlink fails as well (or the name is gone) */
+		while (k > 1 && t[k - 1] == '/')
+			k--;
+		long i = k;
+		while (i > 0 && t[i - 1] != '/')
+			i--;
+		size_t len = (size_t)(k - i);
+		if (len >= 5 && fp_memeq(t + i, ".l2s.", 5) && !(len >= 7 && fp_memeq(t + k - 2, ".n", 2)))
+			return 0;
+	}
+	return 1;
+}
+
+/* dir_fill reads d's next batch: in-process where the batch is clean,
+ * else (and while the library is off) through the trapped call. */
+static long dir_fill(struct fp_dir *d)
+{
+	if (!dirs_on()) {
+		count(F_READDIR, W_OFF);
+		return raw6(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
+	}
+	long at = raw6(SYS_lseek, d->fd, 0, SEEK_CUR, 0, 0, 0);
+	long n = tr(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
+	if (n <= 0 || at < 0 || l2s_batch_clean(d->fd, d->buf, n)) {
+		count(F_READDIR, W_ANSWERED);
+		return n;
+	}
+	count(F_READDIR, W_SYMLINK);
+	if (raw6(SYS_lseek, d->fd, at, SEEK_SET, 0, 0, 0) != at)
+		return -EIO;
+	return raw6(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
+}
+
+/* dir_hidden: an entry the tracer leaves out (link data) or, in a
+ * listing of this process's descriptors, one of the library's. */
+static int dir_hidden(struct fp_dir *d, const char *name)
+{
+	if (fp_memeq(name, ".l2s.", 5) || fp_memeq(name, ".l2s", 5))
+		return 1;
+	if (!hidden_name(name))
+		return 0;
+	if (!d->listing) {
+		int err = errno;
+		d->listing = dirs_on() && fd_listing_fd(d->fd) ? 1 : -1;
+		errno = err;
+	}
+	return d->listing > 0;
+}
+
+/* dir_next is glibc's __readdir_unlocked for stream d: the next entry, or
+ * NULL at the end (errno as it was) or on an error (errno set, and kept
+ * for readdir_r). With r, an entry whose name is too long for a struct
+ * dirent is skipped (ENAMETOOLONG for readdir_r). */
+static struct dirent *dir_next(struct fp_dir *d, int r)
+{
+	int saved = errno;
+	for (;;) {
+		if (d->pos >= d->size) {
+			long n = dir_fill(d);
+			if (n <= 0) {
+				if (n == -ENOENT || n == 0) {
+					errno = saved;
+				} else {
+					errno = (int)-n;
+					d->errcode = (int)-n;
+				}
+				return NULL;
+			}
+			d->size = (size_t)n;
+			d->pos = 0;
+		}
+		struct dirent *e = (struct dirent *)(d->buf + d->pos);
+		d->pos += e->d_reclen;
+		d->filepos = e->d_off;
+		if (e->d_ino == 0 || dir_hidden(d, e->d_name))
+			continue;
+		if (r && e->d_reclen > offsetof(struct dirent, d_name) + 256 && fp_strlen(e->d_name) > 255) {
+			d->errcode = ENAMETOOLONG;
+			continue;
+		}
+		return e;
+	}
+}
+
+EXPORT DIR *fdopendir(int fd)
+{
+	if (dirs_on())
+		return dir_open(fd, 0);
+	if (!real_fdopendir)
+		real_fdopendir = libc_lookup("fdopendir");
+	if (!real_fdopendir) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return real_fdopendir(fd);
+}
+
 EXPORT DIR *opendir(const char *path)
 {
 	if ((uintptr_t)path >= 65536 && !path[0]) {
@@ -2935,9 +3157,17 @@ EXPORT DIR *opendir(const char *path)
 	long fd = fp_ret(fp_openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC, 0));
 	if (fd < 0)
 		return NULL;
-	DIR *d = fdopendir((int)fd);
+	if (dirs_on()) {
+		DIR *d = dir_open((int)fd, 1);
+		if (d && fd_listing(path))
+			our_dir(d)->listing = 1;
+		return d;
+	}
+	if (!real_fdopendir)
+		real_fdopendir = libc_lookup("fdopendir");
+	DIR *d = real_fdopendir ? real_fdopendir((int)fd) : NULL;
 	if (!d) {
-		int e = errno;
+		int e = real_fdopendir ? errno : ENOSYS;
 		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 		errno = e;
 	} else if (fd_listing(path)) {
@@ -2946,11 +3176,18 @@ EXPORT DIR *opendir(const char *path)
 	return d;
 }
 
-/* readdir and readdir64 (one function on 64-bit glibc): libc's, without the
- * library's own descriptors in a listing of this process's descriptors. */
-static struct dirent *(*real_readdir)(DIR *);
-EXPORT struct dirent *readdir(DIR *d)
+/* readdir and readdir64 (one function on 64-bit glibc): the library's
+ * streams (above); libc's, without the library's own descriptors in a
+ * listing of this process's descriptors. */
+EXPORT struct dirent *readdir(DIR *dir)
 {
+	struct fp_dir *f = our_dir(dir);
+	if (f) {
+		dir_lock(f);
+		struct dirent *e = dir_next(f, 0);
+		dir_unlock(f);
+		return e;
+	}
 	if (!real_readdir)
 		real_readdir = libc_lookup("readdir");
 	if (!real_readdir) {
@@ -2958,9 +3195,9 @@ EXPORT struct dirent *readdir(DIR *d)
 		return NULL;
 	}
 	struct dirent *e;
-	int mine = fd_dirs_has(d);
+	int mine = fd_dirs_has(dir);
 	for (;;) {
-		e = real_readdir(d);
+		e = real_readdir(dir);
 		if (!e || !hidden_name(e->d_name))
 			return e;
 		if (!mine) {
@@ -2968,26 +3205,126 @@ EXPORT struct dirent *readdir(DIR *d)
 			 * python's listdir of a descriptor) shows itself at the
 			 * first of the library's numbers it lists. */
 			int err = errno;
-			mine = __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp && fd_listing_fd(dirfd(d));
+			mine = __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp && fd_listing_fd(dirfd(dir));
 			errno = err;
 			if (!mine)
 				return e;
-			fd_dirs_swap(NULL, d);
+			fd_dirs_swap(NULL, dir);
 		}
 	}
 }
 EXPORT struct dirent64 *readdir64(DIR *d) __attribute__((alias("readdir")));
 
+/* readdir_r, deprecated, still exported: glibc's for libc's streams. */
+static int (*real_readdir_r)(DIR *, struct dirent *, struct dirent **);
+EXPORT int readdir_r(DIR *dir, struct dirent *entry, struct dirent **result)
+{
+	struct fp_dir *f = our_dir(dir);
+	if (!f) {
+		if (!real_readdir_r)
+			real_readdir_r = libc_lookup("readdir_r");
+		return real_readdir_r ? real_readdir_r(dir, entry, result) : ENOSYS;
+	}
+	dir_lock(f);
+	struct dirent *e = dir_next(f, 1);
+	int ret = 0;
+	if (e) {
+		size_t len = e->d_reclen;
+		if (len > offsetof(struct dirent, d_name) + 256)
+			len = offsetof(struct dirent, d_name) + fp_strlen(e->d_name) + 1;
+		fp_memcpy((char *)entry, (const char *)e, len);
+		entry->d_reclen = (unsigned short)len;
+		*result = entry;
+	} else {
+		*result = NULL;
+		ret = f->errcode;
+	}
+	dir_unlock(f);
+	return ret;
+}
+EXPORT int readdir64_r(DIR *d, struct dirent64 *e, struct dirent64 **r) __attribute__((alias("readdir_r")));
+
+static int (*real_dirfd)(DIR *);
+EXPORT int dirfd(DIR *dir)
+{
+	struct fp_dir *f = our_dir(dir);
+	if (f)
+		return f->fd;
+	if (!real_dirfd)
+		real_dirfd = libc_lookup("dirfd");
+	if (!real_dirfd) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_dirfd(dir);
+}
+
+static void (*real_rewinddir)(DIR *);
+EXPORT void rewinddir(DIR *dir)
+{
+	struct fp_dir *f = our_dir(dir);
+	if (!f) {
+		if (!real_rewinddir)
+			real_rewinddir = libc_lookup("rewinddir");
+		if (real_rewinddir)
+			real_rewinddir(dir);
+		return;
+	}
+	dir_lock(f);
+	raw6(SYS_lseek, f->fd, 0, SEEK_SET, 0, 0, 0);
+	f->filepos = 0;
+	f->pos = f->size = 0;
+	f->errcode = 0;
+	dir_unlock(f);
+}
+
+static void (*real_seekdir)(DIR *, long);
+EXPORT void seekdir(DIR *dir, long pos)
+{
+	struct fp_dir *f = our_dir(dir);
+	if (!f) {
+		if (!real_seekdir)
+			real_seekdir = libc_lookup("seekdir");
+		if (real_seekdir)
+			real_seekdir(dir, pos);
+		return;
+	}
+	dir_lock(f);
+	raw6(SYS_lseek, f->fd, pos, SEEK_SET, 0, 0, 0);
+	f->pos = f->size = 0;
+	f->filepos = pos;
+	dir_unlock(f);
+}
+
+static long (*real_telldir)(DIR *);
+EXPORT long telldir(DIR *dir)
+{
+	struct fp_dir *f = our_dir(dir);
+	if (!f) {
+		if (!real_telldir)
+			real_telldir = libc_lookup("telldir");
+		if (!real_telldir) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return real_telldir(dir);
+	}
+	dir_lock(f);
+	long pos = f->filepos;
+	dir_unlock(f);
+	return pos;
+}
+
 /* scandir and scandir64 (one function on 64-bit glibc): libc's, but a
- * listing of this process's descriptors is read through readdir above,
- * without the library's own (libc's scandir reads with its internal
- * readdir, which the library cannot wrap). */
+ * listing of this process's descriptors, or any under DR_FP_DIRS, is read
+ * through opendir and readdir above (libc's scandir reads with its
+ * internal readdir, which the library cannot wrap). */
 typedef int (*scan_sel)(const struct dirent *);
 typedef int (*scan_cmp)(const struct dirent **, const struct dirent **);
 static int (*real_scandir)(const char *, struct dirent ***, scan_sel, scan_cmp);
 EXPORT int scandir(const char *path, struct dirent ***list, scan_sel sel, scan_cmp cmp)
 {
-	if ((uintptr_t)path < 65536 || !fd_listing(path)) {
+	if ((uintptr_t)path < 65536 || (!dirs_on() && !fd_listing(path))) {
 		if (!real_scandir)
 			real_scandir = libc_lookup("scandir");
 		if (!real_scandir) {
@@ -3044,18 +3381,24 @@ EXPORT int scandir(const char *path, struct dirent ***list, scan_sel sel, scan_c
 EXPORT int scandir64(const char *path, struct dirent64 ***list, int (*sel)(const struct dirent64 *),
 		     int (*cmp)(const struct dirent64 **, const struct dirent64 **)) __attribute__((alias("scandir")));
 
-static int (*real_closedir)(DIR *);
-EXPORT int closedir(DIR *d)
+EXPORT int closedir(DIR *dir)
 {
-	if (fd_dirs_has(d))
-		fd_dirs_swap(d, NULL);
+	struct fp_dir *f = our_dir(dir);
+	if (f) {
+		int fd = f->fd;
+		f->magic = 0;
+		free(f);
+		return (int)fp_ret(raw6(SYS_close, fd, 0, 0, 0, 0, 0));
+	}
+	if (fd_dirs_has(dir))
+		fd_dirs_swap(dir, NULL);
 	if (!real_closedir)
 		real_closedir = libc_lookup("closedir");
 	if (!real_closedir) {
 		errno = ENOSYS;
 		return -1;
 	}
-	return real_closedir(d);
+	return real_closedir(dir);
 }
 
 /* ---- the write family ---- */
