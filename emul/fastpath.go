@@ -305,6 +305,11 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 		if c.Arg(5) != 0 {
 			p.guard = &fdGuard{pid: c.Pid(), addr: c.Arg(5)} // the library starts it at 0
 		}
+		if p.cwd != 0 {
+			// The cwd a getcwd would answer now, published at once: most
+			// programs ask (shells, python, git), each a stop otherwise.
+			s.publish(c, int64(len(guestCwd(c))+1))
+		}
 		c.Return(int64(len(s.blob)))
 	}
 }
@@ -315,10 +320,16 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 // chdir, fchdir or chroot cleared the record, the tracer would give the same
 // answer (guestCwd: fs.Cwd for an unchanged fs.Host). Not when the cwd is
 // unsettled or lost, or the process's threads may have different cwds.
-func (s *fastPathState) publishCwd(c *tracer.Call) {
+func (s *fastPathState) publishCwd(c *tracer.Call) { s.publish(c, c.Ret()) }
+
+// publish writes fs.Cwd, the answer of a getcwd that returned ret (its
+// length with the NUL), into the calling process's cwd record: after the
+// tracer answered one (publishCwd), or at the handshake, with the cwd
+// guestCwd settled.
+func (s *fastPathState) publish(c *tracer.Call, ret int64) {
 	p := s.procs[c.Pid()]
 	fs := c.FS()
-	if p == nil || !p.ownsRecord() || !cwdPublishable(fs, c.Proc(), c.Ret()) {
+	if p == nil || !p.ownsRecord() || !cwdPublishable(fs, c.Proc(), ret) {
 		return
 	}
 	var seq [4]byte

@@ -113,6 +113,40 @@ func TestFastPathArmsDynamicOnly(t *testing.T) {
 	}
 }
 
+// TestFastPathHandshakeCwd: the handshake publishes the process's cwd in
+// its cwd record at once (the guest path, the kernel's host path, a seq
+// other than 0), so that the process's first getcwd is answered in-process;
+// not without a record (an old library, a short one).
+func TestFastPathHandshakeCwd(t *testing.T) {
+	g := newGuestFS(t)
+	fp := &FastPath{Lib: fastpath.Config{Trampoline: 0x4_0000_0000, TTLNanos: 7, Root: g.root}, Dir: t.TempDir()}
+	cfg := Config{FastPath: fp}
+	for _, size := range []int{fastpath.CwdSize, fastpath.CwdSize - 1} {
+		r := g.run(t, cfg, "/dir", tt.Call("droidroot_fastpath", tt.Out(65536), tt.Int(65536), tt.Out(4), tt.Out(fastpath.CwdSize), tt.Int(int64(size)), tt.Int(0)))
+		if r.Steps[0].Ret <= 0 {
+			t.Fatalf("handshake = %d", r.Steps[0].Ret)
+		}
+		rec := r.Steps[0].Mem[3]
+		le := binary.LittleEndian
+		seq, hl, gl := le.Uint32(rec[0:]), le.Uint32(rec[4:]), le.Uint32(rec[8:])
+		if size < fastpath.CwdSize {
+			if seq != 0 {
+				t.Errorf("a record of %d bytes was written (seq %d)", size, seq)
+			}
+			continue
+		}
+		host, err := filepath.EvalSymlinks(filepath.Join(g.root, "dir"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq == 0 || int(hl) != len(host) || string(rec[fastpath.CwdHostOff:fastpath.CwdHostOff+int(hl)]) != host ||
+			string(rec[fastpath.CwdGuestOff:fastpath.CwdGuestOff+int(gl)]) != "/dir" {
+			t.Errorf("record: seq %d, host %q (want %q), guest %q (want /dir)", seq, rec[fastpath.CwdHostOff:fastpath.CwdHostOff+int(hl)], host,
+				rec[fastpath.CwdGuestOff:fastpath.CwdGuestOff+int(gl)])
+		}
+	}
+}
+
 // TestCwdRecord: the cwd record's layout (fastpath.c's struct fp_cwd from
 // its fifth byte on) and when a getcwd's answer is published.
 func TestCwdRecord(t *testing.T) {
