@@ -70,6 +70,19 @@ func TestLink2SymlinkKernel(t *testing.T) {
 		{name: "unlink c", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/c"), tt.Int(0))},
 		{name: "c gone", step: access("/tmp/c")},
 		{name: "unlink missing", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/c"), tt.Int(0))},
+		// A symlink's other name resolves from its own directory, as a
+		// kernel's hard link of a symlink does (tar's hard link of one).
+		{name: "target", step: openat(cwdFD, "/tmp/t1", unix.O_CREAT|unix.O_WRONLY), how: cmpSign}, // 26
+		{name: "close target", step: closeStep(26)},
+		{name: "symlink", step: tt.Call("symlinkat", tt.Str("t1"), cwdFD, tt.Str("/tmp/sl"))},
+		{name: "link symlink", step: link("/tmp/sl", "/tmp/sl2")},
+		stat("/tmp/sl2"),
+		{name: "readlink", step: tt.Call("readlinkat", cwdFD, tt.Str("/tmp/sl2"), tt.Out(64), tt.Int(64)), mem: []int{2}},
+		{name: "link symlink elsewhere", step: link("/tmp/sl", "/dir/sl3")},
+		{name: "stat elsewhere", step: fstatat(cwdFD, "/dir/sl3", 0)},
+		{name: "lstat elsewhere", step: fstatat(cwdFD, "/dir/sl3", unix.AT_SYMLINK_NOFOLLOW), how: cmpSign},
+		{name: "unlink symlink", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/sl"), tt.Int(0))},
+		stat("/tmp/sl2"),
 	}
 	for _, fail := range []bool{false, true} {
 		t.Run(fmt.Sprintf("faillink=%v", fail), func(t *testing.T) {

@@ -368,6 +368,21 @@ func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 			return -int64(err.(unix.Errno))
 		}
 	}
+	if !isName && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// A symlink's other name is a symlink with the same text: the
+		// kernel resolves each name of a linked symlink from its own
+		// directory, which a symlink moved to the store would not be
+		// (a relative target read from there). Its own inode and a link
+		// count of 1 are the difference left.
+		target, err := readlinkHost(oldHost)
+		if err != nil {
+			return -int64(err.(unix.Errno))
+		}
+		if err := unix.Symlinkat(target, unix.AT_FDCWD, newHost); err != nil {
+			return -int64(err.(unix.Errno))
+		}
+		return 0
+	}
 	newDir := filepath.Dir(newHost)
 	if !isName {
 		var errno unix.Errno
