@@ -601,6 +601,12 @@ func TestFastPathListingsL2S(t *testing.T) {
 				if fp == "1" && (counts["readdir answered"] < 5 || counts["readdir symlink"] < 3) {
 					t.Errorf("readdir counters %v: want batches read in-process and batches with link data read by the tracer\n%s", counts, res.Stderr)
 				}
+				// readlink of a symlink is answered; of a hard link's names f1
+				// and h1 (symlinks to link data), the tracer's (EINVAL: a
+				// regular file).
+				if fp == "1" && (counts["readlink answered"] < 1 || counts["readlink option"] != 2) {
+					t.Errorf("readlink counters %v: want s1 answered, f1 and h1 left to the tracer\n%s", counts, res.Stderr)
+				}
 				if fp == "0" && counts["readdir answered"] != 0 {
 					t.Errorf("library off, yet readdir answered in-process: %v", counts)
 				}

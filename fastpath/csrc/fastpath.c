@@ -212,6 +212,21 @@ static long raw6(long n, long a, long b, long c, long d, long e, long f) { retur
 
 static long tr(long n, long a, long b, long c, long d, long e, long f) { return cfg.tramp(n, a, b, c, d, e, f); }
 
+/* names_l2s_data tells whether symlink target t (n bytes) names -l's link
+ * data: its last component (trailing slashes aside) starts with ".l2s."
+ * and is no count file (".n"), emul's isL2SData of the target's base, the
+ * test by which the tracer takes a symlink for a name of a hard link. */
+static int names_l2s_data(const char *t, long n)
+{
+	while (n > 1 && t[n - 1] == '/')
+		n--;
+	long i = n;
+	while (i > 0 && t[i - 1] != '/')
+		i--;
+	size_t len = (size_t)(n - i);
+	return len >= 5 && fp_memeq(t + i, ".l2s.", 5) && !fp_memeq(t + n - 2, ".n", 2);
+}
+
 static long fp_ret(long r)
 {
 	if (r < 0 && r > -4096) {
@@ -2360,7 +2375,10 @@ static long fp_readlink_k(int dirfd, const char *path, char *buf, size_t size)
 	}
 	long r = tr(SYS_readlinkat, t.parent.fd, (long)t.name, (long)buf, (long)size, 0, 0);
 	release(&t.parent);
-	if (r > 0 && (cfg.flags & DR_FP_L2S)) {
+	if (r > 0 && (cfg.flags & DR_FP_L2S) && (r == (long)size || names_l2s_data(buf, r))) {
+		/* A name of an emulated hard link (its target a data name,
+		 * the tracer's test): the tracer answers for the data file. A
+		 * target cut short may be one. */
 		count(F_READLINK, W_OPTION);
 		return FP_DEFER;
 	}
@@ -3052,13 +3070,7 @@ static int l2s_batch_clean(int fd, const char *b, long n)
 		long k = tr(SYS_readlinkat, fd, (long)e->d_name, (long)t, sizeof t, 0, 0);
 		if (k < 0 || k >= (long)sizeof t)
 			continue; /* the tracer's readlink fails as well (or the name is gone) */
-		while (k > 1 && t[k - 1] == '/')
-			k--;
-		long i = k;
-		while (i > 0 && t[i - 1] != '/')
-			i--;
-		size_t len = (size_t)(k - i);
-		if (len >= 5 && fp_memeq(t + i, ".l2s.", 5) && !(len >= 7 && fp_memeq(t + k - 2, ".n", 2)))
+		if (names_l2s_data(t, k))
 			return 0;
 	}
 	return 1;

@@ -129,6 +129,13 @@ int main(int argc, char **argv)
 	must(symlink("/nowhere", "s2") == 0, "symlink s2");
 	must(close(open("800", O_CREAT | O_WRONLY, 0644)) == 0, "800");
 
+	/* readlink of a symlink, and of a hard link's name (a regular file). */
+	for (const char *const *l = (const char *const[]){"s1", "h1", "f1", NULL}; *l; l++) {
+		char buf[64];
+		ssize_t n = readlink(*l, buf, sizeof buf - 1);
+		printf("readlink %s: %s\n", *l, n < 0 ? strerror(errno) : (buf[n] = 0, buf));
+	}
+
 	DIR *d = opendir(".");
 	must(d != NULL, "opendir .");
 	list("opendir .", d, 0);
