@@ -257,6 +257,17 @@ func TestFastPathAnswers(t *testing.T) {
 			"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
 			"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n",
 			map[string]int{"stat": 16, "open": 2}, nil},
+		// The same under -l (launchers' --link2symlink).
+		{"symlinked-parents -l", "stat /fx/abs/file\nstat /fx/rel/sub/deep/f2\nstat /fx/relup/file\n" +
+			"stat /fx/dir/sub/up/dir/file\nstat /fx/dir/sub/root/fx/dir/file\nstat /fx/dotdot/fx/dir/file\n" +
+			"stat /fx/absdotdot/file\nstat /fx/bindlink/f\nstat /fx/bindlink-rel/g\nstat /fx/abs/nope\n" +
+			"stat /fx/trailing/file\nstat /fx/mplink/m\nopen /fx/abs/file rdonly\nstat /fx/loop1/x\n" +
+			"stat /fx/filelink/x\nstat /fx/proc-self/x\nstat /fx/dangling/x\nstat /fx/abs/sub/../file\n" +
+			"cd /fx/scratch\nmkdir a\nmkdir a/b\nwrite a/b/f x\nsymlink a l\nstat /fx/scratch/l/b/f\n" +
+			"unlink l\nsymlink a/b l\nstat /fx/scratch/l/b/f\nstat /fx/scratch/l/f\n" +
+			"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
+			"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n",
+			map[string]int{"stat": 16, "open": 2}, nil},
 		// "//", "." and ".." before the last component of an absolute
 		// path, resolved as symlinks are (".." out of a bind's root is
 		// its mount point's parent); a missing or non-directory
@@ -271,6 +282,19 @@ func TestFastPathAnswers(t *testing.T) {
 		// answer is the rootfs's own (python's imports stat the cwd, "/"
 		// when that is the cwd); "/" with a dot or name after it, and
 		// other calls of it, go on as before.
+		// realpath (and canonicalize_file_name): glibc's algorithm on the
+		// library's readlink, getcwd and faccessat; loops, the 40-link
+		// limit, dangling and missing names (the partial result), a file
+		// with a trailing "/", "/." or "/..", binds and /proc.
+		{"realpath", "realpath /fx/dir/file\nrealpath /fx/abs/sub/deep\nrealpath /fx/relup/sub/../file\n" +
+			"realpath /fx/dir/deeplink/..\nrealpath /fx/dotdot\nrealpath /fx/absdotdot\nrealpath /fx/dangling\n" +
+			"realpath /fx/dangling-rel\nrealpath /fx/loop1\nrealpath /fx/chain1\nrealpath /fx/filelink/\n" +
+			"realpath /fx/filelink/.\nrealpath /fx/dir/file/..\nrealpath /fx/n0\nrealpath /fx/m0\n" +
+			"realpath /fx/trailing/file\nrealpath /mnt/b1/f\nrealpath /fx/bindlink/f\nrealpath /fx/bindlink-rel\n" +
+			"realpath /fx/proc-self/cwd\nrealpath //fx//dir/./sub/\nrealpath /fx/nope/x\nrealpath fx/dir\n" +
+			"cd /fx/dir\nrealpath sub/deep/../../file\nrealpath ..\nrealpath .\nrealpath /mnt/b1/nested/../f\n" +
+			"realpath /fx/dir/sub/up/dir/file\n",
+			map[string]int{"realpath": 56, "readlink answered": 272}, nil},
 		{"root", "stat /\nlstat /\nstat //\nlstat ///\nstatx /\nlstatx //\ncd /fx\nstat /\nopen / rdonly,directory\n" +
 			"stat /.\nstat /..\naccess / r\nreadlink /\n",
 			map[string]int{"stat": 3, "lstat": 2, "statx": 2}, nil},
@@ -315,6 +339,9 @@ func TestFastPathAnswers(t *testing.T) {
 			t.Parallel()
 			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", tc.name, tc.ops)
 			argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
+			if _, opt, ok := strings.Cut(tc.name, " "); ok {
+				argv = withIdentity(argv, strings.Fields(opt)...) // "name -l": with those options
+			}
 			res := run(t, tc.ops, append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
 			counts, rest := fastPathCounters(res.Stderr)
 			if res.Code != 0 || rest != "" {

@@ -43,6 +43,9 @@
 #include <sys/time.h>
 #include <time.h>
 #include <utime.h>
+#include <gnu/libc-version.h>
+#include <limits.h>
+#include <string.h>
 
 #if defined(__x86_64__)
 #include "arch-x86_64.h"
@@ -258,11 +261,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -1330,7 +1333,11 @@ static enum fp_why map_path(const char *g, struct target *t)
 		}
 		if (!dots && missing_parent(norm, gp, t) == W_ANSWERED)
 			return W_ANSWERED;
-		if ((cfg.flags & DR_FP_L2S) || gp >= R_LEN || namelen >= 256)
+		/* Under -l too: a hard link's name is a symlink to a file, never
+		 * a directory on the way, and the tracer follows it there as any
+		 * guest symlink (as resolve_parent does: a file leaves the
+		 * path to the tracer). */
+		if (gp >= R_LEN || namelen >= 256)
 			return dots ? W_DOTS : W_UNVERIFIED;
 		if ((cl = resolve_parent(norm, gp, g2, R_LEN)) < 0 || (!dots && (size_t)cl == gp && fp_memeq(g2, norm, gp)))
 			return W_UNVERIFIED;
@@ -2020,7 +2027,9 @@ static long fp_faccessat(int dirfd, const char *path, int mode, int flags)
 }
 
 EXPORT int access(const char *path, int mode) { return (int)fp_ret(fp_faccessat(AT_FDCWD, path, mode, 0)); }
-EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+static int faccessat_full(int dirfd, const char *path, int mode, int flags);
+EXPORT int faccessat(int dirfd, const char *path, int mode, int flags) { return faccessat_full(dirfd, path, mode, flags); }
+static int faccessat_full(int dirfd, const char *path, int mode, int flags)
 {
 	long r = fp_access_k(dirfd, path, mode, flags);
 	if (r == FP_DEFER && flags) {
@@ -2450,7 +2459,9 @@ static long fp_getcwd(char *buf, size_t size)
 	return ret;
 }
 
-EXPORT char *getcwd(char *buf, size_t size)
+static char *getcwd_full(char *buf, size_t size);
+EXPORT char *getcwd(char *buf, size_t size) { return getcwd_full(buf, size); }
+static char *getcwd_full(char *buf, size_t size)
 {
 	if (buf && size) {
 		long r = fp_getcwd(buf, size);
@@ -3413,6 +3424,208 @@ EXPORT int closedir(DIR *dir)
 		return -1;
 	}
 	return real_closedir(dir);
+}
+
+/* ---- realpath ----
+ *
+ * glibc's realpath reads each component with its internal readlink, which
+ * no preloaded library sees: a path of n components was n stops (wineserver
+ * resolves every file it opens: 3150 stops of one "wine cmd /c echo"). The
+ * library runs glibc's own algorithm (2.33 and later, stdlib/canonicalize.c:
+ * readlink of each component, symlinks spliced into the rest, 40 at most, a
+ * faccessat of "dir/" where a trailing "/", "/." or "/.." asks for a
+ * directory, the partial result in the caller's buffer for ENOENT and
+ * EACCES) on the library's readlink, getcwd and faccessat, each answered
+ * in-process or by the tracer as always: the result is the composition
+ * glibc would make of the same answers. Older glibc (another algorithm),
+ * the library off, and names longer than its buffers are libc's own. */
+#define RP_MAX 8192
+static char *(*real_realpath)(const char *, char *);
+static char *(*real_realpath_chk)(const char *, char *, size_t);
+static int rp_glibc = -1; /* glibc >= 2.33 */
+
+static int rp_on(void)
+{
+	if (rp_glibc < 0) {
+		const char *v = gnu_get_libc_version();
+		unsigned major = 0, minor = 0;
+		while (*v >= '0' && *v <= '9')
+			major = major * 10 + (unsigned)(*v++ - '0');
+		if (*v == '.')
+			for (v++; *v >= '0' && *v <= '9'; v++)
+				minor = minor * 10 + (unsigned)(*v - '0');
+		rp_glibc = major > 2 || (major == 2 && minor >= 33);
+	}
+	return rp_glibc && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);
+}
+
+/* rp_suffix_dir: END (empty or starting with a slash) asks for a
+ * directory: a trailing "/", or "/." or "/.." anywhere. */
+static int rp_suffix_dir(const char *end)
+{
+	while (*end == '/') {
+		do
+			end++;
+		while (*end == '/');
+		switch (*end++) {
+		default:
+			return 0;
+		case '\0':
+			return 1;
+		case '.':
+			break;
+		}
+		if (!*end || (*end == '.' && (!end[1] || end[1] == '/')))
+			return 1;
+	}
+	return 0;
+}
+
+/* rp_resolve is realpath_stk; *fallback is set where libc must do it
+ * (a buffer too small), nothing having changed. */
+static char *rp_resolve(const char *name, char *resolved, char *mem, int *fallback)
+{
+	char *rname = mem, *extra = mem + RP_MAX, *lbuf = mem + 2 * RP_MAX;
+	char *dest;
+	const char *start, *end;
+	int num_links = 0, failed = 1;
+	if (name[0] != '/') {
+		if (!getcwd_full(rname, RP_MAX)) {
+			if (errno == ERANGE) {
+				*fallback = 1;
+				return NULL;
+			}
+			dest = rname;
+			goto error;
+		}
+		dest = rname + fp_strlen(rname);
+	} else {
+		dest = rname;
+		*dest++ = '/';
+	}
+	for (start = name; *start; start = end) {
+		while (*start == '/')
+			++start;
+		for (end = start; *end && *end != '/'; ++end)
+			;
+		size_t startlen = (size_t)(end - start);
+		if (startlen == 0)
+			break;
+		if (startlen == 1 && start[0] == '.')
+			continue;
+		if (startlen == 2 && start[0] == '.' && start[1] == '.') {
+			if (dest > rname + 1)
+				for (--dest; dest > rname && dest[-1] != '/'; --dest)
+					;
+			continue;
+		}
+		if (dest[-1] != '/')
+			*dest++ = '/';
+		if ((size_t)(rname + RP_MAX - dest) < startlen + 2) {
+			*fallback = 1;
+			return NULL;
+		}
+		fp_memcpy(dest, start, startlen);
+		dest += startlen;
+		*dest = '\0';
+		long n = fp_ret(fp_readlinkat(AT_FDCWD, rname, lbuf, RP_MAX - 1));
+		if (n >= RP_MAX - 1) {
+			*fallback = 1;
+			return NULL;
+		}
+		if (n >= 0) {
+			if (++num_links > 40) {
+				errno = ELOOP;
+				goto error;
+			}
+			lbuf[n] = '\0';
+			size_t len = fp_strlen(end);
+			if (len + (size_t)n >= RP_MAX) {
+				*fallback = 1;
+				return NULL;
+			}
+			memmove(&extra[n], end, len + 1);
+			fp_memcpy(extra, lbuf, (size_t)n);
+			end = extra;
+			if (lbuf[0] == '/') {
+				dest = rname;
+				*dest++ = '/';
+			} else if (dest > rname + 1) {
+				for (--dest; dest > rname && dest[-1] != '/'; --dest)
+					;
+			}
+		} else if (!(rp_suffix_dir(end) ? (dest[0] = '/', dest[1] = '\0', faccessat_full(AT_FDCWD, rname, F_OK, AT_EACCESS) == 0)
+					   : errno == EINVAL)) {
+			goto error;
+		}
+	}
+	if (dest > rname + 1 && dest[-1] == '/')
+		--dest;
+	failed = 0;
+error:
+	*dest++ = '\0';
+	if (resolved) {
+		if ((!failed || errno == ENOENT || errno == EACCES) && dest - rname <= PATH_MAX) {
+			fp_memcpy(resolved, rname, (size_t)(dest - rname));
+			return failed ? NULL : resolved;
+		}
+		if (!failed)
+			errno = ENAMETOOLONG;
+		return NULL;
+	}
+	if (failed)
+		return NULL;
+	char *r = malloc((size_t)(dest - rname));
+	if (r)
+		fp_memcpy(r, rname, (size_t)(dest - rname));
+	else
+		errno = ENOMEM;
+	return r;
+}
+
+EXPORT char *realpath(const char *name, char *resolved)
+{
+	if (name && name[0] && rp_on()) {
+		char *mem = malloc(3 * RP_MAX);
+		if (mem) {
+			int fallback = 0;
+			char *r = rp_resolve(name, resolved, mem, &fallback);
+			int e = errno;
+			free(mem);
+			errno = e;
+			count(F_REALPATH, fallback ? W_LONG : W_ANSWERED);
+			if (!fallback)
+				return r;
+		}
+	} else if (name && name[0]) {
+		count(F_REALPATH, W_OFF);
+	} else {
+		errno = name ? ENOENT : EINVAL;
+		return NULL;
+	}
+	if (!real_realpath)
+		real_realpath = libc_lookup("realpath");
+	if (!real_realpath) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return real_realpath(name, resolved);
+}
+EXPORT char *canonicalize_file_name(const char *name) { return realpath(name, NULL); }
+
+/* The fortified realpath (_FORTIFY_SOURCE): libc's for a buffer shorter
+ * than PATH_MAX, which it refuses (__chk_fail). */
+EXPORT char *__realpath_chk(const char *name, char *resolved, size_t resolvedlen)
+{
+	if (resolvedlen >= PATH_MAX)
+		return realpath(name, resolved);
+	if (!real_realpath_chk)
+		real_realpath_chk = libc_lookup("__realpath_chk");
+	if (!real_realpath_chk) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return real_realpath_chk(name, resolved, resolvedlen);
 }
 
 /* ---- the write family ---- */

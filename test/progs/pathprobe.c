@@ -492,6 +492,31 @@ static int do_readlink(int dirfd, const char *p)
 	return 0;
 }
 
+/* realpath PATH: the result into a buffer (on ENOENT or EACCES also what it holds, the part
+ * resolved), and the allocated form's (canonicalize_file_name). */
+static int do_realpath(const char *p)
+{
+	static char buf[PATH_MAX];
+	buf[0] = 0;
+	char *r = realpath(p, buf);
+	int e = errno;
+	if (r)
+		put_str(buf, strlen(buf));
+	else
+		printf("%s partial ", errname(e));
+	if (!r && (e == ENOENT || e == EACCES))
+		put_str(buf, strlen(buf));
+	char *m = canonicalize_file_name(p);
+	if (m) {
+		printf(" alloc ");
+		put_str(m, strlen(m));
+		free(m);
+	} else {
+		printf(" alloc %s", errname(errno));
+	}
+	return r ? 0 : -1;
+}
+
 static int do_statx(int dirfd, const char *p, int flags)
 {
 	struct statx sx;
@@ -737,6 +762,10 @@ static int run_at(int dirfd, int argc, char **argv)
 	if (!strcmp(op, "readlink")) {
 		NEED(1);
 		return do_readlink(dirfd, argv[1]);
+	}
+	if (!strcmp(op, "realpath")) {
+		NEED(1);
+		return do_realpath(argv[1]);
 	}
 	if (!strcmp(op, "open")) {
 		if (argc != 3 && argc != 4) {
