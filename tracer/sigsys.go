@@ -108,7 +108,15 @@ func (t *Tracer) foreignStop(th *Thread, s sigsysInfo) {
 func (t *Tracer) sigsysStop(th *Thread) bool {
 	var si Siginfo
 	if err := getSiginfo(th.Tid, &si); err != nil {
-		return false
+		// Out of its stop already: only SIGKILL takes a tracee out of a
+		// ptrace stop, and its exit follows. The stop is not the guest's
+		// to see: an emulated tracer (strace's PTRACE_SEIZE test, which
+		// kills its child in a blocked pause) would get a SIGSYS stop
+		// where the kernel reports the kill.
+		if t.flight != nil {
+			t.fly(th.Tid, "DROP", "SIGSYS stop of a task out of its stop: %v", err)
+		}
+		return true
 	}
 	s := decodeSigsys(&si)
 	t.census.count(stopSigsys, s.nr)
