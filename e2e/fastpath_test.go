@@ -151,6 +151,18 @@ func TestFastPathOracle(t *testing.T) {
 	}
 }
 
+// symlinkedParentsOps are TestFastPathAnswers' ops for parents with
+// symlinks on the way, run with and without -l.
+const symlinkedParentsOps = "stat /fx/abs/file\nstat /fx/rel/sub/deep/f2\nstat /fx/relup/file\n" +
+	"stat /fx/dir/sub/up/dir/file\nstat /fx/dir/sub/root/fx/dir/file\nstat /fx/dotdot/fx/dir/file\n" +
+	"stat /fx/absdotdot/file\nstat /fx/bindlink/f\nstat /fx/bindlink-rel/g\nstat /fx/abs/nope\n" +
+	"stat /fx/trailing/file\nstat /fx/mplink/m\nopen /fx/abs/file rdonly\nstat /fx/loop1/x\n" +
+	"stat /fx/filelink/x\nstat /fx/proc-self/x\nstat /fx/dangling/x\nstat /fx/abs/sub/../file\n" +
+	"cd /fx/scratch\nmkdir a\nmkdir a/b\nwrite a/b/f x\nsymlink a l\nstat /fx/scratch/l/b/f\n" +
+	"unlink l\nsymlink a/b l\nstat /fx/scratch/l/b/f\nstat /fx/scratch/l/f\n" +
+	"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
+	"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n"
+
 // TestFastPathAnswers runs ops under the chroot oracle and under droidroot
 // with the fast path's counters on: the same transcript, and each function's
 // calls answered in-process as often as the case says. The oracle guest
@@ -247,26 +259,10 @@ func TestFastPathAnswers(t *testing.T) {
 		// only the tracer decides (a loop, a file, /proc, a missing
 		// component) left to it; then the process's own changes to a
 		// symlink and an ancestor on the way show on its next call.
-		{"symlinked-parents", "stat /fx/abs/file\nstat /fx/rel/sub/deep/f2\nstat /fx/relup/file\n" +
-			"stat /fx/dir/sub/up/dir/file\nstat /fx/dir/sub/root/fx/dir/file\nstat /fx/dotdot/fx/dir/file\n" +
-			"stat /fx/absdotdot/file\nstat /fx/bindlink/f\nstat /fx/bindlink-rel/g\nstat /fx/abs/nope\n" +
-			"stat /fx/trailing/file\nstat /fx/mplink/m\nopen /fx/abs/file rdonly\nstat /fx/loop1/x\n" +
-			"stat /fx/filelink/x\nstat /fx/proc-self/x\nstat /fx/dangling/x\nstat /fx/abs/sub/../file\n" +
-			"cd /fx/scratch\nmkdir a\nmkdir a/b\nwrite a/b/f x\nsymlink a l\nstat /fx/scratch/l/b/f\n" +
-			"unlink l\nsymlink a/b l\nstat /fx/scratch/l/b/f\nstat /fx/scratch/l/f\n" +
-			"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
-			"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n",
+		{"symlinked-parents", symlinkedParentsOps,
 			map[string]int{"stat": 16, "open": 2}, nil},
 		// The same under -l (launchers' --link2symlink).
-		{"symlinked-parents -l", "stat /fx/abs/file\nstat /fx/rel/sub/deep/f2\nstat /fx/relup/file\n" +
-			"stat /fx/dir/sub/up/dir/file\nstat /fx/dir/sub/root/fx/dir/file\nstat /fx/dotdot/fx/dir/file\n" +
-			"stat /fx/absdotdot/file\nstat /fx/bindlink/f\nstat /fx/bindlink-rel/g\nstat /fx/abs/nope\n" +
-			"stat /fx/trailing/file\nstat /fx/mplink/m\nopen /fx/abs/file rdonly\nstat /fx/loop1/x\n" +
-			"stat /fx/filelink/x\nstat /fx/proc-self/x\nstat /fx/dangling/x\nstat /fx/abs/sub/../file\n" +
-			"cd /fx/scratch\nmkdir a\nmkdir a/b\nwrite a/b/f x\nsymlink a l\nstat /fx/scratch/l/b/f\n" +
-			"unlink l\nsymlink a/b l\nstat /fx/scratch/l/b/f\nstat /fx/scratch/l/f\n" +
-			"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
-			"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n",
+		{"symlinked-parents -l", symlinkedParentsOps,
 			map[string]int{"stat": 16, "open": 2}, nil},
 		// "//", "." and ".." before the last component of an absolute
 		// path, resolved as symlinks are (".." out of a bind's root is

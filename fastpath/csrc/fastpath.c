@@ -146,6 +146,9 @@ static FILE *(*real_fopen)(const char *, const char *);
 static int (*real_faccessat)(int, const char *, int, int);
 static int (*real_fchmodat)(int, const char *, mode_t, int);
 static void *libc_lookup(const char *name);
+/* LIBC(var, name) is libc's function name, looked up into var on first
+ * use (NULL if libc has none): the wrappers' way to libc's own. */
+#define LIBC(var, name) ((var) ? (var) : ((var) = libc_lookup(name)))
 
 /* The guest cwd the tracer answered this process's last trapped getcwd with,
  * and the host directory the kernel had as the cwd then (its d_path form).
@@ -2034,9 +2037,7 @@ static int faccessat_full(int dirfd, const char *path, int mode, int flags)
 	long r = fp_access_k(dirfd, path, mode, flags);
 	if (r == FP_DEFER && flags) {
 		/* faccessat2, with glibc's fallbacks: libc's own. */
-		if (!real_faccessat)
-			real_faccessat = libc_lookup("faccessat");
-		if (real_faccessat)
+		if (LIBC(real_faccessat, "faccessat"))
 			return real_faccessat(dirfd, path, mode, flags);
 	}
 	if (r == FP_DEFER)
@@ -2470,9 +2471,7 @@ static char *getcwd_full(char *buf, size_t size)
 	} else {
 		count(F_GETCWD, W_FLAGS); /* libc allocates the buffer */
 	}
-	if (!real_getcwd)
-		real_getcwd = libc_lookup("getcwd"); /* called before the constructor */
-	if (real_getcwd)
+	if (LIBC(real_getcwd, "getcwd")) /* called before the constructor */
 		return real_getcwd(buf, size);
 	errno = ENOSYS;
 	return NULL;
@@ -2700,9 +2699,7 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		errno = EBADF;
 		return -1;
 	}
-	if (!real_fcntl)
-		real_fcntl = libc_lookup("fcntl");
-	long r = real_fcntl ? real_fcntl(fd, cmd, arg) : fp_ret(raw6(SYS_fcntl, fd, cmd, arg, 0, 0, 0));
+	long r = LIBC(real_fcntl, "fcntl") ? real_fcntl(fd, cmd, arg) : fp_ret(raw6(SYS_fcntl, fd, cmd, arg, 0, 0, 0));
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		carry_dir(fd, r);
 	return (int)r;
@@ -2851,9 +2848,7 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	int fl = (uintptr_t)mode < 65536 ? -1 : fopen_flags(mode);
 	if (fl < 0 || !__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
-		if (!real_fopen) /* before our constructor ran */
-			real_fopen = libc_lookup("fopen");
-		if (real_fopen)
+		if (LIBC(real_fopen, "fopen")) /* before our constructor ran */
 			return real_fopen(path, mode);
 		errno = EINVAL;
 		return NULL;
@@ -3160,18 +3155,17 @@ static struct dirent *dir_next(struct fp_dir *d, int r)
 	}
 }
 
-EXPORT DIR *fdopendir(int fd)
+/* libc_fdopendir is libc's fdopendir (ENOSYS without one). */
+static DIR *libc_fdopendir(int fd)
 {
-	if (dirs_on())
-		return dir_open(fd, 0);
-	if (!real_fdopendir)
-		real_fdopendir = libc_lookup("fdopendir");
-	if (!real_fdopendir) {
+	if (!LIBC(real_fdopendir, "fdopendir")) {
 		errno = ENOSYS;
 		return NULL;
 	}
 	return real_fdopendir(fd);
 }
+
+EXPORT DIR *fdopendir(int fd) { return dirs_on() ? dir_open(fd, 0) : libc_fdopendir(fd); }
 
 EXPORT DIR *opendir(const char *path)
 {
@@ -3188,11 +3182,9 @@ EXPORT DIR *opendir(const char *path)
 			our_dir(d)->listing = 1;
 		return d;
 	}
-	if (!real_fdopendir)
-		real_fdopendir = libc_lookup("fdopendir");
-	DIR *d = real_fdopendir ? real_fdopendir((int)fd) : NULL;
+	DIR *d = libc_fdopendir((int)fd);
 	if (!d) {
-		int e = real_fdopendir ? errno : ENOSYS;
+		int e = errno;
 		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 		errno = e;
 	} else if (fd_listing(path)) {
@@ -3213,9 +3205,7 @@ EXPORT struct dirent *readdir(DIR *dir)
 		dir_unlock(f);
 		return e;
 	}
-	if (!real_readdir)
-		real_readdir = libc_lookup("readdir");
-	if (!real_readdir) {
+	if (!LIBC(real_readdir, "readdir")) {
 		errno = ENOSYS;
 		return NULL;
 	}
@@ -3246,9 +3236,7 @@ EXPORT int readdir_r(DIR *dir, struct dirent *entry, struct dirent **result)
 {
 	struct fp_dir *f = our_dir(dir);
 	if (!f) {
-		if (!real_readdir_r)
-			real_readdir_r = libc_lookup("readdir_r");
-		return real_readdir_r ? real_readdir_r(dir, entry, result) : ENOSYS;
+		return LIBC(real_readdir_r, "readdir_r") ? real_readdir_r(dir, entry, result) : ENOSYS;
 	}
 	dir_lock(f);
 	struct dirent *e = dir_next(f, 1);
@@ -3275,13 +3263,20 @@ EXPORT int dirfd(DIR *dir)
 	struct fp_dir *f = our_dir(dir);
 	if (f)
 		return f->fd;
-	if (!real_dirfd)
-		real_dirfd = libc_lookup("dirfd");
-	if (!real_dirfd) {
+	if (!LIBC(real_dirfd, "dirfd")) {
 		errno = ENOSYS;
 		return -1;
 	}
 	return real_dirfd(dir);
+}
+
+/* dir_seek moves stream d (locked) to position pos: the kernel's offset,
+ * an empty buffer, telldir's answer. */
+static void dir_seek(struct fp_dir *d, long pos)
+{
+	raw6(SYS_lseek, d->fd, pos, SEEK_SET, 0, 0, 0);
+	d->pos = d->size = 0;
+	d->filepos = pos;
 }
 
 static void (*real_rewinddir)(DIR *);
@@ -3289,16 +3284,12 @@ EXPORT void rewinddir(DIR *dir)
 {
 	struct fp_dir *f = our_dir(dir);
 	if (!f) {
-		if (!real_rewinddir)
-			real_rewinddir = libc_lookup("rewinddir");
-		if (real_rewinddir)
+		if (LIBC(real_rewinddir, "rewinddir"))
 			real_rewinddir(dir);
 		return;
 	}
 	dir_lock(f);
-	raw6(SYS_lseek, f->fd, 0, SEEK_SET, 0, 0, 0);
-	f->filepos = 0;
-	f->pos = f->size = 0;
+	dir_seek(f, 0);
 	f->errcode = 0;
 	dir_unlock(f);
 }
@@ -3308,16 +3299,12 @@ EXPORT void seekdir(DIR *dir, long pos)
 {
 	struct fp_dir *f = our_dir(dir);
 	if (!f) {
-		if (!real_seekdir)
-			real_seekdir = libc_lookup("seekdir");
-		if (real_seekdir)
+		if (LIBC(real_seekdir, "seekdir"))
 			real_seekdir(dir, pos);
 		return;
 	}
 	dir_lock(f);
-	raw6(SYS_lseek, f->fd, pos, SEEK_SET, 0, 0, 0);
-	f->pos = f->size = 0;
-	f->filepos = pos;
+	dir_seek(f, pos);
 	dir_unlock(f);
 }
 
@@ -3326,9 +3313,7 @@ EXPORT long telldir(DIR *dir)
 {
 	struct fp_dir *f = our_dir(dir);
 	if (!f) {
-		if (!real_telldir)
-			real_telldir = libc_lookup("telldir");
-		if (!real_telldir) {
+		if (!LIBC(real_telldir, "telldir")) {
 			errno = ENOSYS;
 			return -1;
 		}
@@ -3350,9 +3335,7 @@ static int (*real_scandir)(const char *, struct dirent ***, scan_sel, scan_cmp);
 EXPORT int scandir(const char *path, struct dirent ***list, scan_sel sel, scan_cmp cmp)
 {
 	if ((uintptr_t)path < 65536 || (!dirs_on() && !fd_listing(path))) {
-		if (!real_scandir)
-			real_scandir = libc_lookup("scandir");
-		if (!real_scandir) {
+		if (!LIBC(real_scandir, "scandir")) {
 			errno = ENOSYS;
 			return -1;
 		}
@@ -3417,9 +3400,7 @@ EXPORT int closedir(DIR *dir)
 	}
 	if (fd_dirs_has(dir))
 		fd_dirs_swap(dir, NULL);
-	if (!real_closedir)
-		real_closedir = libc_lookup("closedir");
-	if (!real_closedir) {
+	if (!LIBC(real_closedir, "closedir")) {
 		errno = ENOSYS;
 		return -1;
 	}
@@ -3481,6 +3462,17 @@ static int rp_suffix_dir(const char *end)
 	return 0;
 }
 
+/* rp_up backs dest up to the start of the last component of rname (the
+ * resolved part so far), never above the root: ".." or a relative
+ * symlink's directory. */
+static char *rp_up(char *rname, char *dest)
+{
+	if (dest > rname + 1)
+		for (--dest; dest > rname && dest[-1] != '/'; --dest)
+			;
+	return dest;
+}
+
 /* rp_resolve is realpath_stk; *fallback is set where libc must do it
  * (a buffer too small), nothing having changed. */
 static char *rp_resolve(const char *name, char *resolved, char *mem, int *fallback)
@@ -3514,9 +3506,7 @@ static char *rp_resolve(const char *name, char *resolved, char *mem, int *fallba
 		if (startlen == 1 && start[0] == '.')
 			continue;
 		if (startlen == 2 && start[0] == '.' && start[1] == '.') {
-			if (dest > rname + 1)
-				for (--dest; dest > rname && dest[-1] != '/'; --dest)
-					;
+			dest = rp_up(rname, dest);
 			continue;
 		}
 		if (dest[-1] != '/')
@@ -3550,9 +3540,8 @@ static char *rp_resolve(const char *name, char *resolved, char *mem, int *fallba
 			if (lbuf[0] == '/') {
 				dest = rname;
 				*dest++ = '/';
-			} else if (dest > rname + 1) {
-				for (--dest; dest > rname && dest[-1] != '/'; --dest)
-					;
+			} else {
+				dest = rp_up(rname, dest);
 			}
 		} else if (!(rp_suffix_dir(end) ? (dest[0] = '/', dest[1] = '\0', faccessat_full(AT_FDCWD, rname, F_OK, AT_EACCESS) == 0)
 					   : errno == EINVAL)) {
@@ -3603,9 +3592,7 @@ EXPORT char *realpath(const char *name, char *resolved)
 		errno = name ? ENOENT : EINVAL;
 		return NULL;
 	}
-	if (!real_realpath)
-		real_realpath = libc_lookup("realpath");
-	if (!real_realpath) {
+	if (!LIBC(real_realpath, "realpath")) {
 		errno = ENOSYS;
 		return NULL;
 	}
@@ -3619,9 +3606,7 @@ EXPORT char *__realpath_chk(const char *name, char *resolved, size_t resolvedlen
 {
 	if (resolvedlen >= PATH_MAX)
 		return realpath(name, resolved);
-	if (!real_realpath_chk)
-		real_realpath_chk = libc_lookup("__realpath_chk");
-	if (!real_realpath_chk) {
+	if (!LIBC(real_realpath_chk, "__realpath_chk")) {
 		errno = ENOSYS;
 		return NULL;
 	}
@@ -3990,9 +3975,7 @@ EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 	if (flags) {
 		/* fchmodat2, or glibc's emulation through /proc: libc's own. */
 		count(F_CHMOD, W_FLAGS);
-		if (!real_fchmodat)
-			real_fchmodat = libc_lookup("fchmodat");
-		if (real_fchmodat)
+		if (LIBC(real_fchmodat, "fchmodat"))
 			return real_fchmodat(dirfd, path, mode, flags);
 		return (int)fp_ret(raw6(SYS_fchmodat2, dirfd, (long)path, mode, flags, 0, 0));
 	}
