@@ -638,3 +638,36 @@ func TestFastPathListingsL2S(t *testing.T) {
 		})
 	}
 }
+
+// TestFastPathCancellation: the library's open family is a cancellation point as glibc's is.
+// cancelprobe cancels threads at open, openat, creat and fopen (a cancel pending at the call,
+// and one sent while the open of a FIFO blocks), at calls that are no cancellation points
+// (stat, access, fopen with "c", opendir), with cancellation disabled, and checks the caller's
+// cancel type is kept: the transcript must be the chroot's with the library on and off. The
+// library before this answered the pending cases after the open and hung in the FIFO's.
+func TestFastPathCancellation(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	work := openTempDir(t)
+	g.Binds = append(g.Binds, work+":/mnt/empty")
+	want := viaChroot(t, g, "", "/progs/cancelprobe.dyn", "/mnt/empty")
+	if want.Code != 0 || want.Stderr != "" || !strings.Contains(want.Stdout, "FIFO for reading, blocked: cancelled") {
+		t.Fatalf("chroot: %s", want)
+	}
+	bin := droidrootBin(t)
+	for _, fp := range []string{"1", "0"} {
+		argv := droidrootArgs(bin, g, "/progs/cancelprobe.dyn", "/mnt/empty")
+		res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
+		counts, stderr := fastPathCounters(res.Stderr)
+		if res.Code != 0 || stderr != "" {
+			t.Fatalf("fast path %s: %s", fp, res)
+		}
+		if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+			t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
+		}
+		// Opens that return: fopen with "c", and open with cancellation disabled (twice).
+		if fp == "1" && counts["open answered"] < 3 {
+			t.Errorf("open counters %v: want the opens that return answered in-process\n%s", counts, res.Stderr)
+		}
+	}
+}

@@ -45,6 +45,7 @@
 #include <utime.h>
 #include <gnu/libc-version.h>
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -2114,15 +2115,56 @@ static long pin_last(struct target *t, char proc[32], struct stat *st, enum fp_w
  * ENOSYS from an older kernel). */
 static int fp_openat2_ok = 1;
 
+/* Cancellation. glibc's open family (open, openat, creat, their 64-bit and
+ * fortified names) and fopen without "c" are cancellation points
+ * (pthreads(7)): a cancel pending when the call starts ends the thread
+ * there, and so does one sent while the open blocks (a FIFO's open waits
+ * for its other end). The library's do the same with public calls only.
+ * cancel_entry acts on a pending cancel before anything is taken: making
+ * the thread's cancel type asynchronous does that at once (glibc, every
+ * version). An open that may block (no O_NONBLOCK, no O_DIRECTORY) runs
+ * its system call with the type asynchronous (cancel_sys), as glibc before
+ * 2.34 ran every blocking call: a cancel sent meanwhile ends the thread in
+ * the call, through glibc's own handler. The unwinder finds no frame
+ * information for the trampoline page and so stops there, and glibc then
+ * runs the thread's cleanup handlers from the innermost one registered with
+ * pthread_cleanup_push (C's); C++ destructors in the frames between are
+ * skipped. What the call held then stays held: a cached directory's
+ * reference (that slot is never refilled again: its directory is verified
+ * without the cache) or an uncached parent's descriptor; and a cancel
+ * landing between the call's return and the type's restore leaks the new
+ * descriptor, as glibc before 2.34 did. In a program without libpthread
+ * (glibc before 2.34) libc's pthread_setcanceltype does nothing, and no
+ * thread can be cancelled there either. */
+static void cancel_entry(int cp)
+{
+	int old;
+	if (cp && pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old) == 0 && old != PTHREAD_CANCEL_ASYNCHRONOUS)
+		pthread_setcanceltype(old, NULL);
+}
+
+/* cancel_sys makes open system call nr (through the trampoline, or trapped
+ * for the tracer when trap) a cancellation point where block (see above). */
+static long cancel_sys(int block, int trap, long nr, long a, long b, long c, long d)
+{
+	int old = PTHREAD_CANCEL_ASYNCHRONOUS;
+	if (block && pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old) != 0)
+		old = PTHREAD_CANCEL_ASYNCHRONOUS;
+	long r = trap ? raw6(nr, a, b, c, d, 0, 0) : tr(nr, a, b, c, d, 0, 0);
+	if (old != PTHREAD_CANCEL_ASYNCHRONOUS)
+		pthread_setcanceltype(old, NULL);
+	return r;
+}
+
 /* openat2_nolink is openat2(dir, name, {flags, mode, RESOLVE_NO_SYMLINKS})
  * where the session's policy and the kernel take openat2, else -ENOSYS
  * (and for good after the kernel's own ENOSYS). */
-static long openat2_nolink(int dir, const char *name, unsigned flags, unsigned mode)
+static long openat2_nolink(int dir, const char *name, unsigned flags, unsigned mode, int block)
 {
 	if (!(cfg.flags & DR_FP_OPENAT2) || !__atomic_load_n(&fp_openat2_ok, __ATOMIC_RELAXED))
 		return -ENOSYS;
 	struct fp_open_how how = {flags, mode, 0x04 /* RESOLVE_NO_SYMLINKS */};
-	long r = tr(SYS_openat2, dir, (long)name, (long)&how, sizeof how, 0, 0);
+	long r = cancel_sys(block, 0, SYS_openat2, dir, (long)name, (long)&how, sizeof how);
 	if (r == -ENOSYS)
 		__atomic_store_n(&fp_openat2_ok, 0, __ATOMIC_RELAXED);
 	return r;
@@ -2135,12 +2177,12 @@ static long openat2_nolink(int dir, const char *name, unsigned flags, unsigned m
  * and a mode openat2 would refuse where openat takes them, and kernels or
  * policies without openat2 give -ENOSYS: the caller pins the last
  * component (pin_last). */
-static long open_nolink(int dir, const char *name, int flags, unsigned mode)
+static long open_nolink(int dir, const char *name, int flags, unsigned mode, int block)
 {
 	if (((uint64_t)(unsigned)flags & ~FP_OPENAT2_FLAGS) || (flags & O_ACCMODE) == O_ACCMODE ||
 	    ((flags & O_CREAT) && (mode & ~07777u)))
 		return -ENOSYS;
-	return openat2_nolink(dir, name, (unsigned)flags, (flags & O_CREAT) ? mode : 0);
+	return openat2_nolink(dir, name, (unsigned)flags, (flags & O_CREAT) ? mode : 0, block);
 }
 
 /* open_pinned opens t's last component, which the open follows and may
@@ -2151,7 +2193,7 @@ static long open_nolink(int dir, const char *name, int flags, unsigned mode)
  * the flags), and one that appeared meanwhile goes to the tracer. A directory's dev/ino is remembered (fstat
  * of the pin when O_DIRECTORY asks for one), a read-only descriptor that
  * may be one is checked at its first use (dir_lazy). */
-static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mode)
+static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mode, int block)
 {
 	char proc[32];
 	struct stat st;
@@ -2160,7 +2202,7 @@ static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mod
 	if (m == -ENOENT) {
 		r = -ENOENT;
 		if (flags & O_CREAT) {
-			r = tr(SYS_openat, t->parent.fd, (long)t->name, flags | O_EXCL, mode, 0, 0);
+			r = cancel_sys(block, 0, SYS_openat, t->parent.fd, (long)t->name, flags | O_EXCL, mode);
 			if (r == -EEXIST || r == -ELOOP || r == -EXDEV)
 				w = W_ERRNO; /* the name appeared meanwhile */
 		}
@@ -2168,7 +2210,7 @@ static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mod
 		if (r >= 0)
 			remember_dir(r, 0, 0);
 	} else if (m >= 0) {
-		r = tr(SYS_openat, AT_FDCWD, (long)proc, flags, mode, 0, 0);
+		r = cancel_sys(block, 0, SYS_openat, AT_FDCWD, (long)proc, flags, mode);
 		if (r == -ELOOP)
 			w = W_SYMLINK; /* a symlink there: the tracer's */
 		else if (r >= 0 && (flags & O_DIRECTORY))
@@ -2209,7 +2251,7 @@ static const char *trim_slashes(const char *path, char *buf)
  * the open does not follow (O_NOFOLLOW, O_CREAT|O_EXCL) is opened relative
  * to the verified parent. A symlink goes to the tracer. O_PATH and
  * O_TMPFILE go to the tracer. */
-static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, unsigned mode)
+static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, unsigned mode, int block)
 {
 	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
 		count(fn, W_FLAGS);
@@ -2226,7 +2268,7 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	if (map_name(fn, dirfd, path, &t, 0) < 0)
 		return FP_DEFER;
 	long r;
-	if (!t.ancestor && (r = open_nolink(t.parent.fd, t.name, flags, mode)) != -ENOSYS) {
+	if (!t.ancestor && (r = open_nolink(t.parent.fd, t.name, flags, mode, block)) != -ENOSYS) {
 		release(&t.parent);
 		if (r == -ELOOP || r == -EXDEV) {
 			count(fn, r == -ELOOP ? W_SYMLINK : W_ERRNO); /* a symlink there (or O_NOFOLLOW's own ELOOP) */
@@ -2242,7 +2284,7 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	}
 	int follows = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
 	if (follows && (flags & (O_CREAT | O_TRUNC)))
-		return open_pinned(fn, &t, flags, mode);
+		return open_pinned(fn, &t, flags, mode, block);
 	/* The lstat tells a symlink (the tracer's, where the open follows it),
 	 * what a directory is, and the ENOENT of a bind point's parent. An
 	 * open that does not follow the name refuses a symlink itself (ELOOP,
@@ -2274,7 +2316,7 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 		return FP_DEFER;
 	}
 	int isdir = r == 0 && S_ISDIR(st.st_mode);
-	r = tr(SYS_openat, t.parent.fd, (long)t.name, flags, mode, 0, 0);
+	r = cancel_sys(block, 0, SYS_openat, t.parent.fd, (long)t.name, flags, mode);
 	release(&t.parent);
 	if (r == -ELOOP || r == -EXDEV) {
 		count(fn, W_ERRNO); /* O_NOFOLLOW's ELOOP: the tracer's answer */
@@ -2306,11 +2348,14 @@ static void note_open(long r)
 	}
 }
 
-static long fp_openat(int dirfd, const char *path, int flags, unsigned mode)
+/* fp_openat is openat; cp: as the cancellation point libc's open is. */
+static long fp_openat(int dirfd, const char *path, int flags, unsigned mode, int cp)
 {
-	long r = fp_open_k(F_OPEN, dirfd, path, flags, mode);
+	cancel_entry(cp);
+	int block = cp && !(flags & (O_NONBLOCK | O_DIRECTORY | O_PATH));
+	long r = fp_open_k(F_OPEN, dirfd, path, flags, mode, block);
 	if (r == FP_DEFER) {
-		r = raw6(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
+		r = cancel_sys(block, 1, SYS_openat, dirfd, (long)path, flags, mode);
 		note_open(r);
 	}
 	return r;
@@ -2326,7 +2371,7 @@ static long fp_openat2(int dirfd, const char *path, const struct fp_open_how *ho
 		 ((how->flags & O_CREAT) ? how->mode & ~(uint64_t)07777 : how->mode))
 		count(F_OPENAT2, W_FLAGS);
 	else
-		r = fp_open_k(F_OPENAT2, dirfd, path, (int)how->flags, (unsigned)how->mode);
+		r = fp_open_k(F_OPENAT2, dirfd, path, (int)how->flags, (unsigned)how->mode, 0);
 	if (r == FP_DEFER) {
 		r = raw6(SYS_openat2, dirfd, (long)path, (long)how, (long)size, 0, 0);
 		note_open(r);
@@ -2347,7 +2392,7 @@ EXPORT int open(const char *path, int flags, ...)
 	va_start(ap, flags);
 	unsigned mode = mode_arg(flags, ap);
 	va_end(ap);
-	return (int)fp_ret(fp_openat(AT_FDCWD, path, flags, mode));
+	return (int)fp_ret(fp_openat(AT_FDCWD, path, flags, mode, 1));
 }
 EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -2356,16 +2401,16 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	va_start(ap, flags);
 	unsigned mode = mode_arg(flags, ap);
 	va_end(ap);
-	return (int)fp_ret(fp_openat(dirfd, path, flags, mode));
+	return (int)fp_ret(fp_openat(dirfd, path, flags, mode, 1));
 }
 EXPORT int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));
-EXPORT int __open_2(const char *path, int flags) { return (int)fp_ret(fp_openat(AT_FDCWD, path, flags, 0)); }
+EXPORT int __open_2(const char *path, int flags) { return (int)fp_ret(fp_openat(AT_FDCWD, path, flags, 0, 1)); }
 EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
-EXPORT int __openat_2(int dirfd, const char *path, int flags) { return (int)fp_ret(fp_openat(dirfd, path, flags, 0)); }
+EXPORT int __openat_2(int dirfd, const char *path, int flags) { return (int)fp_ret(fp_openat(dirfd, path, flags, 0, 1)); }
 EXPORT int __openat64_2(int dirfd, const char *path, int flags) __attribute__((alias("__openat_2")));
 EXPORT int creat(const char *path, mode_t mode)
 {
-	return (int)fp_ret(fp_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode));
+	return (int)fp_ret(fp_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, 1));
 }
 EXPORT int creat64(const char *path, mode_t mode) __attribute__((alias("creat")));
 
@@ -2532,7 +2577,7 @@ EXPORT long syscall(long nr, ...)
 	long r;
 	switch (nr) {
 	case SYS_openat:
-		r = fp_openat((int)a, (const char *)b, (int)c, (unsigned)d);
+		r = fp_openat((int)a, (const char *)b, (int)c, (unsigned)d, 0);
 		break;
 	case SYS_newfstatat:
 		r = fp_fstatat(F_FSTATAT, (int)a, (const char *)b, (struct stat *)c, (int)d);
@@ -2610,7 +2655,7 @@ EXPORT long syscall(long nr, ...)
 		r = fp_fchownat(AT_FDCWD, (const char *)a, (unsigned)b, (unsigned)c, nr == SYS_lchown_ ? AT_SYMLINK_NOFOLLOW : 0);
 		break;
 	case SYS_open:
-		r = fp_openat(AT_FDCWD, (const char *)a, (int)b, (unsigned)c);
+		r = fp_openat(AT_FDCWD, (const char *)a, (int)b, (unsigned)c, 0);
 		break;
 	case SYS_stat:
 	case SYS_lstat:
@@ -2853,7 +2898,10 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 		errno = EINVAL;
 		return NULL;
 	}
-	long fd = fp_ret(fp_openat(AT_FDCWD, path, fl, 0666));
+	int cp = 1; /* glibc's fopen is a cancellation point but with "c" */
+	for (const char *m = mode; *m; m++)
+		cp &= *m != 'c';
+	long fd = fp_ret(fp_openat(AT_FDCWD, path, fl, 0666, cp));
 	if (fd < 0)
 		return NULL;
 	FILE *f = fdopen((int)fd, mode);
@@ -3173,7 +3221,7 @@ EXPORT DIR *opendir(const char *path)
 		errno = ENOENT; /* as glibc's opendir */
 		return NULL;
 	}
-	long fd = fp_ret(fp_openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC, 0));
+	long fd = fp_ret(fp_openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC, 0, 0));
 	if (fd < 0)
 		return NULL;
 	if (dirs_on()) {
@@ -3770,7 +3818,7 @@ static enum fp_why map_attr(int dirfd, const char *path, struct target *t)
  * the caller pins with pin_last. */
 static long pin_nolink(struct target *t, char proc[32], enum fp_why *w)
 {
-	long m = openat2_nolink(t->parent.fd, t->name, O_PATH | O_CLOEXEC, 0);
+	long m = openat2_nolink(t->parent.fd, t->name, O_PATH | O_CLOEXEC, 0, 0);
 	return m == -ENOSYS ? m : pin_took(t, m, proc, w);
 }
 

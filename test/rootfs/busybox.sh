@@ -7,7 +7,7 @@
 # Contents:
 #   /bin/busybox (static) and its applet symlinks (absolute, -> /bin/busybox, like
 #     `busybox --install -s`), /etc/passwd, /etc/group, /tmp, /root
-#   the host's glibc: /lib/x86_64-linux-gnu/{ld-linux-x86-64.so.2,libc.so.6} (real files) and
+#   the host's glibc: /lib/x86_64-linux-gnu/{ld-linux-x86-64.so.2,libc.so.6,libgcc_s.so.1} (real files) and
 #     /lib64/ld-linux-x86-64.so.2 -> /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 (absolute)
 #   /progs/NAME      test/progs/NAME.c, static
 #   /progs/NAME.pie  static-pie
@@ -23,7 +23,7 @@ inputs)
 		echo "${f##*/} $(sha256sum <"$f")"
 	done
 	gcc -dumpfullversion
-	dpkg-query -W -f '${Package} ${Version}\n' busybox-static libc6 libc6-dev
+	dpkg-query -W -f '${Package} ${Version}\n' busybox-static libc6 libc6-dev libgcc-s1
 	;;
 build)
 	here=$2 dir=$3
@@ -44,9 +44,10 @@ build)
 		ln -s /bin/busybox "$applet"
 	done
 
-	# The host's glibc, so dynamic programs built here run in the rootfs with *its* ld.so.
+	# The host's glibc, so dynamic programs built here run in the rootfs with *its* ld.so, and
+	# libgcc_s, which glibc loads to unwind a cancelled thread (cancelprobe).
 	multi=/lib/x86_64-linux-gnu
-	cp -L "$multi/ld-linux-x86-64.so.2" "$multi/libc.so.6" lib/x86_64-linux-gnu/
+	cp -L "$multi/ld-linux-x86-64.so.2" "$multi/libc.so.6" "$multi/libgcc_s.so.1" lib/x86_64-linux-gnu/
 	ln -s /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 lib64/ld-linux-x86-64.so.2
 
 	cat >etc/passwd <<'PASSWD'
