@@ -68,6 +68,12 @@
 #define SYS_linkat 265
 #define SYS_fchmodat 268
 #define SYS_utimensat 280
+/* x86_64's legacy poll and epoll_wait, which Android's policy blocks, and their newer forms
+ * (the fast path library's FlagLegacy). */
+#define SYS_poll 7
+#define SYS_epoll_wait 232
+#define SYS_ppoll 271
+#define SYS_epoll_pwait 281
 #define SYS_dup3 292
 #define SYS_statx 332
 #define SYS_openat2 437

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,6 +181,37 @@ func TestAndroidPolicyOption(t *testing.T) {
 		res := run(t, "", append([]string{"env", "DROIDROOT_ANDROID_POLICY=" + tc.env}, argv...)...)
 		if res.Stdout != tc.want || res.Code != 0 {
 			t.Errorf("DROIDROOT_ANDROID_POLICY=%s --android-policy=%s: %s\nwant stdout %q", tc.env, tc.option, res, tc.want)
+		}
+	}
+}
+
+// TestFastPathLegacyPolls: Android's x86_64 policy blocks poll and epoll_wait, which glibc's
+// wrappers make there (wineserver waits in epoll_wait between any two requests: each was a
+// SIGSYS stop). Under the policy the fast path library makes ppoll and epoll_pwait in-process:
+// androidprobe.dyn's libc calls (ready, timeout, EINVAL, EBADF, EFAULT; TestAndroidProbe holds
+// their answers to the chroot's) are counted answered, and only its syscall(2) calls of the
+// legacy numbers stop.
+func TestFastPathLegacyPolls(t *testing.T) {
+	needRoot(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("arm64 has no poll or epoll_wait call: glibc makes ppoll and epoll_pwait")
+	}
+	probes := androidProbes(t)
+	g := busyboxGuest(t)
+	g.Binds = append(g.Binds, probes+":/mnt/b2")
+	for _, pol := range []string{"12", "16"} {
+		argv := droidrootArgs(droidrootBin(t), g, "/mnt/b2/androidprobe.dyn", "/tmp")
+		argv = append(argv[:2], append([]string{"--android-policy=" + pol}, argv[2:]...)...)
+		res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+		if res.Code != 0 {
+			t.Fatalf("--android-policy=%s: %s", pol, res)
+		}
+		counts, _ := fastPathCounters(res.Stderr)
+		rows := stopCensus(t, res.Stderr)
+		// 4 epoll_wait and 4 poll through libc; 2 of each through syscall(2).
+		if counts["legacy answered"] != 8 || rows["sigsys epoll_wait"] != 2 || rows["sigsys poll"] != 2 {
+			t.Errorf("--android-policy=%s: legacy %d answered in-process, want 8; SIGSYS stops of epoll_wait %d and poll %d, want 2 each\n%s",
+				pol, counts["legacy answered"], rows["sigsys epoll_wait"], rows["sigsys poll"], res.Stderr)
 		}
 	}
 }

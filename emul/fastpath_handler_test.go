@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/seccomp"
 	"github.com/droidroot/droidroot/tracer"
 	tt "github.com/droidroot/droidroot/tracer/tracertest"
 )
@@ -249,6 +251,26 @@ func TestFastPathFlags(t *testing.T) {
 		{"-L", Config{LstatLinkSize: true}, fastpath.FlagLstatSize},
 		{"links refused", Config{FailLink: true}, fastpath.FlagNoLink},
 		{"--ashmem-memfd", Config{AshmemMemfd: true}, fastpath.FlagAshmem},
+	}
+	// Android's policy blocks poll and epoll_wait on x86_64 only (arm64 has neither call):
+	// the library makes their newer forms there (FlagLegacy), on a device too.
+	legacy := uint32(0)
+	if runtime.GOARCH == "amd64" {
+		legacy = fastpath.FlagLegacy
+	}
+	for _, v := range append(seccomp.AndroidVersions(), "device") {
+		p := seccomp.DeviceAndroidPolicy()
+		if v != "device" {
+			var err error
+			if p, err = seccomp.LoadAndroidPolicy(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tests = append(tests, struct {
+			name string
+			cfg  Config
+			want uint32
+		}{"Android " + v, Config{}.WithAndroid(p), legacy})
 	}
 	for _, tc := range tests {
 		if got, _, _, _, _ := fastPathFlags(tc.cfg); got != tc.want {

@@ -251,6 +251,7 @@ const (
 	FlagFDGuard   = 1 << 8  // the filter traps changes to FDBase..FDEnd-1 (the guard word)
 	FlagOpenat2   = 1 << 9  // the library may make openat2 (no Android policy blocks it)
 	FlagDirs      = 1 << 10 // -l without -H: directory streams read in the library (getdents64)
+	FlagLegacy    = 1 << 11 // the app policy blocks x86_64's poll and epoll_wait: the library makes ppoll and epoll_pwait
 )
 
 // The library keeps its verified directories' descriptors at numbers

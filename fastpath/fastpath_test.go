@@ -167,6 +167,13 @@ func TestLibraries(t *testing.T) {
 				t.Errorf("%s does not export %s", goarch, name)
 			}
 		}
+		// x86_64's legacy poll and epoll_wait (FlagLegacy); arm64's glibc makes ppoll and
+		// epoll_pwait itself, and the library leaves them to it.
+		for _, name := range []string{"poll", "__poll", "__poll_chk", "epoll_wait"} {
+			if exported[name] != (goarch == "amd64") {
+				t.Errorf("%s exports %s: %v, want %v", goarch, name, exported[name], goarch == "amd64")
+			}
+		}
 		for _, p := range f.Progs {
 			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Off%0x10000 != p.Vaddr%0x10000 {
 				t.Errorf("%s: executable segment at offset %#x, address %#x: not congruent modulo 64 KiB", goarch, p.Off, p.Vaddr)

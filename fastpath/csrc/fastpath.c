@@ -45,6 +45,7 @@
 #include <utime.h>
 #include <gnu/libc-version.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -80,6 +81,7 @@ enum {
 	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
 	DR_FP_OPENAT2 = 1 << 9,    /* openat2 is neither blocked (Android) nor refused here */
 	DR_FP_DIRS = 1 << 10,      /* -l without -H: directory streams read here (getdents64) */
+	DR_FP_LEGACY = 1 << 11,    /* the app policy blocks x86_64's poll and epoll_wait: made as ppoll and epoll_pwait here */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -265,11 +267,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -439,12 +441,24 @@ static void add_names(const char *g, size_t n)
 
 extern char dr_tramp_page[];
 
+#if defined(SYS_poll) && defined(SYS_epoll_wait)
+#define FP_LEGACY_CALLS 1
+static int (*real_poll)(struct pollfd *, nfds_t, int);
+static int (*real_epoll_wait)(int, void *, int, int);
+static int (*real_poll_chk)(struct pollfd *, nfds_t, int, size_t);
+#endif
+
 __attribute__((constructor)) static void fp_init(void)
 {
 	real_fopen = libc_lookup("fopen");
 	real_faccessat = libc_lookup("faccessat");
 	real_fchmodat = libc_lookup("fchmodat");
 	real_getcwd = libc_lookup("getcwd");
+#ifdef FP_LEGACY_CALLS
+	real_poll = libc_lookup("poll");
+	real_epoll_wait = libc_lookup("epoll_wait");
+	real_poll_chk = libc_lookup("__poll_chk");
+#endif
 	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, (long)&cwdrec, sizeof cwdrec, (long)&fp_guard);
 	const struct dr_fp_hdr *h = (const void *)cfgbuf;
 	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
@@ -2145,15 +2159,19 @@ static void cancel_entry(int cp)
 
 /* cancel_sys makes open system call nr (through the trampoline, or trapped
  * for the tracer when trap) a cancellation point where block (see above). */
-static long cancel_sys(int block, int trap, long nr, long a, long b, long c, long d)
+static long cancel_sys6(int block, int trap, long nr, long a, long b, long c, long d, long e, long f)
 {
 	int old = PTHREAD_CANCEL_ASYNCHRONOUS;
 	if (block && pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old) != 0)
 		old = PTHREAD_CANCEL_ASYNCHRONOUS;
-	long r = trap ? raw6(nr, a, b, c, d, 0, 0) : tr(nr, a, b, c, d, 0, 0);
+	long r = trap ? raw6(nr, a, b, c, d, e, f) : tr(nr, a, b, c, d, e, f);
 	if (old != PTHREAD_CANCEL_ASYNCHRONOUS)
 		pthread_setcanceltype(old, NULL);
 	return r;
+}
+static long cancel_sys(int block, int trap, long nr, long a, long b, long c, long d)
+{
+	return cancel_sys6(block, trap, nr, a, b, c, d, 0, 0);
 }
 
 /* openat2_nolink is openat2(dir, name, {flags, mode, RESOLVE_NO_SYMLINKS})
@@ -2566,6 +2584,55 @@ static int is_change(long nr)
 	}
 	return 0;
 }
+
+/* x86_64's poll and epoll_wait, which glibc makes with their own numbers.
+ * Android's x86_64 app policy blocks both (bionic makes ppoll and
+ * epoll_pwait), and each call was a SIGSYS stop that the tracer restarted as
+ * the newer call: wineserver waits in epoll_wait between any two requests
+ * (13000 stops in one `wine cmd /c echo`). Under such a policy
+ * (DR_FP_LEGACY) the library makes the newer call itself, as the tracer
+ * would: ppoll with the timeout as a timespec (none when negative) and no
+ * signal mask, epoll_pwait with no mask, which the kernel runs as the old
+ * calls (a stop signal restarts ppoll with the time left, as poll's restart
+ * does). Neither is trapped. Both are cancellation points, as libc's are;
+ * poll stays async-signal-safe (libc's is found at start-up). Without the
+ * policy, or with the library off in the process, libc's own. */
+#ifdef FP_LEGACY_CALLS
+static int legacy_on(void)
+{
+	return (cfg.flags & DR_FP_LEGACY) && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);
+}
+EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	if (!legacy_on()) {
+		if (real_poll)
+			return real_poll(fds, n, timeout);
+		return (int)fp_ret(cancel_sys(1, 1, SYS_poll, (long)fds, (long)n, timeout, 0));
+	}
+	struct timespec ts = {timeout / 1000, timeout % 1000 * 1000000L};
+	count(F_LEGACY, W_ANSWERED);
+	return (int)fp_ret(cancel_sys6(1, 1, SYS_ppoll, (long)fds, (long)n, timeout < 0 ? 0 : (long)&ts, 0, 8, 0));
+}
+EXPORT int __poll(struct pollfd *fds, nfds_t n, int timeout) __attribute__((alias("poll")));
+/* _FORTIFY_SOURCE's poll (Debian builds with it): libc's when the array is
+ * too short for n (it aborts) or without the policy. */
+EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	if ((fdslen / sizeof *fds < n || !legacy_on()) && real_poll_chk)
+		return real_poll_chk(fds, n, timeout, fdslen);
+	return poll(fds, n, timeout);
+}
+EXPORT int epoll_wait(int epfd, void *events, int max, int timeout)
+{
+	if (!legacy_on()) {
+		if (real_epoll_wait)
+			return real_epoll_wait(epfd, events, max, timeout);
+		return (int)fp_ret(cancel_sys(1, 1, SYS_epoll_wait, epfd, (long)events, max, timeout));
+	}
+	count(F_LEGACY, W_ANSWERED);
+	return (int)fp_ret(cancel_sys6(1, 1, SYS_epoll_pwait, epfd, (long)events, max, timeout, 0, 8));
+}
+#endif
 
 EXPORT long syscall(long nr, ...)
 {

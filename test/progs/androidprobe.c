@@ -47,6 +47,9 @@ static const char *path(const char *name)
 }
 
 /* show prints "what = ret" or "what = -1 ENAME". */
+/* libc's epoll_wait (sys/epoll.h's struct epoll_event is declared packed below, by hand). */
+int epoll_wait(int epfd, void *events, int maxevents, int timeout);
+
 static void show(const char *what, long r)
 {
 	if (r < 0)
@@ -167,6 +170,26 @@ static void legacy(void)
 	struct epoll_event { uint32_t events; uint64_t data; } __attribute__((packed)) ev[2];
 	show("epoll_wait", syscall(SYS_epoll_wait, ep, ev, 2, 0));
 	show("epoll_wait einval", syscall(SYS_epoll_wait, ep, ev, 0, 0));
+	/* libc's own poll and epoll_wait make the legacy numbers here: the fast path library
+	 * makes ppoll and epoll_pwait in-process where the policy blocks them (FlagLegacy). */
+	struct { uint32_t events; uint64_t data; } __attribute__((packed)) add = {POLLIN, 42};
+	show("epoll_ctl add", syscall(SYS_epoll_ctl, ep, 1 /* EPOLL_CTL_ADD */, 200, &add));
+	show("libc epoll_wait ready", epoll_wait((int)ep, ev, 2, 1000));
+	printf("  events %x data %llu\n", ev[0].events, (unsigned long long)ev[0].data);
+	show("libc epoll_wait einval", epoll_wait((int)ep, ev, 0, 0));
+	show("libc epoll_wait ebadf", epoll_wait(1002, ev, 2, 0));
+	show("libc epoll_wait efault", epoll_wait((int)ep, (void *)8, 2, 0));
+	pf.fd = 200;
+	pf.events = POLLIN;
+	pf.revents = 0;
+	show("libc poll ready", poll(&pf, 1, -1));
+	printf("  revents %x\n", pf.revents);
+	pf.fd = p[1];
+	show("libc poll timeout", poll(&pf, 1, 10));
+	struct pollfd *volatile unmapped = (void *)8; /* hidden from the compiler's bounds checks */
+	volatile nfds_t too_many = 1u << 30;
+	show("libc poll efault", poll(unmapped, 1, 0));
+	show("libc poll einval", poll(&pf, too_many, 0));
 	long in = syscall(SYS_inotify_init);
 	show("inotify_init", in >= 0 ? 0 : -1);
 	long efd = syscall(SYS_eventfd, 5);
