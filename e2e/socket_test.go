@@ -6,7 +6,9 @@ import "testing"
 
 // TestUnixSockets runs AF_UNIX traffic through every call that carries a
 // socket path (bind, connect, sendto, sendmsg, accept, getsockname,
-// getpeername) in python3, under the chroot oracle and droidroot.
+// getpeername) in python3, under the chroot oracle and droidroot. send() on
+// connected sockets (sendto with no address) costs no stop: the filter
+// traces sendto only with an address length that can hold a path.
 func TestUnixSockets(t *testing.T) {
 	needRoot(t)
 	rootfs(t, "debian")
@@ -17,13 +19,15 @@ d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind("dg")
 w = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 w.sendmsg([b"sendmsg"], [], 0, "/tmp/dg")
 w.sendto(b"sendto", "/tmp/dg")
-print(d.recv(64), d.recv(64), d.getsockname())
+w.connect("/tmp/dg"); w.send(b"send")
+print(d.recv(64), d.recv(64), d.recv(64), d.getsockname())
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind("/tmp/st"); s.listen(1)
 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.connect("st")
 a, peer = s.accept()
 c.sendall(b"stream"); print(a.recv(64), c.getpeername(), s.getsockname(), repr(peer))
+for i in range(50): a.send(b"x")
 `
-	want := "b'sendmsg' b'sendto' dg\nb'stream' /tmp/st /tmp/st ''\n"
+	want := "b'sendmsg' b'sendto' b'send' dg\nb'stream' /tmp/st /tmp/st ''\n"
 	for _, r := range runners {
 		res := r.Run(t, debianGuest(t), "", "/usr/bin/python3", "-c", script)
 		if res.Stdout != want || res.Code != 0 {
@@ -32,5 +36,10 @@ c.sendall(b"stream"); print(a.recv(64), c.getpeername(), s.getsockname(), repr(p
 		if r.Name == "chroot" && t.Failed() {
 			t.Fatal("the expectation is wrong: the chroot oracle disagrees")
 		}
+	}
+	// One sendto stop, the one with an address; none for the 52 sends.
+	res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1"}, droidrootArgs(droidrootBin(t), debianGuest(t), "/usr/bin/python3", "-c", script)...)...)
+	if rows := stopCensus(t, res.Stderr); res.Stdout != want || rows["seccomp sendto"] != 1 {
+		t.Errorf("sendto stops %d, want 1 (the call with an address): %s", rows["seccomp sendto"], res)
 	}
 }

@@ -225,6 +225,11 @@ func (s *sockets) unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) trac
 	if flags&pathmap.Entry != 0 {
 		h.Exit = bindExit
 	}
+	// Only an address of 3 to 2+sunPathMax bytes can be an AF_UNIX path
+	// (translateAddr): every other length is let through by the filter, so
+	// that send() (sendto with no address, length 0) on any socket costs no
+	// stop. The length is an int, whole in the low 32 bits the rule checks.
+	h.TraceIf = &tracer.ArgMask{Arg: lenArg, Min: 3, Max: 2 + sunPathMax}
 	return h
 }
 

@@ -63,11 +63,16 @@ func Policy(goarch string, table Table, classes *Classes) seccomp.Policy {
 			act = seccomp.TraceExit
 		}
 		if h.TraceIf != nil {
-			// Traced by argument; otherwise its class's action.
+			// Traced by argument; otherwise its class's action, allowed
+			// without one (a translated call whose other calls name
+			// nothing to translate: send() is sendto without an address).
 			if p.ArgRules == nil {
 				p.ArgRules = map[*seccomp.ABI]map[int]seccomp.ArgRule{abi: {}}
 			}
 			p.ArgRules[abi][nr] = seccomp.ArgRule{Arg: h.TraceIf.Arg, Mask: h.TraceIf.Mask, Min: h.TraceIf.Min, Max: h.TraceIf.Max, Action: act}
+			if _, ok := rules[nr]; !ok && classes != nil {
+				rules[nr] = seccomp.Allow
+			}
 			continue
 		}
 		rules[nr] = act
