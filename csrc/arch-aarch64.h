@@ -66,6 +66,7 @@
 #define SYS_faccessat2 439
 #define SYS_futex_waitv 449
 #define SYS_getdents64 61
+#define SYS_sendmsg 211
 #define SYS_lseek 62
 #define SYS_sched_yield 124
 #define SYS_fchmodat2 452

@@ -82,6 +82,7 @@
 #define SYS_lseek 8
 #define SYS_sched_yield 24
 #define SYS_getdents64 217
+#define SYS_sendmsg 46
 #define SYS_fchmodat2 452
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

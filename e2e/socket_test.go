@@ -19,15 +19,15 @@ d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind("dg")
 w = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 w.sendmsg([b"sendmsg"], [], 0, "/tmp/dg")
 w.sendto(b"sendto", "/tmp/dg")
-w.connect("/tmp/dg"); w.send(b"send")
-print(d.recv(64), d.recv(64), d.recv(64), d.getsockname())
+w.connect("/tmp/dg"); w.send(b"send"); w.sendmsg([b"sendmsg2"])
+print(d.recv(64), d.recv(64), d.recv(64), d.recv(64), d.getsockname())
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind("/tmp/st"); s.listen(1)
 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.connect("st")
 a, peer = s.accept()
 c.sendall(b"stream"); print(a.recv(64), c.getpeername(), s.getsockname(), repr(peer))
-for i in range(50): a.send(b"x")
+for i in range(50): a.send(b"x"); a.sendmsg([b"y"])
 `
-	want := "b'sendmsg' b'sendto' b'send' dg\nb'stream' /tmp/st /tmp/st ''\n"
+	want := "b'sendmsg' b'sendto' b'send' b'sendmsg2' dg\nb'stream' /tmp/st /tmp/st ''\n"
 	for _, r := range runners {
 		res := r.Run(t, debianGuest(t), "", "/usr/bin/python3", "-c", script)
 		if res.Stdout != want || res.Code != 0 {
@@ -37,9 +37,14 @@ for i in range(50): a.send(b"x")
 			t.Fatal("the expectation is wrong: the chroot oracle disagrees")
 		}
 	}
-	// One sendto stop, the one with an address; none for the 52 sends.
-	res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1"}, droidrootArgs(droidrootBin(t), debianGuest(t), "/usr/bin/python3", "-c", script)...)...)
-	if rows := stopCensus(t, res.Stderr); res.Stdout != want || rows["seccomp sendto"] != 1 {
-		t.Errorf("sendto stops %d, want 1 (the call with an address): %s", rows["seccomp sendto"], res)
+	// One sendto stop and one sendmsg stop, the calls with an address; none for the 52
+	// sends; the fast path library makes the 51 sendmsg without an address.
+	res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"},
+		droidrootArgs(droidrootBin(t), debianGuest(t), "/usr/bin/python3", "-c", script)...)...)
+	rows := stopCensus(t, res.Stderr)
+	counts, _ := fastPathCounters(res.Stderr)
+	if res.Stdout != want || rows["seccomp sendto"] != 1 || rows["seccomp sendmsg"] != 1 || counts["sendmsg answered"] != 51 {
+		t.Errorf("sendto stops %d, sendmsg stops %d, want 1 each (the calls with an address); sendmsg answered in-process %d, want 51: %s",
+			rows["seccomp sendto"], rows["seccomp sendmsg"], counts["sendmsg answered"], res)
 	}
 }

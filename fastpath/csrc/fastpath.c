@@ -47,6 +47,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -267,11 +268,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -441,6 +442,8 @@ static void add_names(const char *g, size_t n)
 
 extern char dr_tramp_page[];
 
+static ssize_t (*real_sendmsg)(int, const struct msghdr *, int);
+
 #if defined(SYS_poll) && defined(SYS_epoll_wait)
 #define FP_LEGACY_CALLS 1
 static int (*real_poll)(struct pollfd *, nfds_t, int);
@@ -454,6 +457,7 @@ __attribute__((constructor)) static void fp_init(void)
 	real_faccessat = libc_lookup("faccessat");
 	real_fchmodat = libc_lookup("fchmodat");
 	real_getcwd = libc_lookup("getcwd");
+	real_sendmsg = libc_lookup("sendmsg");
 #ifdef FP_LEGACY_CALLS
 	real_poll = libc_lookup("poll");
 	real_epoll_wait = libc_lookup("epoll_wait");
@@ -2583,6 +2587,27 @@ static int is_change(long nr)
 		return 1;
 	}
 	return 0;
+}
+
+/* sendmsg: droidroot translates its msg_name only (an AF_UNIX path), and
+ * filters nothing else of it, so a message with no name (a connected
+ * socket: X11's and Wayland's clients, PipeWire and PulseAudio, D-Bus,
+ * wineserver's descriptors) is made here through the trampoline, from a
+ * copy of the header: the kernel reads no name another thread may have put
+ * into the guest's since the check. A cancellation point, and
+ * async-signal-safe (libc's is found at start-up), as libc's; anything else
+ * is libc's, which the tracer translates. */
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp || (uintptr_t)msg < 65536 ||
+	    (uintptr_t)msg >> FP_VA_BITS || msg->msg_name) {
+		if (real_sendmsg)
+			return real_sendmsg(fd, msg, flags);
+		return (ssize_t)fp_ret(cancel_sys(1, 1, SYS_sendmsg, fd, (long)msg, flags, 0));
+	}
+	struct msghdr m = *msg;
+	count(F_SENDMSG, W_ANSWERED);
+	return (ssize_t)fp_ret(cancel_sys(1, 0, SYS_sendmsg, fd, (long)&m, flags, 0));
 }
 
 /* x86_64's poll and epoll_wait, which glibc makes with their own numbers.
