@@ -2161,8 +2161,9 @@ static void cancel_entry(int cp)
 		pthread_setcanceltype(old, NULL);
 }
 
-/* cancel_sys makes open system call nr (through the trampoline, or trapped
- * for the tracer when trap) a cancellation point where block (see above). */
+/* cancel_sys makes system call nr (through the trampoline, or trapped for
+ * the tracer when trap) a cancellation point where block (see above): an
+ * open that may block, poll, epoll_wait, sendmsg. */
 static long cancel_sys6(int block, int trap, long nr, long a, long b, long c, long d, long e, long f)
 {
 	int old = PTHREAD_CANCEL_ASYNCHRONOUS;
