@@ -35,6 +35,7 @@
 #define SYS_sethostname 161
 #define SYS_prctl 167
 #define SYS_getppid 173
+#define SYS_sendto 206
 #define SYS_sendmsg 211
 #define SYS_munmap 215
 #define SYS_clone 220
@@ -66,7 +67,6 @@
 #define SYS_faccessat2 439
 #define SYS_futex_waitv 449
 #define SYS_getdents64 61
-#define SYS_sendmsg 211
 #define SYS_lseek 62
 #define SYS_sched_yield 124
 #define SYS_fchmodat2 452

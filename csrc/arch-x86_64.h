@@ -19,6 +19,7 @@
 #define SYS_rt_sigreturn 15
 #define SYS_pread64 17
 #define SYS_writev 20
+#define SYS_sendto 44
 #define SYS_sendmsg 46
 #define SYS_clone 56
 #define SYS_execve 59
@@ -82,7 +83,6 @@
 #define SYS_lseek 8
 #define SYS_sched_yield 24
 #define SYS_getdents64 217
-#define SYS_sendmsg 46
 #define SYS_fchmodat2 452
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

@@ -26,8 +26,12 @@ c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.connect("st")
 a, peer = s.accept()
 c.sendall(b"stream"); print(a.recv(64), c.getpeername(), s.getsockname(), repr(peer))
 for i in range(50): a.send(b"x"); a.sendmsg([b"y"])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0))
+v = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(10): v.sendto(b"udp", u.getsockname()); v.sendmsg([b"udpmsg"], [], 0, u.getsockname())
+print(sorted(set(u.recv(64) for i in range(20))))
 `
-	want := "b'sendmsg' b'sendto' b'send' b'sendmsg2' dg\nb'stream' /tmp/st /tmp/st ''\n"
+	want := "b'sendmsg' b'sendto' b'send' b'sendmsg2' dg\nb'stream' /tmp/st /tmp/st ''\n[b'udp', b'udpmsg']\n"
 	for _, r := range runners {
 		res := r.Run(t, debianGuest(t), "", "/usr/bin/python3", "-c", script)
 		if res.Stdout != want || res.Code != 0 {
@@ -37,14 +41,15 @@ for i in range(50): a.send(b"x"); a.sendmsg([b"y"])
 			t.Fatal("the expectation is wrong: the chroot oracle disagrees")
 		}
 	}
-	// One sendto stop and one sendmsg stop, the calls with an address; none for the 52
-	// sends; the fast path library makes the 51 sendmsg without an address.
+	// One sendto stop and one sendmsg stop, the calls with an AF_UNIX address; none for the
+	// 52 sends; the fast path library makes the 51 sendmsg without an address and the 10
+	// sendmsg and 10 sendto with an AF_INET one.
 	res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"},
 		droidrootArgs(droidrootBin(t), debianGuest(t), "/usr/bin/python3", "-c", script)...)...)
 	rows := stopCensus(t, res.Stderr)
 	counts, _ := fastPathCounters(res.Stderr)
-	if res.Stdout != want || rows["seccomp sendto"] != 1 || rows["seccomp sendmsg"] != 1 || counts["sendmsg answered"] != 51 {
-		t.Errorf("sendto stops %d, sendmsg stops %d, want 1 each (the calls with an address); sendmsg answered in-process %d, want 51: %s",
-			rows["seccomp sendto"], rows["seccomp sendmsg"], counts["sendmsg answered"], res)
+	if res.Stdout != want || rows["seccomp sendto"] != 1 || rows["seccomp sendmsg"] != 1 || counts["sendmsg answered"] != 61 || counts["sendto answered"] != 10 {
+		t.Errorf("sendto stops %d, sendmsg stops %d, want 1 each (the calls with an AF_UNIX address); answered in-process: sendmsg %d, want 61, sendto %d, want 10: %s",
+			rows["seccomp sendto"], rows["seccomp sendmsg"], counts["sendmsg answered"], counts["sendto answered"], res)
 	}
 }

@@ -99,6 +99,9 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 	if cfg.LstatLinkSize {
 		flags |= fastpath.FlagLstatSize
 	}
+	if cfg.PortShift {
+		flags |= fastpath.FlagPortShift
+	}
 	if cfg.Android != nil {
 		if blocked := androidBlockedNames(cfg.Android); blocked["poll"] && blocked["epoll_wait"] {
 			flags |= fastpath.FlagLegacy // x86_64's policy: each was a SIGSYS stop

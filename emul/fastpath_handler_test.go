@@ -251,6 +251,7 @@ func TestFastPathFlags(t *testing.T) {
 		{"-L", Config{LstatLinkSize: true}, fastpath.FlagLstatSize},
 		{"links refused", Config{FailLink: true}, fastpath.FlagNoLink},
 		{"--ashmem-memfd", Config{AshmemMemfd: true}, fastpath.FlagAshmem},
+		{"-p", Config{PortShift: true}, fastpath.FlagPortShift},
 	}
 	// Android's policy blocks poll and epoll_wait on x86_64 only (arm64 has neither call):
 	// the library makes their newer forms there (FlagLegacy), on a device too.

@@ -72,7 +72,7 @@ const FileName = "libdroidroot-fastpath.so"
 // from the page.
 var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "statx", "faccessat", "faccessat2", "readlinkat", "fstat", "close",
 	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat",
-	"getcwd", "getdents64", "sendmsg"}
+	"getcwd", "getdents64", "sendmsg", "sendto"}
 
 // The cwd record (fastpath.c's struct fp_cwd), which the handshake's
 // fourth argument points at: seq, the host path's and the guest path's
@@ -252,6 +252,7 @@ const (
 	FlagOpenat2   = 1 << 9  // the library may make openat2 (no Android policy blocks it)
 	FlagDirs      = 1 << 10 // -l without -H: directory streams read in the library (getdents64)
 	FlagLegacy    = 1 << 11 // the app policy blocks x86_64's poll and epoll_wait: the library makes ppoll and epoll_pwait
+	FlagPortShift = 1 << 12 // -p: the tracer shifts AF_INET ports, so addressed sends go to it
 )
 
 // The library keeps its verified directories' descriptors at numbers

@@ -83,6 +83,7 @@ enum {
 	DR_FP_OPENAT2 = 1 << 9,    /* openat2 is neither blocked (Android) nor refused here */
 	DR_FP_DIRS = 1 << 10,      /* -l without -H: directory streams read here (getdents64) */
 	DR_FP_LEGACY = 1 << 11,    /* the app policy blocks x86_64's poll and epoll_wait: made as ppoll and epoll_pwait here */
+	DR_FP_PORTSHIFT = 1 << 12, /* -p: the tracer shifts AF_INET ports, so addressed sends go to it */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -268,11 +269,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -443,6 +444,7 @@ static void add_names(const char *g, size_t n)
 extern char dr_tramp_page[];
 
 static ssize_t (*real_sendmsg)(int, const struct msghdr *, int);
+static ssize_t (*real_sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 
 #if defined(SYS_poll) && defined(SYS_epoll_wait)
 #define FP_LEGACY_CALLS 1
@@ -458,6 +460,7 @@ __attribute__((constructor)) static void fp_init(void)
 	real_fchmodat = libc_lookup("fchmodat");
 	real_getcwd = libc_lookup("getcwd");
 	real_sendmsg = libc_lookup("sendmsg");
+	real_sendto = libc_lookup("sendto");
 #ifdef FP_LEGACY_CALLS
 	real_poll = libc_lookup("poll");
 	real_epoll_wait = libc_lookup("epoll_wait");
@@ -2590,25 +2593,60 @@ static int is_change(long nr)
 	return 0;
 }
 
-/* sendmsg: droidroot translates its msg_name only (an AF_UNIX path), and
- * filters nothing else of it, so a message with no name (a connected
- * socket: X11's and Wayland's clients, PipeWire and PulseAudio, D-Bus,
- * wineserver's descriptors) is made here through the trampoline, from a
- * copy of the header: the kernel reads no name another thread may have put
- * into the guest's since the check. A cancellation point, and
- * async-signal-safe (libc's is found at start-up), as libc's; anything else
- * is libc's, which the tracer translates. */
+/* sendmsg and sendto: droidroot translates an AF_UNIX path in the address
+ * (msg_name, dest_addr) and nothing else; the filter cannot see into
+ * sendmsg's header, and traces sendto with any address length that can hold
+ * a path. So a message with no address (a connected socket: X11's and
+ * Wayland's clients, PipeWire and PulseAudio, D-Bus, wineserver's
+ * descriptors) or with another family's (UDP: Wine's WSASendTo is a sendmsg
+ * with a name, games send a datagram at a time) is made here through the
+ * trampoline, from copies of the header and the address: the kernel reads
+ * none another thread may have changed since the check. An AF_UNIX address,
+ * any address under -p (whose AF_INET ports the tracer shifts), an odd
+ * length, a pointer the kernel would fault on, and every call while the
+ * library is off go to libc's, which the tracer translates. Cancellation
+ * points and async-signal-safe (libc's are found at start-up), as libc's. */
+static int send_ok(const void *p, size_t len)
+{
+	return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp && (uintptr_t)p >= 65536 &&
+	       !(((uintptr_t)p + len) >> FP_VA_BITS);
+}
+/* send_addr copies address a (n bytes) into buf and reports whether it may
+ * be sent here: another family than AF_UNIX, without -p. */
+static int send_addr(const void *a, size_t n, struct sockaddr_storage *buf)
+{
+	if ((cfg.flags & DR_FP_PORTSHIFT) || n < sizeof(sa_family_t) || n > sizeof *buf || !send_ok(a, n))
+		return 0;
+	fp_memcpy((char *)buf, a, n);
+	return buf->ss_family != AF_UNIX;
+}
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp || (uintptr_t)msg < 65536 ||
-	    (uintptr_t)msg >> FP_VA_BITS || msg->msg_name) {
-		if (real_sendmsg)
-			return real_sendmsg(fd, msg, flags);
-		return (ssize_t)fp_ret(cancel_sys(1, 1, SYS_sendmsg, fd, (long)msg, flags, 0));
+	struct msghdr m;
+	struct sockaddr_storage name;
+	if (send_ok(msg, sizeof *msg)) {
+		m = *msg;
+		if (!m.msg_name || send_addr(m.msg_name, m.msg_namelen, &name)) {
+			if (m.msg_name)
+				m.msg_name = &name;
+			count(F_SENDMSG, W_ANSWERED);
+			return (ssize_t)fp_ret(cancel_sys(1, 0, SYS_sendmsg, fd, (long)&m, flags, 0));
+		}
 	}
-	struct msghdr m = *msg;
-	count(F_SENDMSG, W_ANSWERED);
-	return (ssize_t)fp_ret(cancel_sys(1, 0, SYS_sendmsg, fd, (long)&m, flags, 0));
+	if (real_sendmsg)
+		return real_sendmsg(fd, msg, flags);
+	return (ssize_t)fp_ret(cancel_sys(1, 1, SYS_sendmsg, fd, (long)msg, flags, 0));
+}
+EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to, socklen_t tolen)
+{
+	struct sockaddr_storage a;
+	if (to && tolen && send_addr(to, tolen, &a)) {
+		count(F_SENDTO, W_ANSWERED);
+		return (ssize_t)fp_ret(cancel_sys6(1, 0, SYS_sendto, fd, (long)buf, (long)len, flags, (long)&a, tolen));
+	}
+	if (real_sendto)
+		return real_sendto(fd, buf, len, flags, to, tolen);
+	return (ssize_t)fp_ret(cancel_sys6(1, 1, SYS_sendto, fd, (long)buf, (long)len, flags, (long)to, tolen));
 }
 
 /* x86_64's poll and epoll_wait, which glibc makes with their own numbers.
