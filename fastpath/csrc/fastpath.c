@@ -60,6 +60,12 @@
 #error "unsupported architecture"
 #endif
 
+/* user_ptr tells whether the library may read at p: not in the first 64 KiB
+ * and canonical. A pointer the kernel would answer EFAULT for goes to the
+ * tracer instead of faulting here (other unmapped addresses would fault, as
+ * in most preloaded libraries). */
+static inline int user_ptr(const void *p) { return (uintptr_t)p >= 65536 && !((uintptr_t)p >> FP_VA_BITS); }
+
 #define EXPORT __attribute__((visibility("default")))
 #ifndef AT_STATX_SYNC_TYPE
 #define AT_STATX_SYNC_TYPE 0x6000
@@ -1293,10 +1299,7 @@ static enum fp_why map_path(const char *g, struct target *t)
 {
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
-	/* A pointer the kernel would answer EFAULT for must not fault here: the
-	 * first 64 KiB and non-canonical addresses go to the tracer (other
-	 * unmapped addresses would fault, as in most preloaded libraries). */
-	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS)
+	if (!user_ptr(g)) /* the tracer's, where the kernel may answer EFAULT */
 		return W_FLAGS;
 	if (g[0] != '/')
 		return W_RELATIVE;
@@ -1623,7 +1626,7 @@ static enum fp_why map_at_how(int dirfd, const char *g, struct target *t, int di
 	t->unchecked = 0;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
-	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS)
+	if (!user_ptr(g))
 		return W_FLAGS;
 	if (g[0] != '/')
 		return map_rel(dirfd, g, t, direct);
@@ -1695,7 +1698,7 @@ static enum fp_why map_root(struct target *t)
 /* only_slashes tells whether g is "/", "//", ...: the root. */
 static int only_slashes(const char *g)
 {
-	if ((uintptr_t)g < 65536 || (uintptr_t)g >> FP_VA_BITS || *g != '/')
+	if (!user_ptr(g) || *g != '/')
 		return 0;
 	while (*g == '/')
 		g++;
@@ -1805,7 +1808,7 @@ static int fstat_ok(int fd)
  * left to it). */
 static int is_empty(const char *path)
 {
-	return (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS) && !path[0];
+	return user_ptr(path) && !path[0];
 }
 
 static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *st, int flags)
@@ -1818,7 +1821,7 @@ static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *
 		else if (fd_stat_ok(fn) && (r = tr(SYS_newfstatat, dirfd, (long)"", (long)st, f, 0, 0)) == 0)
 			fix_stat_owner(st);
 	} else {
-		if ((f & AT_EMPTY_PATH) && (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS))
+		if ((f & AT_EMPTY_PATH) && user_ptr(path))
 			f &= ~AT_EMPTY_PATH; /* a path that is not empty: the flag changes nothing */
 		if (f & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
 			count(fn, W_FLAGS);
@@ -1915,7 +1918,7 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 		}
 		return r;
 	}
-	if ((flags & AT_EMPTY_PATH) && (uintptr_t)path >= 65536 && !((uintptr_t)path >> FP_VA_BITS))
+	if ((flags & AT_EMPTY_PATH) && user_ptr(path))
 		flags &= ~AT_EMPTY_PATH; /* a path that is not empty: the flag changes nothing */
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) {
 		count(F_STATX, W_FLAGS);
@@ -2392,7 +2395,7 @@ static long fp_openat2(int dirfd, const char *path, const struct fp_open_how *ho
 	long r = FP_DEFER;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		count(F_OPENAT2, W_OFF);
-	else if (size != sizeof *how || (uintptr_t)how < 65536 || (uintptr_t)how >> FP_VA_BITS || how->resolve ||
+	else if (size != sizeof *how || !user_ptr(how) || how->resolve ||
 		 (how->flags & ~FP_OPENAT2_FLAGS) || (how->flags & O_ACCMODE) == O_ACCMODE ||
 		 ((how->flags & O_CREAT) ? how->mode & ~(uint64_t)07777 : how->mode))
 		count(F_OPENAT2, W_FLAGS);
@@ -2608,8 +2611,7 @@ static int is_change(long nr)
  * points and async-signal-safe (libc's are found at start-up), as libc's. */
 static int send_ok(const void *p, size_t len)
 {
-	return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp && (uintptr_t)p >= 65536 &&
-	       !(((uintptr_t)p + len) >> FP_VA_BITS);
+	return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp && user_ptr(p) && user_ptr((const char *)p + len);
 }
 /* send_addr copies address a (n bytes) into buf and reports whether it may
  * be sent here: another family than AF_UNIX, without -p. */
