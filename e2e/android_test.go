@@ -200,9 +200,8 @@ func TestFastPathLegacyPolls(t *testing.T) {
 	g := busyboxGuest(t)
 	g.Binds = append(g.Binds, probes+":/mnt/b2")
 	for _, pol := range []string{"12", "16"} {
-		argv := droidrootArgs(droidrootBin(t), g, "/mnt/b2/androidprobe.dyn", "/tmp")
-		argv = append(argv[:2], append([]string{"--android-policy=" + pol}, argv[2:]...)...)
-		res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+		res := runExt(t, []string{"DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"},
+			[]string{"--android-policy=" + pol}, g, "", "/mnt/b2/androidprobe.dyn", "/tmp")
 		if res.Code != 0 {
 			t.Fatalf("--android-policy=%s: %s", pol, res)
 		}

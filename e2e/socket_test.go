@@ -44,8 +44,8 @@ print(sorted(set(u.recv(64) for i in range(20))))
 	// One sendto stop and one sendmsg stop, the calls with an AF_UNIX address; none for the
 	// 52 sends; the fast path library makes the 51 sendmsg without an address and the 10
 	// sendmsg and 10 sendto with an AF_INET one.
-	res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"},
-		droidrootArgs(droidrootBin(t), debianGuest(t), "/usr/bin/python3", "-c", script)...)...)
+	res := runExt(t, []string{"DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, nil,
+		debianGuest(t), "", "/usr/bin/python3", "-c", script)
 	rows := stopCensus(t, res.Stderr)
 	counts, _ := fastPathCounters(res.Stderr)
 	if res.Stdout != want || rows["seccomp sendto"] != 1 || rows["seccomp sendmsg"] != 1 || counts["sendmsg answered"] != 61 || counts["sendto answered"] != 10 {

@@ -30,21 +30,27 @@ func TestAndroidAnswers(t *testing.T) {
 	}
 }
 
+// androidPolicy is release v's policy, or with "device" the one droidroot
+// takes on a device (every call some release blocks).
+func androidPolicy(t *testing.T, v string) *seccomp.AndroidPolicy {
+	t.Helper()
+	if v == "device" {
+		return seccomp.DeviceAndroidPolicy()
+	}
+	p, err := seccomp.LoadAndroidPolicy(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestAndroidTable checks that the table under each policy has a handler
 // for every blocked native call (so a SIGSYS never falls to the tracer's
 // safety net) and keeps the path handlers of calls Android allows.
 func TestAndroidTable(t *testing.T) {
 	abi := tracer.NativeABI()
 	for _, v := range append(seccomp.AndroidVersions(), "device") {
-		var p *seccomp.AndroidPolicy
-		if v == "device" {
-			p = seccomp.DeviceAndroidPolicy()
-		} else {
-			var err error
-			if p, err = seccomp.LoadAndroidPolicy(v); err != nil {
-				t.Fatal(err)
-			}
-		}
+		p := androidPolicy(t, v)
 		tbl := Table(Config{}.WithAndroid(p))
 		for name := range androidBlockedNames(p) {
 			if _, ok := tbl[name]; !ok {

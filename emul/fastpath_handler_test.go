@@ -260,18 +260,11 @@ func TestFastPathFlags(t *testing.T) {
 		legacy = fastpath.FlagLegacy
 	}
 	for _, v := range append(seccomp.AndroidVersions(), "device") {
-		p := seccomp.DeviceAndroidPolicy()
-		if v != "device" {
-			var err error
-			if p, err = seccomp.LoadAndroidPolicy(v); err != nil {
-				t.Fatal(err)
-			}
-		}
 		tests = append(tests, struct {
 			name string
 			cfg  Config
 			want uint32
-		}{"Android " + v, Config{}.WithAndroid(p), legacy})
+		}{"Android " + v, Config{}.WithAndroid(androidPolicy(t, v)), legacy})
 	}
 	for _, tc := range tests {
 		if got, _, _, _, _ := fastPathFlags(tc.cfg); got != tc.want {
