@@ -70,6 +70,15 @@
 #define SYS_lseek 62
 #define SYS_sched_yield 124
 #define SYS_fchmodat2 452
+/* eaccess without faccessat2 (the fast path library): the ids and capabilities it depends on. */
+#define SYS_getresuid 148
+#define SYS_getresgid 150
+#define SYS_capget 90
+/* The path forms of the xattr calls (the fast path library: Wine's DOS attributes). */
+#define SYS_setxattr 5
+#define SYS_getxattr 8
+#define SYS_listxattr 11
+#define SYS_removexattr 14
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {

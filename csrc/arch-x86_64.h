@@ -84,6 +84,15 @@
 #define SYS_sched_yield 24
 #define SYS_getdents64 217
 #define SYS_fchmodat2 452
+/* eaccess without faccessat2 (the fast path library): the ids and capabilities it depends on. */
+#define SYS_getresuid 118
+#define SYS_getresgid 120
+#define SYS_capget 125
+/* The path forms of the xattr calls (the fast path library: Wine's DOS attributes). */
+#define SYS_setxattr 188
+#define SYS_getxattr 191
+#define SYS_listxattr 194
+#define SYS_removexattr 197
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {

@@ -163,6 +163,36 @@ const symlinkedParentsOps = "stat /fx/abs/file\nstat /fx/rel/sub/deep/f2\nstat /
 	"rename a c\nstat /fx/scratch/c/b/f\nstat /fx/scratch/a/b/f\nstat /fx/scratch/l/f\n" +
 	"unlink c/b/f\nrmdir c/b\nrmdir c\nunlink l\n"
 
+// tailsOps are TestFastPathAnswers' ops for paths whose last component is
+// "", "." or "..".
+const tailsOps = "stat /fx/dir/.\nstat /fx/dir/\nstat /fx/dir/sub/..\nstat /fx/dir//sub/./\n" +
+	"lstat /fx/dir/deeplink/\nlstat /fx/dir/deeplink/.\nstat /fx/dir/file/\nstat /fx/dir/file/.\n" +
+	"stat /fx/dir/nope/.\nstat /fx/dir/nope/..\nstat /fx/abs/.\nstat /mnt/b1/.\nstat /mnt/b1/nested/..\n" +
+	"stat /mnt/b1/nested/.\nstat /mnt/.\nstat /mnt/alias/\nstat /mnt/b1/up/.\nstat /proc/self/.\n" +
+	"stat /.\nstat /..\nstat /fx/dir/sub/../../..\nstatx /fx/dir/.\naccess /fx/dir/. r\n" +
+	"access /fx/dir/ x\naccess /fx/dir/sub/.. w\nopen /fx/dir/. rdonly\nopen /fx/dir/sub/.. rdonly,directory\n" +
+	"open /fx/dir/. wronly\nopen /fx/dir/. rdonly,creat\nopen /fx/dir/deeplink/ rdonly\nls /fx/dir/.\n" +
+	"mkdir /fx/dir/.\nrmdir /fx/dir/sub/.\nunlink /fx/dir/sub/\nreadlink /fx/dir/.\n" +
+	"cd /fx/dir\nstat .\nstat ./\nstat sub/.\nstat sub/..\nstat ..\nstat sub/\nlstat deeplink/\n" +
+	"stat file/.\nstat nope/.\naccess . r\nopen . rdonly,directory\nls .\nls sub/..\n" +
+	"fd 40 /fx/dir/sub rdonly,directory\nat 40 stat .\nat 40 stat ..\nat 40 open . rdonly,directory\n" +
+	"at 40 stat deep/\ncd /mnt/b1\nstat .\nstat ..\nls .\ncd /mnt/b1/nested\nstat ..\n" +
+	"cd /proc/self\nstat .\ncd /\nstat .\nls .\nstat ..\n"
+
+// followOps are TestFastPathAnswers' ops for a symlink as the last
+// component of a call that follows it.
+const followOps = "stat /fx/abs\nstat /fx/absdotdot\nstat /fx/bindlink\nstat /fx/bindlink-rel\nstat /fx/chain1\n" +
+	"stat /fx/cwdlink\nstat /fx/dangling\nstat /fx/dangling-rel\nstat /fx/dir/deeplink\nstat /fx/dotdot\n" +
+	"stat /fx/etc-abs\nstat /fx/filelink\nstat /fx/filelink/\nstat /fx/loop1\nstat /fx/m1\nstat /fx/m25\n" +
+	"stat /fx/n1\nstat /fx/mplink\nstat /fx/proc-self\nstat /fx/rel\nstat /fx/relup\nstat /fx/trailing\n" +
+	"stat /mnt/b1/abs\nstat /mnt/b1/up\nstat /mnt/b1/rel\nstat /mnt/b1/hostabs\nstat /mnt/b2/dotdot\n" +
+	"stat /mnt/b2/escape\nstat /fx/abs/deeplink\nlstat /fx/chain1\nstatx /fx/chain1\nstatx /fx/dangling\n" +
+	"lstatx /fx/chain1\naccess /fx/chain1 r\naccess /fx/filelink x\naccess /fx/dangling f\naccess /fx/abs w\n" +
+	"access /fx/chain1 f\naccess /fx/loop1 f\neaccess /fx/chain1 r\nlaccess /fx/chain1 r\n" +
+	"fd 40 /fx/dir rdonly,directory\nat 40 stat deeplink\ncd /fx\nstat chain1\nstat dir/deeplink\n" +
+	"access filelink r\nstat rel\ncd /fx/scratch\nwrite f x\nlink f h\nsymlink h s\nsymlink ../scratch/s s2\n" +
+	"stat s\nstat s2\naccess s2 r\nstat h\nunlink s2\nunlink s\nunlink h\nunlink f\n"
+
 // TestFastPathAnswers runs ops under the chroot oracle and under droidroot
 // with the fast path's counters on: the same transcript, and each function's
 // calls answered in-process as often as the case says. The oracle guest
@@ -203,7 +233,7 @@ func TestFastPathAnswers(t *testing.T) {
 			"bind /fx/scratch/s\nat 3 stat deep\nat 44 stat deep\ncd /fx/dir\nstat sub\nlstat deeplink\n" +
 			"stat nope\ncd /\nstat etc\nstat mnt\ncd /proc/self\nstat status\nstat nope\ncd /mnt\n" +
 			"stat b2\nstat nope\nunlink /fx/scratch/s\n",
-			map[string]int{"fstatat": 7, "statx": 2, "stat": 3, "lstat": 1}, nil},
+			map[string]int{"fstatat": 8, "statx": 2, "stat": 3, "lstat": 1}, nil},
 		// Two names below the cwd: the cwd's identity comes from the
 		// tracer's cwd record while it stands (counted as "cwd" answered),
 		// from a stat of "." otherwise ("cwd" unverified): before the
@@ -220,9 +250,9 @@ func TestFastPathAnswers(t *testing.T) {
 		// mkdir takes a name with trailing slashes as the name (git makes
 		// every directory so), and so does an O_DIRECTORY open without
 		// O_CREAT (opendir("dir/")): answered in-process, with the
-		// kernel's errors; a symlink there (which the slash follows), a
-		// bind point, and an open that does not ask for a directory go to
-		// the tracer.
+		// kernel's errors; a symlink there (which the slash follows)
+		// and a bind point go to the tracer. Other opens that create
+		// nothing take "dir/" as "dir/." (tails).
 		{"trailing-slash", "mkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts//sub//\n" +
 			"mkdir /fx/scratch/nope/x/\nmkdir /fx/dir/file/\nmkdir /fx/dir/filelink/\nmkdir /mnt/b1/\n" +
 			"cd /fx/scratch\nmkdir rel/\nmkdir rel/../rel2/\nstat /fx/scratch/ts/sub\nrmdir /fx/scratch/ts/sub\n" +
@@ -230,7 +260,7 @@ func TestFastPathAnswers(t *testing.T) {
 			"open /fx/dir/file/ rdonly,directory\nopen /fx/dir/deeplink/ rdonly,directory\n" +
 			"open /fx/dir/nope/ rdonly,directory\nopen /fx/dir/sub// rdonly,directory,nofollow\n" +
 			"open /fx/dir/sub/ rdonly\nopen /fx/dir/file/ rdonly\n",
-			map[string]int{"mkdir": 8, "open": 3}, nil},
+			map[string]int{"mkdir": 8, "open": 5}, nil},
 		// Removing or renaming a regular file changes no directory or
 		// resolution anyone cached: the cached directories stay verified
 		// through it ("dirs unverified" counts each verification), where a
@@ -267,17 +297,13 @@ func TestFastPathAnswers(t *testing.T) {
 		// "//", "." and ".." before the last component of an absolute
 		// path, resolved as symlinks are (".." out of a bind's root is
 		// its mount point's parent); a missing or non-directory
-		// component, and a last component that is not a name, go to the
-		// tracer.
+		// component goes to the tracer; a last component that is not a
+		// name is the tails case's.
 		{"absolute-dots", "stat /fx/dir/sub/../file\nstat /fx//dir/./file\nstat /../fx/dir/file\n" +
 			"stat /fx/dir/nope/../file\nstat /fx/dir/file/../file\nstat /mnt/b1/nested/../f\n" +
 			"stat /mnt/alias/../b1/f\nstat /fx/dir/sub/..\nstat /fx/dir/\nopen /fx/dir/sub/../file rdonly\n" +
 			"stat /fx/abs/../dir/file\nstat /fx/dir/deeplink/../deep/f2\n",
-			map[string]int{"stat": 7, "open": 1}, nil},
-		// The root itself ("/", or only slashes): the stat family's
-		// answer is the rootfs's own (python's imports stat the cwd, "/"
-		// when that is the cwd); "/" with a dot or name after it, and
-		// other calls of it, go on as before.
+			map[string]int{"stat": 9, "open": 1}, nil},
 		// realpath (and canonicalize_file_name): glibc's algorithm on the
 		// library's readlink, getcwd and faccessat; loops, the 40-link
 		// limit, dangling and missing names (the partial result), a file
@@ -291,9 +317,41 @@ func TestFastPathAnswers(t *testing.T) {
 			"cd /fx/dir\nrealpath sub/deep/../../file\nrealpath ..\nrealpath .\nrealpath /mnt/b1/nested/../f\n" +
 			"realpath /fx/dir/sub/up/dir/file\n",
 			map[string]int{"realpath": 56, "readlink answered": 272}, nil},
+		// A path ending in "/", "/." or "/.." (or that is "." or ".."):
+		// the stat family, access and an open that creates nothing take it
+		// as "." below the directory the whole path resolves to (opendir(".")
+		// of ls and find, Wine's /usr/lib/wine/../.., stat("dir/")); a file,
+		// a missing name, /proc, and the calls that treat such a name their
+		// own way go to the tracer.
+		{"tails", tailsOps,
+			map[string]int{"stat": 22, "lstat": 2, "fstatat": 5, "statx": 1, "access": 4, "open": 12}, nil},
+		// A symlink as the last component of stat, statx or access:
+		// followed the guest's way in-process ("follow" counts each),
+		// its target mapped and verified as any path; a loop, a chain
+		// longer than 16, /proc, and under -l a target that names link
+		// data go to the tracer.
+		{"follow", followOps, map[string]int{"follow": 33, "stat": 25, "statx": 3, "access": 7, "access symlink": 1},
+			map[string]int{"follow": 33, "stat": 25, "statx": 3, "access": 6, "access flags": 1}},
+		{"follow -l", followOps, map[string]int{"follow": 32, "stat": 23, "stat option": 4, "statx": 2, "access": 7},
+			map[string]int{"follow": 32, "stat": 23, "stat option": 4, "statx": 2, "access": 6, "access flags": 1}},
+		// The xattr calls that follow the name (Wine's DOS attributes):
+		// made on its pin in-process; a symlink there, the l* forms and
+		// /proc go to the tracer.
+		{"xattr", "write /fx/scratch/x v\nsetxattr /fx/scratch/x user.dosattrib 0x20\n" +
+			"getxattr /fx/scratch/x user.dosattrib\ngetxattr /fx/scratch/x user.nope\nlistxattr /fx/scratch/x\n" +
+			"symlink x /fx/scratch/l\ngetxattr /fx/scratch/l user.dosattrib\nlgetxattr /fx/scratch/l user.dosattrib\n" +
+			"getxattr /fx/scratch/nope user.a\ngetxattr /fx/dir/nope/x user.a\nsetxattr /fx/dir/nope/x user.a 1\n" +
+			"cd /fx/scratch\ngetxattr x user.dosattrib\nremovexattr x user.dosattrib\ngetxattr x user.dosattrib\n" +
+			"removexattr x user.dosattrib\nlistxattr x\ngetxattr /mnt/b1/f user.a\nsetxattr /proc/self/status user.a 1\n" +
+			"getxattr /mnt user.a\nunlink l\nunlink x\n",
+			map[string]int{"xattr": 13, "xattr symlink": 1, "xattr proc": 1, "xattr option": 1}, nil},
+		// The root itself ("/", or only slashes): the stat family's
+		// answer is the rootfs's own (python's imports stat the cwd, "/"
+		// when that is the cwd); "/." and "/.." are it too (tails), for
+		// access and an open as well; readlink goes to the tracer.
 		{"root", "stat /\nlstat /\nstat //\nlstat ///\nstatx /\nlstatx //\ncd /fx\nstat /\nopen / rdonly,directory\n" +
 			"stat /.\nstat /..\naccess / r\nreadlink /\n",
-			map[string]int{"stat": 3, "lstat": 2, "statx": 2}, nil},
+			map[string]int{"stat": 5, "lstat": 2, "statx": 2, "access": 1, "open": 1}, nil},
 		// getcwd: the first after a chdir, fchdir or a rename of the cwd
 		// goes to the tracer, which publishes its answer; the next ones
 		// are answered in-process while the kernel's cwd is the same host
@@ -307,11 +365,12 @@ func TestFastPathAnswers(t *testing.T) {
 			map[string]int{"getcwd": 8}, nil},
 		// A missing last directory on the way (git's .git/objects/xx/
 		// before its first object), absolute and relative, in the rootfs
-		// and in binds: answered in-process under droidroot's empty
+		// and in binds, "//" and "." on the way (fontconfig's
+		// "<dir>//<file>"): answered in-process under droidroot's empty
 		// directory once its parent verified and the name is missing
 		// there. Two missing levels, a file or a bind point on the way go
 		// to the tracer.
-		{"missing-parent", "stat /fx/dir/nope/x\naccess /fx/dir/nope/x f\nopen /fx/dir/nope/x rdonly\n" +
+		{"missing-parent", "stat /fx/dir/nope/x\nstat /fx/dir//nope//x\nstat /fx/./dir/nope/./x\naccess /fx/dir/nope/x f\nopen /fx/dir/nope/x rdonly\n" +
 			"open /fx/scratch/m/x wronly,creat,excl 0644\nmkdir /fx/scratch/m/x\nreadlink /fx/dir/nope/x\n" +
 			"stat /mnt/nope/x\nstat /mnt/b1/nope/x\nstat /mnt/b1/nested/nope/x\nstat /mnt/alias/nope/x\n" +
 			"cd /fx/scratch\nstat m/x\nopen m/x wronly,creat,excl 0644\nunlink m/x\nrename m/x y\nmkdir m\n" +
@@ -319,26 +378,30 @@ func TestFastPathAnswers(t *testing.T) {
 			"fd 41 /fx/scratch/m rdonly,directory\nat 41 stat y/z\nat 41 open y/z wronly,creat 0600\n" +
 			"stat /fx/dir/file/x\nstat /fx/dir/nope/deeper/x\nstat m/y/w/z\nstat /fx/scratch/m/x/y\n" +
 			"unlink m/x\nrmdir m\n",
-			map[string]int{"stat": 8, "access": 2, "open": 7, "mkdir": 2, "readlink": 1, "unlink": 3, "rename": 1}, nil},
+			map[string]int{"stat": 10, "access": 2, "open": 7, "mkdir": 2, "readlink": 1, "unlink": 3, "rename": 1}, nil},
 		// access follows the last component through its pin (a symlink
-		// goes to the tracer); faccessat2's flags (AT_EACCESS: eaccess,
+		// is followed first: "follow"); faccessat2's flags (AT_EACCESS: eaccess,
 		// bash's test -x; AT_SYMLINK_NOFOLLOW) are answered in-process
-		// where the policy lets the library make faccessat2, else libc's.
+		// where the policy lets the library make faccessat2, else libc's;
+		// where it does not (Android), AT_EACCESS is faccessat's check
+		// when the ids and capabilities make it the same one.
 		{"access", "access /fx/dir/file r\naccess /fx/dir/file x\naccess /fx/dir/file f\naccess /fx/dir/deeplink r\n" +
 			"access /fx/dir/nope r\naccess /fx/dir/sub/deep/f2 rwx\neaccess /fx/dir/file r\neaccess /fx/dir/file x\n" +
 			"eaccess /fx/dir/deeplink x\neaccess /fx/dir/nope f\nlaccess /fx/dir/deeplink r\nlaccess /fx/dangling r\n" +
 			"laccess /fx/dir/file w\ncd /fx/dir\naccess sub/deep/f2 w\neaccess sub/deep/f2 r\n",
-			map[string]int{"access": 13, "access symlink": 2},
-			map[string]int{"access": 6, "access symlink": 1, "access flags": 8}},
+			map[string]int{"access": 15, "follow": 2},
+			map[string]int{"access": 12, "follow": 2, "access flags": 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", tc.name, tc.ops)
 			argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
+			env := []string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}
 			if _, opt, ok := strings.Cut(tc.name, " "); ok {
 				argv = withIdentity(argv, strings.Fields(opt)...) // "name -l": with those options
+				env = append(env, failLink...)                   // -l's links emulated, as on Android
 			}
-			res := run(t, tc.ops, append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+			res := run(t, tc.ops, append(env, argv...)...)
 			counts, rest := fastPathCounters(res.Stderr)
 			if res.Code != 0 || rest != "" {
 				t.Fatalf("droidroot: %s", res)

@@ -275,11 +275,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -1018,6 +1018,7 @@ struct target {
 	size_t parentlen;
 	const char *name;       /* last component (in host[]) */
 	int ancestor;           /* the guest path is a strict ancestor of a bind point */
+	int hops;               /* symlinks followed on the way to the parent (resolve_parent) */
 	int bindpoint;          /* the guest path is a bind point */
 	long mount;             /* which mount the path is in: 0 the rootfs, 1+i bind i, 1<<20 + dirfd a relative
 	                         * path's (no bind point below a base the library accepts) */
@@ -1043,15 +1044,16 @@ struct target {
 #define R_LEN 512
 struct rslot {
 	unsigned seq, gen;
-	uint32_t hash, klen, clen;
+	uint32_t hash, klen, clen, hops;
 	uint64_t stamp;
 	char key[R_LEN], canon[R_LEN];
 };
 static struct rslot rslots[R_SLOTS];
 
 /* rcache_get copies the canonical form of guest parent key (klen bytes) into
- * out (size bytes) and returns its length, or -1. */
-static long rcache_get(const char *key, size_t klen, char *out, size_t size)
+ * out (size bytes) and returns its length, or -1; *hops: the symlinks its
+ * resolution followed. */
+static long rcache_get(const char *key, size_t klen, char *out, size_t size, int *hops)
 {
 	uint32_t h = hash_of(key, klen);
 	uint64_t t = now_ns();
@@ -1067,6 +1069,7 @@ static long rcache_get(const char *key, size_t klen, char *out, size_t size)
 			continue;
 		int same = fp_memeq(s->key, key, klen);
 		fp_memcpy(out, s->canon, cl);
+		*hops = (int)__atomic_load_n(&s->hops, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (same && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == q)
 			return cl;
@@ -1076,7 +1079,7 @@ static long rcache_get(const char *key, size_t klen, char *out, size_t size)
 
 /* rcache_put remembers canon (clen bytes) for key (klen bytes), in a way
  * nobody is writing; never waits. */
-static void rcache_put(const char *key, size_t klen, const char *canon, size_t clen, unsigned gen)
+static void rcache_put(const char *key, size_t klen, const char *canon, size_t clen, int hops, unsigned gen)
 {
 	uint32_t h = hash_of(key, klen);
 	struct rslot *v = NULL;
@@ -1096,6 +1099,7 @@ static void rcache_put(const char *key, size_t klen, const char *canon, size_t c
 	__atomic_store_n(&v->hash, h, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->klen, (uint32_t)klen, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->clen, (uint32_t)clen, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->hops, (uint32_t)hops, __ATOMIC_RELAXED);
 	fp_memcpy(v->key, key, klen);
 	fp_memcpy(v->canon, canon, clen);
 	__atomic_store_n(&v->gen, gen, __ATOMIC_RELAXED);
@@ -1160,8 +1164,9 @@ static long guest_host(const char *g, size_t n, char *host, size_t size)
  * the guest's way: an absolute target from the guest's root, a relative
  * one from the directory holding it, ".." from a mount's root to its mount
  * point's parent (in a chroot with bind mounts, ".." of a guest path is its
- * guest parent), never above "/". */
-static __attribute__((noinline)) long resolve_parent(const char *g, size_t gl, char *out, size_t size)
+ * guest parent), never above "/". *hopsp: how many symlinks it followed
+ * (the kernel's ELOOP counts every one of a lookup's). */
+static __attribute__((noinline)) long resolve_parent(const char *g, size_t gl, char *out, size_t size, int *hopsp)
 {
 	char rem[2 * R_LEN], link[R_LEN], host[R_LEN + 1024];
 	size_t rl = gl, pos = 0, ol = 0;
@@ -1220,6 +1225,7 @@ static __attribute__((noinline)) long resolve_parent(const char *g, size_t gl, c
 		pos = 0;
 		ol = link[0] == '/' ? 0 : before;
 	}
+	*hopsp = hops;
 	return (long)ol;
 }
 
@@ -1291,11 +1297,31 @@ static enum fp_why missing_parent(const char *norm, size_t gp, struct target *t)
 	return W_ANSWERED;
 }
 
+/* How a path is mapped (map_at_how): M_DIRECT, map_rel's direct form for
+ * one name below a base; M_DOT, for calls where a path ending in "/", "/."
+ * or "/.." (or that is "." or "..") means the directory the whole path
+ * resolves to, which the kernel's lookup of "." below that directory gives
+ * too: the stat family, access, an open that creates nothing. Other calls
+ * treat such a last component in ways of their own (mkdir("d/") makes d,
+ * rmdir("d/.") is EINVAL) and leave it to the tracer. */
+#define M_DIRECT 1
+#define M_DOT 2
+
+/* tail_ok tells whether a path's tail (M_DOT) may be answered: not where a
+ * bind's guest path is "/", which bind_of does not take as a prefix. */
+static int tail_ok(void)
+{
+	for (int i = 0; i < cfg.nbinds; i++)
+		if (cfg.binds[i].glen <= 1)
+			return 0;
+	return 1;
+}
+
 /* map_path maps absolute guest path g to its host parent (verified) and last
  * component, or returns the reason it cannot (W_ANSWERED means done). A
  * parent with a symlink on its way is resolved in the guest's terms
  * (resolve_parent) and the resolution remembered for the TTL. */
-static enum fp_why map_path(const char *g, struct target *t)
+static enum fp_why map_path(const char *g, struct target *t, int how)
 {
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
@@ -1303,34 +1329,59 @@ static enum fp_why map_path(const char *g, struct target *t)
 		return W_FLAGS;
 	if (g[0] != '/')
 		return W_RELATIVE;
-	/* The path as given: a last component that is a name (a trailing
-	 * slash, "." or ".." there goes to the tracer); "//", "." or ".."
-	 * before it are resolved (resolve_parent) as symlinks are. */
+	/* The path as given: a last component that is a name; "//", "." or
+	 * ".." before it are resolved (resolve_parent) as symlinks are. A
+	 * trailing slash, "." or ".." there (the tail) goes to the tracer but
+	 * for M_DOT's calls, where "P/", "P/." and "P/.." are the directory
+	 * the whole path resolves to: "." below it. */
 	size_t n = 0;
-	int dots = 0;
+	int dots = 0, dotdot = 0, tail = 0;
 	for (const char *p = g; *p; p++, n++) {
 		if (*p != '/')
 			continue;
 		const char *c = p + 1;
-		if (*c == 0)
-			return W_DOTS;
 		size_t cl = 0;
 		while (c[cl] && c[cl] != '/')
 			cl++;
 		if (cl == 0 || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.')) {
-			if (c[cl] == 0)
+			if (c[cl] == 0 && !(how & M_DOT))
 				return W_DOTS;
+			tail = c[cl] == 0;
 			dots = 1;
+			dotdot |= cl == 2;
 		}
 	}
 	if (n >= FP_PATH_MAX)
 		return W_LONG;
 	const char *norm = g;
+	/* "//" and "." before a last name mean nothing once every directory
+	 * on the way is verified as one (fontconfig's "<dir>//<file>"): the
+	 * clean path is mapped as any other (a missing parent included). */
+	char clean[R_LEN];
+	if (dots && !dotdot && !tail && n < sizeof clean) {
+		size_t o = 0;
+		for (size_t i = 0; i < n;) {
+			while (i < n && g[i] == '/')
+				i++;
+			size_t c = i;
+			while (i < n && g[i] != '/')
+				i++;
+			if (i - c == 0 || (i - c == 1 && g[c] == '.'))
+				continue;
+			clean[o++] = '/';
+			fp_memcpy(clean + o, g + c, i - c);
+			o += i - c;
+		}
+		clean[o] = 0;
+		norm = clean, n = o, dots = 0;
+	}
 	if (fp_memeq(norm, "/proc", 5) && (norm[5] == 0 || norm[5] == '/'))
 		return W_PROC;
 	if ((cfg.flags & DR_FP_ASHMEM) && fp_memeq(norm, "/dev/ashmem", 11))
 		return W_OPTION;
 
+	if (tail && !tail_ok())
+		return W_DOTS;
 	enum fp_why w = W_DOTS;
 	if (!dots) {
 		w = map_guest(norm, n, t);
@@ -1347,11 +1398,13 @@ static enum fp_why map_path(const char *g, struct target *t)
 	gp = gp ? gp - 1 : 0; /* norm[0:gp] is the guest parent ("" for "/") */
 	const char *name = norm + gp + 1;
 	size_t namelen = n - gp - 1;
+	if (tail) /* the whole path is the directory, and "." its name there */
+		gp = n, name = ".", namelen = 1;
 	char g2[R_LEN + 256 + 2];
 	long cl = -1;
-	int resolved = 0;
+	int resolved = 0, hops = 0;
 	if (cfg.ttl_ns && gp < R_LEN && namelen < 256)
-		cl = rcache_get(norm, gp, g2, R_LEN);
+		cl = rcache_get(norm, gp, g2, R_LEN, &hops);
 	unsigned gen = cur_gen();
 	if (cl < 0) {
 		if (!dots) {
@@ -1367,7 +1420,7 @@ static enum fp_why map_path(const char *g, struct target *t)
 		 * path to the tracer). */
 		if (gp >= R_LEN || namelen >= 256)
 			return dots ? W_DOTS : W_UNVERIFIED;
-		if ((cl = resolve_parent(norm, gp, g2, R_LEN)) < 0 || (!dots && (size_t)cl == gp && fp_memeq(g2, norm, gp)))
+		if ((cl = resolve_parent(norm, gp, g2, R_LEN, &hops)) < 0 || (!dots && (size_t)cl == gp && fp_memeq(g2, norm, gp)))
 			return W_UNVERIFIED;
 		resolved = 1;
 	}
@@ -1384,7 +1437,8 @@ static enum fp_why map_path(const char *g, struct target *t)
 		return W_UNVERIFIED;
 	}
 	if (resolved && cfg.ttl_ns)
-		rcache_put(norm, gp, g2, (size_t)cl, gen);
+		rcache_put(norm, gp, g2, (size_t)cl, hops, gen);
+	t->hops = hops;
 	return W_ANSWERED;
 }
 
@@ -1487,10 +1541,11 @@ static void remember_dir(long fd, uint64_t dev, uint64_t ino)
  * before the last mean nothing once every directory on the way is opened
  * O_DIRECTORY, and are dropped; the others are walked (verify_rel: names and
  * ".." the kernel takes the tracer's way); the last one must be a name. */
-static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int direct)
+static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int how)
 {
 	char dir[1024];
 	size_t dl = 0, n = 0, last = 0;
+	int tail = 0;
 	for (;; n++) {
 		if (n >= sizeof dir)
 			return W_LONG;
@@ -1501,9 +1556,13 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 		int dot = cl == 1 && c[0] == '.', dotdot = cl == 2 && c[0] == '.' && c[1] == '.';
 		if (cl == 10 && fp_memeq(c, ".droidroot", 10))
 			return W_OPTION; /* the library's own bind, which the tracer places */
-		if (path[n] == 0) {
-			if (cl == 0 || dot || dotdot)
+		if (path[n] == 0 && (cl == 0 || dot || dotdot)) {
+			/* A tail (M_DOT): the directory is "." below the
+			 * directories on the way, ".." the last of them. */
+			if (!(how & M_DOT) || n == 0 || !tail_ok())
 				return W_DOTS;
+			tail = 1;
+		} else if (path[n] == 0) {
 			break;
 		}
 		if (cl && !dot) {
@@ -1512,10 +1571,12 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 			fp_memcpy(dir + dl, c, cl);
 			dl += cl;
 		}
+		if (tail)
+			break;
 		last = n + 1;
 	}
-	const char *name = path + last;
-	if (n - last >= 256)
+	const char *name = tail ? "." : path + last;
+	if (!tail && n - last >= 256)
 		return W_LONG;
 	t->ancestor = 0;
 	t->bindpoint = 0;
@@ -1527,7 +1588,7 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 	 * since: by an open of the library's or the tracer's (a file of the
 	 * guest's view), or by a descriptor that names no path; the answer is
 	 * then the kernel's for what the number names now, as in a chroot. */
-	if (direct && dl == 0 && !bind_name(name, n - last) &&
+	if ((how & M_DIRECT) && !tail && dl == 0 && !bind_name(name, n - last) &&
 	    (dirfd == AT_FDCWD ||
 	     (dirfd >= 0 && dirfd < FP_MAX_DIRFD && __atomic_load_n(&dirfds[dirfd].ino, __ATOMIC_ACQUIRE)))) {
 		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
@@ -1570,7 +1631,9 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 	if (st.st_dev == cfg.proc_dev)
 		return W_PROC;
 	if (dl == 0) {
-		if (bind_parent(st.st_dev, st.st_ino))
+		/* Below a bind point's guest ancestor a name may be a bind
+		 * point; "." is the base itself. */
+		if (!tail && bind_parent(st.st_dev, st.st_ino))
 			return W_OPTION;
 		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
 		return W_ANSWERED;
@@ -1621,16 +1684,17 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int di
 
 /* map_at maps path relative to dirfd: an absolute path with map_path, a
  * relative one with map_rel. */
-static enum fp_why map_at_how(int dirfd, const char *g, struct target *t, int direct)
+static enum fp_why map_at_how(int dirfd, const char *g, struct target *t, int how)
 {
 	t->unchecked = 0;
+	t->hops = 0;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
 	if (!user_ptr(g))
 		return W_FLAGS;
 	if (g[0] != '/')
-		return map_rel(dirfd, g, t, direct);
-	return map_path(g, t);
+		return map_rel(dirfd, g, t, how);
+	return map_path(g, t, how);
 }
 
 static enum fp_why map_at(int dirfd, const char *g, struct target *t) { return map_at_how(dirfd, g, t, 0); }
@@ -1678,6 +1742,7 @@ static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || 
 static enum fp_why map_root(struct target *t)
 {
 	t->unchecked = 0;
+	t->hops = 0;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
 	for (int i = 0; i < cfg.nbinds; i++)
@@ -1705,10 +1770,10 @@ static int only_slashes(const char *g)
 	return *g == 0;
 }
 
-static int map_name(enum fp_fn fn, int dirfd, const char *path, struct target *t, int direct)
+static int map_name(enum fp_fn fn, int dirfd, const char *path, struct target *t, int how)
 {
 	int root = fn <= F_STATX && only_slashes(path); /* the stat family */
-	enum fp_why w = root ? map_root(t) : map_at_how(dirfd, path, t, direct);
+	enum fp_why w = root ? map_root(t) : map_at_how(dirfd, path, t, how);
 	if (w == W_ANSWERED && (cfg.flags & DR_FP_L2S) && is_l2s_name(t->name)) {
 		release(&t->parent);
 		w = W_OPTION;
@@ -1720,6 +1785,95 @@ static int map_name(enum fp_fn fn, int dirfd, const char *path, struct target *t
 	return 0;
 }
 
+/* ---- a symlink as the last component ----
+ *
+ * A call that follows its last component (stat, statx, access) and finds a
+ * symlink there follows it the guest's way, as resolve_parent follows a
+ * parent's: the target read below the verified parent, an absolute one
+ * looked up from the guest's root, a relative one in the name's place
+ * (below the same directory descriptor), then mapped and verified as any
+ * path (fontconfig's access of each /etc/fonts/conf.d link, Wine's stat of
+ * dosdevices/z:, merged /usr's alternatives). The kernel's ELOOP counts
+ * every symlink of a lookup, the parents' (target.hops) too: past 40, and
+ * past FOLLOW_MAX links as last components, in /proc, under -l where a
+ * target names link data, the tracer answers. The name finally reached is
+ * used without following (lstat, a pin): a symlink swapped in there
+ * meanwhile goes to the tracer. */
+#define FOLLOW_MAX 16
+#define FOLLOW_LEN 1024
+
+/* follow_last follows symlink t->name, the last component of path (relative
+ * to dirfd; t mapped for it, its parent held) to the name it leads to:
+ * W_ANSWERED with t mapped for that name (its parent held, t->name maybe in
+ * bufs), *st its lstat and *res 0, or -ENOENT for a missing name; else the
+ * reason the call goes to the tracer, t released. */
+static enum fp_why follow_last(int dirfd, const char *path, struct target *t, char (*bufs)[FOLLOW_LEN],
+			       struct stat *st, long *res)
+{
+	int total = t->hops;
+	for (int i = 0;; i++) {
+		char *out = bufs[i & 1];
+		size_t pl = fp_strlen(path);
+		while (pl > 0 && path[pl - 1] != '/')
+			pl--; /* path[0:pl]: the directory part, up to its last '/' */
+		long n = -1;
+		if (i < FOLLOW_MAX && ++total <= 40 && pl + 2 < FOLLOW_LEN)
+			n = tr(SYS_readlinkat, t->parent.fd, (long)t->name, (long)(out + pl), (long)(FOLLOW_LEN - pl - 1), 0, 0);
+		release(&t->parent);
+		if (n <= 0 || (size_t)n >= FOLLOW_LEN - pl - 1)
+			return W_SYMLINK; /* too many, too long, or gone meanwhile */
+		if ((cfg.flags & DR_FP_L2S) && names_l2s_data(out + pl, n))
+			return W_OPTION; /* -l's hard link: the tracer's answer for its data */
+		if (out[pl] == '/') {
+			for (long k = 0; k < n; k++)
+				out[k] = out[pl + (size_t)k];
+			out[n] = 0;
+		} else {
+			fp_memcpy(out, path, pl);
+			out[pl + (size_t)n] = 0;
+		}
+		path = out;
+		enum fp_why w = map_at_how(dirfd, path, t, M_DOT);
+		if (w == W_ANSWERED && (cfg.flags & DR_FP_L2S) && is_l2s_name(t->name)) {
+			release(&t->parent);
+			w = W_OPTION;
+		}
+		if (w != W_ANSWERED)
+			return w;
+		long r = tr(SYS_newfstatat, t->parent.fd, (long)t->name, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
+		if (r == 0 && S_ISLNK(st->st_mode)) {
+			total += t->hops;
+			continue;
+		}
+		if ((r == -ENOENT && t->ancestor) || (r != 0 && r != -ENOENT) || total + t->hops > 40) {
+			release(&t->parent);
+			return r == 0 || r == -ENOENT ? W_SYMLINK : W_ERRNO;
+		}
+		*res = r;
+		count(F_FOLLOW, W_ANSWERED);
+		return W_ANSWERED;
+	}
+}
+
+/* stat_follow finishes do_stat where its name is a symlink it follows (t
+ * mapped, its parent held). */
+static __attribute__((noinline)) long stat_follow(enum fp_fn fn, int dirfd, const char *g, struct target *t,
+						   struct stat *st)
+{
+	char bufs[2][FOLLOW_LEN];
+	long r;
+	enum fp_why w = follow_last(dirfd, g, t, bufs, st, &r);
+	if (w != W_ANSWERED) {
+		count(fn, w);
+		return FP_DEFER;
+	}
+	release(&t->parent);
+	if (r == 0)
+		fix_stat_owner(st);
+	count(fn, W_ANSWERED);
+	return r;
+}
+
 /* ---- the calls ---- */
 
 /* do_stat: stat (follow) or lstat of absolute guest path g into st; FP_DEFER
@@ -1729,14 +1883,17 @@ static long do_stat(enum fp_fn fn, int dirfd, const char *g, struct stat *st, in
 	struct target t;
 	long r;
 	for (int direct = 1;; direct = 0) {
-		if (map_name(fn, dirfd, g, &t, direct) < 0)
+		if (map_name(fn, dirfd, g, &t, direct | M_DOT) < 0)
 			return FP_DEFER;
 		r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
-		release(&t.parent);
 		if (direct_ok(&t, r, st->st_dev))
 			break;
+		release(&t.parent);
 	}
-	if (r == 0 && S_ISLNK(st->st_mode) && (follow || (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S)))) {
+	if (r == 0 && S_ISLNK(st->st_mode) && follow)
+		return stat_follow(fn, dirfd, g, &t, st);
+	release(&t.parent);
+	if (r == 0 && S_ISLNK(st->st_mode) && (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S))) {
 		count(fn, W_SYMLINK);
 		return FP_DEFER;
 	}
@@ -1900,6 +2057,42 @@ static uint64_t sx_dev(const struct statx *sx)
 	return ((ma & 0xfffff000u) << 32) | ((ma & 0xfffu) << 8) | ((mi & 0xffffff00u) << 12) | (mi & 0xffu);
 }
 
+/* fix_statx_owner is fix_owner for a statx result that has both ids. */
+static void fix_statx_owner(struct statx *sx)
+{
+	uint32_t uid = sx->stx_uid, gid = sx->stx_gid;
+	if (sx->stx_mask & STATX_UID && sx->stx_mask & STATX_GID)
+		fix_owner(&uid, &gid);
+	sx->stx_uid = uid, sx->stx_gid = gid;
+}
+
+/* statx_follow finishes fp_statx_k where its name is a symlink it follows
+ * (t mapped, its parent held): the statx of the name reached, not followed. */
+static __attribute__((noinline)) long statx_follow(int dirfd, const char *path, int flags, unsigned mask,
+						    struct statx *sx, struct target *t)
+{
+	char bufs[2][FOLLOW_LEN];
+	struct stat st;
+	long r;
+	enum fp_why w = follow_last(dirfd, path, t, bufs, &st, &r);
+	if (w == W_ANSWERED) {
+		r = tr(SYS_statx, t->parent.fd, (long)t->name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
+		release(&t->parent);
+		if (r == 0 && S_ISLNK(sx->stx_mode))
+			w = W_SYMLINK; /* swapped in meanwhile */
+		else if ((r == -ENOENT && t->ancestor) || (r != 0 && r != -ENOENT))
+			w = W_ERRNO;
+	}
+	if (w != W_ANSWERED) {
+		count(F_STATX, w);
+		return FP_DEFER;
+	}
+	if (r == 0)
+		fix_statx_owner(sx);
+	count(F_STATX, W_ANSWERED);
+	return r;
+}
+
 /* statx */
 static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
 {
@@ -1911,11 +2104,8 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 		if (!fd_stat_ok(F_STATX))
 			return FP_DEFER;
 		r = tr(SYS_statx, dirfd, (long)"", flags, mask, (long)sx, 0);
-		if (r == 0 && sx->stx_mask & STATX_UID && sx->stx_mask & STATX_GID) {
-			uint32_t uid = sx->stx_uid, gid = sx->stx_gid;
-			fix_owner(&uid, &gid);
-			sx->stx_uid = uid, sx->stx_gid = gid;
-		}
+		if (r == 0)
+			fix_statx_owner(sx);
 		return r;
 	}
 	if ((flags & AT_EMPTY_PATH) && user_ptr(path))
@@ -1926,15 +2116,17 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 	}
 	struct target t;
 	for (int direct = 1;; direct = 0) {
-		if (map_name(F_STATX, dirfd, path, &t, direct) < 0)
+		if (map_name(F_STATX, dirfd, path, &t, direct | M_DOT) < 0)
 			return FP_DEFER;
 		r = tr(SYS_statx, t.parent.fd, (long)t.name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
-		release(&t.parent);
 		if (direct_ok(&t, r, sx_dev(sx)))
 			break;
+		release(&t.parent);
 	}
-	if (r == 0 && S_ISLNK(sx->stx_mode) &&
-	    (!(flags & AT_SYMLINK_NOFOLLOW) || (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S)))) {
+	if (r == 0 && S_ISLNK(sx->stx_mode) && !(flags & AT_SYMLINK_NOFOLLOW))
+		return statx_follow(dirfd, path, flags, mask, sx, &t);
+	release(&t.parent);
+	if (r == 0 && S_ISLNK(sx->stx_mode) && (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S))) {
 		count(F_STATX, W_SYMLINK);
 		return FP_DEFER;
 	}
@@ -1942,12 +2134,8 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 		count(F_STATX, W_ERRNO);
 		return FP_DEFER;
 	}
-	if (r == 0) {
-		uint32_t uid = sx->stx_uid, gid = sx->stx_gid;
-		if (sx->stx_mask & STATX_UID && sx->stx_mask & STATX_GID)
-			fix_owner(&uid, &gid);
-		sx->stx_uid = uid, sx->stx_gid = gid;
-	}
+	if (r == 0)
+		fix_statx_owner(sx);
 	count(F_STATX, W_ANSWERED);
 	return r;
 }
@@ -2005,19 +2193,73 @@ static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
 	return r;
 }
 
+/* eaccess_plain tells whether faccessat checks what faccessat2's AT_EACCESS
+ * does for this thread (bash's test -r/-w/-x, eaccess, under Android's
+ * policy): the kernel's faccessat checks with the real ids, and clears the
+ * effective capabilities of a real uid other than 0 or raises them to the
+ * permitted ones of uid 0; AT_EACCESS checks with the effective ids and
+ * capabilities. The same where the real ids are the effective ones and the
+ * capabilities are what faccessat would make them (an app's process has
+ * none). Not under emulated ids, which the tracer keeps. */
+static int eaccess_plain(void)
+{
+	if (cfg.flags & DR_FP_IDS)
+		return 0;
+	unsigned ru, eu, su, rg, eg, sg;
+	if (raw6(SYS_getresuid, (long)&ru, (long)&eu, (long)&su, 0, 0, 0) != 0 ||
+	    raw6(SYS_getresgid, (long)&rg, (long)&eg, (long)&sg, 0, 0, 0) != 0 || ru != eu || rg != eg)
+		return 0;
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} caps[2];
+	if (raw6(SYS_capget, (long)&hdr, (long)caps, 0, 0, 0, 0) != 0)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		if (caps[i].effective != (ru == 0 ? caps[i].permitted : 0))
+			return 0;
+	return 1;
+}
+
+/* access_follow finishes an access whose name is a symlink (t mapped, its
+ * parent held): followed (follow_last), then the name reached as
+ * fp_access_k checks any (an lstat for F_OK, else its pin); *w says how. */
+static __attribute__((noinline)) long access_follow(int dirfd, const char *path, int mode, int flags,
+						     struct target *t, enum fp_why *w)
+{
+	char bufs[2][FOLLOW_LEN];
+	struct stat st;
+	long r;
+	*w = follow_last(dirfd, path, t, bufs, &st, &r);
+	if (*w != W_ANSWERED)
+		return FP_DEFER;
+	if (mode == F_OK || r == -ENOENT) {
+		release(&t->parent);
+		return r;
+	}
+	return access_pinned(t, mode, flags, w);
+}
+
 /* Under emulated ids (DR_FP_IDS) the kernel checks the real ids, as it
  * does for the traced call, and the tracer changes only its EACCES (a fake
  * root's answer: ident.go's accessHandler): every other answer is the
  * kernel's, and is made here; an EACCES goes to the tracer. */
 static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 {
+	/* Without faccessat2 (Android's policy blocks it), AT_EACCESS is
+	 * faccessat's own check where that makes the same one. */
+	if (flags == AT_EACCESS && !faccessat2_ok() && eaccess_plain())
+		flags = 0;
 	/* A bad mode or flag is the kernel's EINVAL before any lookup. */
 	if ((mode & ~(R_OK | W_OK | X_OK)) || (flags & ~FP_ACCESS_FLAGS) || (flags && !faccessat2_ok())) {
 		count(F_ACCESS, W_FLAGS);
 		return FP_DEFER;
 	}
 	struct target t;
-	enum fp_why w = map_at(dirfd, path, &t);
+	enum fp_why w = map_at_how(dirfd, path, &t, M_DOT);
 	if (w != W_ANSWERED) {
 		count(F_ACCESS, w);
 		return FP_DEFER;
@@ -2028,15 +2270,27 @@ static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 		r = tr(SYS_faccessat2, t.parent.fd, (long)t.name, mode, flags, 0, 0);
 		release(&t.parent);
 	} else if (mode == F_OK) {
-		/* Whether the name is there, which an lstat says (a symlink is
-		 * the tracer's, which follows it in the guest). */
+		/* Whether the name is there, which an lstat says (a symlink
+		 * is followed: access_follow). */
 		struct stat st;
 		r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
-		release(&t.parent);
 		if (r == 0 && S_ISLNK(st.st_mode))
-			w = W_SYMLINK;
+			r = access_follow(dirfd, path, mode, flags, &t, &w);
+		else
+			release(&t.parent);
 	} else {
 		r = access_pinned(&t, mode, flags, &w);
+		/* A symlink there (the pin refused it): mapped again and
+		 * followed, if it still is one. */
+		struct stat st;
+		if (w == W_SYMLINK && map_at_how(dirfd, path, &t, M_DOT) == W_ANSWERED) {
+			if (tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) == 0 &&
+			    S_ISLNK(st.st_mode)) {
+				r = access_follow(dirfd, path, mode, flags, &t, &w);
+			} else {
+				release(&t.parent);
+			}
+		}
 	}
 	if (w == W_ANSWERED && ((r == -ENOENT && t.ancestor) || (r < 0 && r != -ENOENT && r != -EACCES && r != -EROFS)))
 		w = W_ERRNO;
@@ -2294,7 +2548,7 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	if ((flags & O_DIRECTORY) && !(flags & O_CREAT) && !(flags & O_NOFOLLOW))
 		path = trim_slashes(path, trimmed);
 	struct target t;
-	if (map_name(fn, dirfd, path, &t, 0) < 0)
+	if (map_name(fn, dirfd, path, &t, (flags & O_CREAT) ? 0 : M_DOT) < 0)
 		return FP_DEFER;
 	long r;
 	if (!t.ancestor && (r = open_nolink(t.parent.fd, t.name, flags, mode, block)) != -ENOSYS) {
@@ -4054,6 +4308,51 @@ static long fp_truncate(const char *path, long len)
 	long r = w == W_ANSWERED ? attr_call(&t, SYS_truncate, len, 0, &w) : FP_DEFER;
 	count(F_TRUNCATE, w);
 	return r == FP_DEFER ? raw6(SYS_truncate, (long)path, len, 0, 0, 0, 0) : r;
+}
+
+/* The path forms of the xattr calls that follow the last component
+ * (getxattr, setxattr, listxattr, removexattr: Wine reads and writes its
+ * DOS attributes as user.DOSATTRIB by path) are made on the name's pin,
+ * as attr_call makes chmod: nr("/proc/self/fd/<M>", a, b, c, d), whose
+ * lookup follows nothing after the magic link. The kernel's checks there
+ * are its checks through the path (the same inode and mount). A symlink
+ * there, a bind point's guest ancestor and -l's names go to the tracer, and
+ * so do the l* forms: before Linux 6.13 no xattr call takes a directory
+ * descriptor, to name a symlink itself below a verified parent. */
+static long fp_xattr(long nr, const char *path, long a, long b, long c, long d)
+{
+	struct target t;
+	enum fp_why w = map_attr(AT_FDCWD, path, &t);
+	long r = FP_DEFER;
+	if (w == W_ANSWERED) {
+		char proc[32];
+		long m = pin_follow(&t, proc, &w);
+		if (m == -ENOENT) {
+			r = m;
+		} else if (m >= 0) {
+			r = tr(nr, (long)proc, a, b, c, d, 0);
+			tr(SYS_close, m, 0, 0, 0, 0, 0);
+		}
+	}
+	count(F_XATTR, w);
+	return r == FP_DEFER ? raw6(nr, (long)path, a, b, c, d, 0) : r;
+}
+
+EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
+{
+	return fp_ret(fp_xattr(SYS_getxattr, path, (long)name, (long)value, (long)size, 0));
+}
+EXPORT int setxattr(const char *path, const char *name, const void *value, size_t size, int flags)
+{
+	return (int)fp_ret(fp_xattr(SYS_setxattr, path, (long)name, (long)value, (long)size, flags));
+}
+EXPORT ssize_t listxattr(const char *path, char *list, size_t size)
+{
+	return fp_ret(fp_xattr(SYS_listxattr, path, (long)list, (long)size, 0, 0));
+}
+EXPORT int removexattr(const char *path, const char *name)
+{
+	return (int)fp_ret(fp_xattr(SYS_removexattr, path, (long)name, 0, 0, 0));
 }
 
 /* mknod of a FIFO or a regular file is an entry call like mkdir; devices

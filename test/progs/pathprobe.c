@@ -34,6 +34,8 @@
  *   eaccess P MODE | laccess P MODE  faccessat(2) with AT_EACCESS / AT_SYMLINK_NOFOLLOW
  *   mkdir P | rmdir P | unlink P | rename A B | link A B | symlink TARGET P | chmod P MODE
  *   truncate P LEN | write P TEXT | cat P | ls P (sorted names, / for dirs, @ for symlinks)
+ *   getxattr P NAME | lgetxattr P NAME | setxattr P NAME VALUE | listxattr P (names, comma-separated)
+ *   | removexattr P NAME
  *   fd N P FLAGS             open P and keep it as descriptor N (dup2), print fstat
  *   close N
  *   openat2 P FLAGS RESOLVE [MODE]  openat2(2); RESOLVE: comma list of noxdev nomagiclinks
@@ -83,6 +85,7 @@
 #include <sys/auxv.h>
 #include <sys/inotify.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define MAXTOK 16
@@ -114,7 +117,7 @@ static const char *errname(int e)
 	E(EPERM) E(ENOENT) E(ESRCH) E(EINTR) E(EIO) E(ENXIO) E(E2BIG) E(ENOEXEC) E(EBADF)
 	E(ECHILD) E(EAGAIN) E(ENOMEM) E(EACCES) E(EFAULT) E(EBUSY) E(EEXIST) E(EXDEV) E(ENODEV)
 	E(ENOTDIR) E(EISDIR) E(EINVAL) E(ENFILE) E(EMFILE) E(ENOTTY) E(ETXTBSY) E(EFBIG)
-	E(ENOSPC) E(ESPIPE) E(EROFS) E(EMLINK) E(EPIPE) E(ERANGE) E(ENAMETOOLONG) E(ENOSYS)
+	E(ENOSPC) E(ESPIPE) E(EROFS) E(EMLINK) E(EPIPE) E(ERANGE) E(ENODATA) E(ENAMETOOLONG) E(ENOSYS)
 	E(ENOTEMPTY) E(ELOOP) E(ENOTSOCK) E(EADDRINUSE) E(EADDRNOTAVAIL) E(ECONNREFUSED)
 	E(EISCONN) E(ENOTCONN) E(EOPNOTSUPP) E(EAFNOSUPPORT) E(EPROTOTYPE)
 #undef E
@@ -885,6 +888,34 @@ static int run(int argc, char **argv)
 	if (!strcmp(op, "write")) {
 		NEED(2);
 		return do_write(argv[1], argv[2]);
+	}
+	if (!strcmp(op, "getxattr") || !strcmp(op, "lgetxattr")) {
+		char v[256];
+		NEED(2);
+		ssize_t n = (op[0] == 'l' ? lgetxattr : getxattr)(argv[1], argv[2], v, sizeof v - 1);
+		if (n < 0)
+			return fail();
+		v[n] = 0;
+		printf("\"%s\"", v);
+		return 0;
+	}
+	if (!strcmp(op, "setxattr")) {
+		NEED(3);
+		return okay(setxattr(argv[1], argv[2], argv[3], strlen(argv[3]), 0));
+	}
+	if (!strcmp(op, "listxattr")) {
+		char v[1024];
+		NEED(1);
+		ssize_t n = listxattr(argv[1], v, sizeof v);
+		if (n < 0)
+			return fail();
+		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(v + i) + 1)
+			printf(i ? ",%s" : "%s", v + i);
+		return 0;
+	}
+	if (!strcmp(op, "removexattr")) {
+		NEED(2);
+		return okay(removexattr(argv[1], argv[2]));
 	}
 	if (!strcmp(op, "cat")) {
 		NEED(1);
