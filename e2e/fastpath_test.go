@@ -345,6 +345,11 @@ func TestFastPathAnswers(t *testing.T) {
 			"removexattr x user.dosattrib\nlistxattr x\ngetxattr /mnt/b1/f user.a\nsetxattr /proc/self/status user.a 1\n" +
 			"getxattr /mnt user.a\nunlink l\nunlink x\n",
 			map[string]int{"xattr": 13, "xattr symlink": 1, "xattr proc": 1, "xattr option": 1}, nil},
+		// fstatfs: the kernel's answer in-process, but where the guest
+		// may see the file in /dev/shm (the tracer's tmpfs answer:
+		// TestProcMountsAndShm).
+		{"fstatfs", "fstatfs /fx/dir/file\nfstatfs /fx/dir\nfstatfs /mnt/b1/f\nfstatfs /proc/self/status\n" +
+			"fstatfs /\n", map[string]int{"fstatfs": 5}, nil},
 		// The root itself ("/", or only slashes): the stat family's
 		// answer is the rootfs's own (python's imports stat the cwd, "/"
 		// when that is the cwd); "/." and "/.." are it too (tails), for

@@ -48,6 +48,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -275,11 +276,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -1991,6 +1992,71 @@ static long fp_fstatat(enum fp_fn fn, int dirfd, const char *path, struct stat *
 }
 
 EXPORT int stat(const char *path, struct stat *st) { return (int)fp_fstatat(F_STAT, AT_FDCWD, path, st, 0); }
+
+/* fstatfs: the tracer makes f_type TMPFS_MAGIC for a file in the guest's
+ * /dev/shm (a launcher binds a directory of the app's there), and leaves
+ * every other answer the kernel's (Wine asks at every file it opens). A
+ * descriptor whose host path the guest may see in /dev/shm, or that is
+ * there on the host (what the tracer tests where the guest cannot see it),
+ * goes to the tracer; one with no path (a pipe, a socket) is the kernel's
+ * too. */
+static int shm_visible(const char *h, size_t n)
+{
+	static const char shm[] = "/dev/shm";
+	const size_t sl = sizeof shm - 1;
+	if (n >= sl && fp_memeq(h, shm, sl) && (n == sl || h[sl] == '/'))
+		return 1;
+	/* The guest paths of h: below the rootfs, and below each bind's host. */
+	size_t rl = cfg.rootlen == 1 ? 0 : cfg.rootlen; /* "/": the empty prefix */
+	if (n >= rl && fp_memeq(h, cfg.root, rl) && (n == rl || h[rl] == '/') && n - rl >= sl &&
+	    fp_memeq(h + rl, shm, sl) && (n - rl == sl || h[rl + sl] == '/'))
+		return 1;
+	for (int i = 0; i < cfg.nbinds; i++) {
+		const struct fp_bind *b = &cfg.binds[i];
+		size_t hl = b->hlen == 1 ? 0 : b->hlen;
+		if (!b->host || n < hl || !fp_memeq(h, b->host, hl) || (n > hl && h[hl] != '/'))
+			continue;
+		/* guest = b->guest + h[hl:]: in /dev/shm when one is a prefix of
+		 * the other there ("/dev" bound, or a directory bound at /dev/shm
+		 * or below it). */
+		size_t gl = b->glen == 1 ? 0 : b->glen, rest = n - hl, m = gl + rest < sl ? gl + rest : sl;
+		int in = gl + rest >= sl;
+		for (size_t k = 0; in && k < m; k++)
+			in = (k < gl ? b->guest[k] : h[hl + k - gl]) == shm[k];
+		if (in && (gl + rest == sl || (sl < gl ? b->guest[sl] : h[hl + sl - gl]) == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+static long fp_fstatfs(int fd, void *sf)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp) {
+		count(F_FSTATFS, W_OFF);
+		return raw6(SYS_fstatfs, fd, (long)sf, 0, 0, 0, 0);
+	}
+	if (hidden_fd(fd))
+		return -EBADF;
+	char proc[32], h[FP_PATH_MAX];
+	fmt_procfd(proc, fd);
+	long n = fd >= 0 ? tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)h, sizeof h, 0, 0) : -EBADF;
+	if (n > 0 && (size_t)n < sizeof h && h[0] == '/') {
+		if (n >= 10 && fp_memeq(h + n - 10, " (deleted)", 10))
+			n -= 10;
+		if (shm_visible(h, (size_t)n)) {
+			count(F_FSTATFS, W_OPTION);
+			return raw6(SYS_fstatfs, fd, (long)sf, 0, 0, 0, 0);
+		}
+	} else if (n > 0 && (size_t)n >= sizeof h) {
+		count(F_FSTATFS, W_LONG);
+		return raw6(SYS_fstatfs, fd, (long)sf, 0, 0, 0, 0);
+	}
+	count(F_FSTATFS, W_ANSWERED);
+	return tr(SYS_fstatfs, fd, (long)sf, 0, 0, 0, 0);
+}
+
+EXPORT int fstatfs(int fd, struct statfs *sf) { return (int)fp_ret(fp_fstatfs(fd, sf)); }
+EXPORT int fstatfs64(int fd, struct statfs64 *sf) { return (int)fp_ret(fp_fstatfs(fd, sf)); }
 
 /* fstat: answered with the kernel's fstat through the trampoline; deferred,
  * it is glibc's own call (newfstatat with AT_EMPTY_PATH). */

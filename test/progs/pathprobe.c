@@ -35,7 +35,7 @@
  *   mkdir P | rmdir P | unlink P | rename A B | link A B | symlink TARGET P | chmod P MODE
  *   truncate P LEN | write P TEXT | cat P | ls P (sorted names, / for dirs, @ for symlinks)
  *   getxattr P NAME | lgetxattr P NAME | setxattr P NAME VALUE | listxattr P (names, comma-separated)
- *   | removexattr P NAME
+ *   | removexattr P NAME | fstatfs P (its file system's type, from a descriptor)
  *   fd N P FLAGS             open P and keep it as descriptor N (dup2), print fstat
  *   close N
  *   openat2 P FLAGS RESOLVE [MODE]  openat2(2); RESOLVE: comma list of noxdev nomagiclinks
@@ -86,6 +86,7 @@
 #include <sys/inotify.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define MAXTOK 16
@@ -911,6 +912,20 @@ static int run(int argc, char **argv)
 			return fail();
 		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(v + i) + 1)
 			printf(i ? ",%s" : "%s", v + i);
+		return 0;
+	}
+	if (!strcmp(op, "fstatfs")) {
+		struct statfs sf;
+		NEED(1);
+		int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return fail();
+		int r = fstatfs(fd, &sf), e = errno;
+		close(fd);
+		errno = e;
+		if (r < 0)
+			return fail();
+		printf("type=%#lx", (unsigned long)sf.f_type);
 		return 0;
 	}
 	if (!strcmp(op, "removexattr")) {
