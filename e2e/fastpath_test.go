@@ -334,6 +334,14 @@ func TestFastPathAnswers(t *testing.T) {
 			map[string]int{"follow": 33, "stat": 25, "statx": 3, "access": 6, "access flags": 1}},
 		{"follow -l", followOps, map[string]int{"follow": 32, "stat": 23, "stat option": 4, "statx": 2, "access": 7},
 			map[string]int{"follow": 32, "stat": 23, "stat option": 4, "statx": 2, "access": 6, "access flags": 1}},
+		// unlink and rename under -l (links emulated): a name of an
+		// emulated hard link (a symlink to link data) goes to the tracer,
+		// which keeps the link's count; every other name is the kernel's
+		// own call, made in-process (rm -r, git's temporary objects).
+		{"l2s-entries -l", "cd /fx/scratch\nwrite f x\nlink f h\nstat h\nunlink f\nstat h\nrename h h2\nstat h2\n" +
+			"write g y\nrename g g2\nunlink g2\nsymlink nowhere s\nrename s s2\nunlink s2\nmkdir d\nrename d d2\n" +
+			"write d2/f z\nlink d2/f d2/h\nrename d2/f d2/h\nunlink d2/h\nunlink d2/f\nrmdir d2\nunlink h2\nunlink nope\n",
+			map[string]int{"unlink": 4, "unlink option": 4, "rename": 3, "rename option": 2}, nil},
 		// The xattr calls that follow the name (Wine's DOS attributes):
 		// made on its pin in-process; a symlink there, the l* forms and
 		// /proc go to the tracer.

@@ -4148,36 +4148,56 @@ static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
 	return r;
 }
 
-/* on_way tells whether name below verified directory dir may be on a
- * cached path's way: a directory or a symlink (or what an lstat cannot
- * tell). Removing or renaming anything else (a regular file: git's
- * objects, rm -r's files) changes no cached directory or resolution, and
- * counts no change, as the tracer's noteEntries does not for the calls it
- * sees; a name missing (a rename's new one) is none either. */
-static int on_way(int dir, const char *name)
+/* l2s_link tells, under -l, whether name below dir (its lstat: r, st) is
+ * a name of an emulated hard link: a symlink whose target names link data
+ * (the tracer's l2sName), or one whose target a readlink cannot tell. The
+ * tracer's unlink and rename of such a name keep the link's count; of any
+ * other name they are the kernel's own calls, which the library makes
+ * (rm -r of a tree, git's temporary objects: every unlink under the
+ * launchers' -l was a stop). The tracer's test and the kernel's call are
+ * apart there too: a link() made meanwhile by another process races both
+ * alike. */
+static int l2s_link(int dir, const char *name, long r, const struct stat *st)
 {
-	struct stat st;
-	long r = tr(SYS_newfstatat, dir, (long)name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
-	if (r == -ENOENT)
+	if (r != 0 || !S_ISLNK(st->st_mode))
 		return 0;
-	return r != 0 || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode);
+	char buf[1024];
+	long n = tr(SYS_readlinkat, dir, (long)name, (long)buf, sizeof buf, 0, 0);
+	return n <= 0 || n >= (long)sizeof buf || names_l2s_data(buf, n);
+}
+
+/* moved tells whether a name (its lstat below its verified directory: r,
+ * st) may be on a cached path's way: a directory or a symlink (or what an
+ * lstat cannot tell). Removing or renaming anything else (a regular file:
+ * git's objects, rm -r's files) changes no cached directory or resolution,
+ * and counts no change, as the tracer's noteEntries does not for the calls
+ * it sees; a name missing (a rename's new one) is none either. */
+static int moved(long r, const struct stat *st)
+{
+	return r == 0 ? S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode) : r != -ENOENT;
 }
 
 static long fp_unlinkat(int dirfd, const char *path, int flags)
 {
 	struct target t;
-	enum fp_why w = (flags & ~AT_REMOVEDIR) ? W_FLAGS : (cfg.flags & DR_FP_L2S) && !(flags & AT_REMOVEDIR) ? W_OPTION
-											     : map_entry(dirfd, path, &t);
-	count(F_UNLINK, w);
-	long r;
+	enum fp_why w = (flags & ~AT_REMOVEDIR) ? W_FLAGS : map_entry(dirfd, path, &t);
+	long r = 0;
 	int moves = 1;
-	if (w != W_ANSWERED) {
-		r = raw6(SYS_unlinkat, dirfd, (long)path, flags, 0, 0, 0);
-	} else {
-		moves = (flags & AT_REMOVEDIR) || on_way(t.parent.fd, t.name);
-		r = tr(SYS_unlinkat, t.parent.fd, (long)t.name, flags, 0, 0, 0);
-		release(&t.parent);
+	if (w == W_ANSWERED) {
+		struct stat st;
+		long s = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+		if ((cfg.flags & DR_FP_L2S) && !(flags & AT_REMOVEDIR) && l2s_link(t.parent.fd, t.name, s, &st)) {
+			release(&t.parent);
+			w = W_OPTION;
+		} else {
+			moves = (flags & AT_REMOVEDIR) || moved(s, &st);
+			r = tr(SYS_unlinkat, t.parent.fd, (long)t.name, flags, 0, 0, 0);
+			release(&t.parent);
+		}
 	}
+	count(F_UNLINK, w);
+	if (w != W_ANSWERED)
+		r = raw6(SYS_unlinkat, dirfd, (long)path, flags, 0, 0, 0);
 	if (r == 0 && moves)
 		changed();
 	return r;
@@ -4202,20 +4222,27 @@ static enum fp_why map_second(struct target *a, int dirfd, const char *path, str
 static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char *new, unsigned flags)
 {
 	struct target a, b;
-	enum fp_why w = (cfg.flags & DR_FP_L2S) ? W_OPTION : map_entry(olddirfd, old, &a);
+	enum fp_why w = map_entry(olddirfd, old, &a);
 	if (w == W_ANSWERED)
 		w = map_second(&a, newdirfd, new, &b);
-	count(F_RENAME, w);
-	long r;
+	long r = 0;
 	int moves = 1;
-	if (w != W_ANSWERED) {
-		r = raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
-	} else {
-		moves = on_way(a.parent.fd, a.name) || on_way(b.parent.fd, b.name);
-		r = tr(SYS_renameat2, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+	if (w == W_ANSWERED) {
+		struct stat sa, sb;
+		long ra = tr(SYS_newfstatat, a.parent.fd, (long)a.name, (long)&sa, AT_SYMLINK_NOFOLLOW, 0, 0);
+		long rb = tr(SYS_newfstatat, b.parent.fd, (long)b.name, (long)&sb, AT_SYMLINK_NOFOLLOW, 0, 0);
+		if ((cfg.flags & DR_FP_L2S) && (l2s_link(a.parent.fd, a.name, ra, &sa) || l2s_link(b.parent.fd, b.name, rb, &sb))) {
+			w = W_OPTION; /* the tracer's renameHandler keeps the link's names */
+		} else {
+			moves = moved(ra, &sa) || moved(rb, &sb);
+			r = tr(SYS_renameat2, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+		}
 		release(&b.parent);
 		release(&a.parent);
 	}
+	count(F_RENAME, w);
+	if (w != W_ANSWERED)
+		r = raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
 	if (r == 0 && moves)
 		changed();
 	return r;
@@ -4398,6 +4425,14 @@ static long fp_xattr(long nr, const char *path, long a, long b, long c, long d)
 		} else if (m >= 0) {
 			r = tr(nr, (long)proc, a, b, c, d, 0);
 			tr(SYS_close, m, 0, 0, 0, 0, 0);
+			/* Under emulated ids a fake root's setxattr of a trusted.
+			 * or security. name succeeds (emul's privilegedXattr):
+			 * the kernel's EPERM, which changed nothing, is the
+			 * tracer's to answer. */
+			if (r == -EPERM && nr == SYS_setxattr && (cfg.flags & DR_FP_IDS)) {
+				r = FP_DEFER;
+				w = W_OPTION;
+			}
 		}
 	}
 	count(F_XATTR, w);

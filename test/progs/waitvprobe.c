@@ -153,20 +153,24 @@ static void on_usr1(int sig)
 
 struct poker {
 	pthread_t target;
+	int ready;
 };
 
 static void *poke(void *p)
 {
 	struct poker *k = p;
+	__atomic_store_n(&k->ready, 1, __ATOMIC_RELEASE);
 	usleep(50000);
 	pthread_kill(k->target, SIGUSR1);
 	return NULL;
 }
 
-/* A wait on n words (nobody wakes them) with a 300 ms timeout, interrupted
- * after 50 ms by a signal whose handler has SA_RESTART or not: the kernel
- * answers EINTR without it, and with it restarts the wait (the timeout is
- * absolute), which then times out. */
+/* A wait on n words (nobody wakes them) with a 1 s timeout, interrupted
+ * 50 ms after the poking thread runs by a signal whose handler has
+ * SA_RESTART or not: the kernel answers EINTR without it, and with it
+ * restarts the wait (the timeout is absolute), which then times out. The
+ * thread's start is not counted in the timeout (a loaded machine, a TCG
+ * VM: starting a traced thread takes long there). */
 static long interrupted(unsigned n, int restart)
 {
 	struct sigaction sa;
@@ -178,10 +182,12 @@ static long interrupted(unsigned n, int restart)
 	memset(words, 0, sizeof words);
 	for (unsigned i = 0; i < n; i++)
 		set(&w[i], &words[i], 0, FUTEX_32);
-	struct poker k = {pthread_self()};
+	struct poker k = {pthread_self(), 0};
 	pthread_t t;
 	pthread_create(&t, NULL, poke, &k);
-	struct timespec to = after(CLOCK_MONOTONIC, 300);
+	while (!__atomic_load_n(&k.ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	struct timespec to = after(CLOCK_MONOTONIC, 1000);
 	long r = waitv(w, n, 0, &to, CLOCK_MONOTONIC);
 	pthread_join(t, NULL);
 	signal(SIGUSR1, SIG_DFL);
