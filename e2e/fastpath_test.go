@@ -342,6 +342,13 @@ func TestFastPathAnswers(t *testing.T) {
 			"write g y\nrename g g2\nunlink g2\nsymlink nowhere s\nrename s s2\nunlink s2\nmkdir d\nrename d d2\n" +
 			"write d2/f z\nlink d2/f d2/h\nrename d2/f d2/h\nunlink d2/h\nunlink d2/f\nrmdir d2\nunlink h2\nunlink nope\n",
 			map[string]int{"unlink": 4, "unlink option": 4, "rename": 3, "rename option": 2}, nil},
+		// link under -l where the kernel makes links (the tracer tries
+		// the kernel's first): in-process, but for a name of an emulated
+		// link; with links refused (the l2s-entries case) every link is
+		// the tracer's.
+		{"l2s-links -l-real", "cd /fx/scratch\nwrite f x\nlink f h\nstat h\nlink f h\nlink nope n\nsymlink f s\n" +
+			"link s s2\nlstat s2\nmkdir d\nlink d d2\nunlink s2\nunlink s\nunlink h\nunlink f\nrmdir d\n",
+			map[string]int{"link": 4, "link option": 1, "unlink": 5}, nil},
 		// The xattr calls that follow the name (Wine's DOS attributes):
 		// made on its pin in-process; a symlink there, the l* forms and
 		// /proc go to the tracer.
@@ -411,8 +418,14 @@ func TestFastPathAnswers(t *testing.T) {
 			argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
 			env := []string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}
 			if _, opt, ok := strings.Cut(tc.name, " "); ok {
-				argv = withIdentity(argv, strings.Fields(opt)...) // "name -l": with those options
-				env = append(env, failLink...)                   // -l's links emulated, as on Android
+				// "name -l": with those options, -l's links emulated as
+				// on Android ("-l-real": -l, the kernel's links made)
+				if real := strings.TrimSuffix(opt, "-real"); real != opt {
+					argv = withIdentity(argv, strings.Fields(real)...)
+				} else {
+					argv = withIdentity(argv, strings.Fields(opt)...)
+					env = append(env, failLink...)
+				}
 			}
 			res := run(t, tc.ops, append(env, argv...)...)
 			counts, rest := fastPathCounters(res.Stderr)

@@ -88,7 +88,10 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 	if cfg.Link2Symlink {
 		flags |= fastpath.FlagL2S
 	}
-	if cfg.Link2Symlink || cfg.FailLink {
+	if cfg.FailLink {
+		// Links refused on purpose (the test switch); under -l alone the
+		// library makes the kernel's link and leaves a refusal to the
+		// tracer, which emulates it.
 		flags |= fastpath.FlagNoLink
 	}
 	if cfg.Link2Symlink && !cfg.HideOwnFiles {

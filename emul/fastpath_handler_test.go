@@ -41,7 +41,7 @@ func TestFastPathHandshake(t *testing.T) {
 		t.Fatalf("handshake = %d, %q", n, blob)
 	}
 	flags := binary.LittleEndian.Uint32(blob[12:])
-	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagIDs | fastpath.FlagFDGuard | fastpath.FlagDirs)
+	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagIDs | fastpath.FlagFDGuard | fastpath.FlagDirs)
 	if os.Getuid() != 0 || os.Getgid() != 0 {
 		wantFlags |= fastpath.FlagOwner
 	}
@@ -245,8 +245,9 @@ func TestFastPathFlags(t *testing.T) {
 		want uint32
 	}{
 		{"none", Config{}, 0},
-		{"-l", Config{Link2Symlink: true}, fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagDirs},
-		{"-l -H", Config{Link2Symlink: true, HideOwnFiles: true}, fastpath.FlagL2S | fastpath.FlagNoLink},
+		{"-l", Config{Link2Symlink: true}, fastpath.FlagL2S | fastpath.FlagDirs},
+		{"-l -H", Config{Link2Symlink: true, HideOwnFiles: true}, fastpath.FlagL2S},
+		{"-l, links refused", Config{Link2Symlink: true, FailLink: true}, fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagDirs},
 		{"-H", Config{HideOwnFiles: true}, 0},
 		{"-L", Config{LstatLinkSize: true}, fastpath.FlagLstatSize},
 		{"links refused", Config{FailLink: true}, fastpath.FlagNoLink},

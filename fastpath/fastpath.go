@@ -246,7 +246,7 @@ const (
 	FlagOwner     = 1 << 3  // -0/-i: stat owners real -> fake
 	FlagAshmem    = 1 << 4  // --ashmem-memfd
 	FlagIDs       = 1 << 5  // emulated credentials: access's EACCES, chmod, chown go to the tracer
-	FlagNoLink    = 1 << 6  // link goes to the tracer (-l, or links refused on purpose)
+	FlagNoLink    = 1 << 6  // link goes to the tracer (links refused on purpose)
 	FlagWaitv     = 1 << 7  // futex_waitv answered in the library (Registry)
 	FlagFDGuard   = 1 << 8  // the filter traps changes to FDBase..FDEnd-1 (the guard word)
 	FlagOpenat2   = 1 << 9  // the library may make openat2 (no Android policy blocks it)

@@ -84,7 +84,7 @@ enum {
 	DR_FP_OWNER = 1 << 3,      /* -0/-i: stat owners real -> fake */
 	DR_FP_ASHMEM = 1 << 4,     /* --ashmem-memfd */
 	DR_FP_IDS = 1 << 5,        /* emulated credentials: access's EACCES, chmod, chown go to the tracer */
-	DR_FP_NOLINK = 1 << 6,     /* link goes to the tracer (-l, or links refused on purpose) */
+	DR_FP_NOLINK = 1 << 6,     /* link goes to the tracer (links refused on purpose) */
 	DR_FP_WAITV = 1 << 7,      /* futex_waitv answered here (waitv.c) */
 	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
 	DR_FP_OPENAT2 = 1 << 9,    /* openat2 is neither blocked (Android) nor refused here */
@@ -4265,15 +4265,37 @@ static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *n
 	struct target a, b;
 	/* AT_SYMLINK_FOLLOW follows the old name's last component: the
 	 * tracer's, which pins it (as pin_last does). */
-	enum fp_why w = (cfg.flags & (DR_FP_L2S | DR_FP_NOLINK)) ? W_OPTION : flags ? W_FLAGS : map_entry(olddirfd, old, &a);
+	enum fp_why w = (cfg.flags & DR_FP_NOLINK) ? W_OPTION : flags ? W_FLAGS : map_entry(olddirfd, old, &a);
 	if (w == W_ANSWERED)
 		w = map_second(&a, newdirfd, new, &b);
+	long r = 0;
+	int held = w == W_ANSWERED;
+	if (w == W_ANSWERED && (cfg.flags & DR_FP_L2S)) {
+		/* -l: the tracer links a name of an emulated hard link itself
+		 * (another symlink to its data, the count kept), and emulates
+		 * a link the kernel refuses (Android's app storage: EPERM);
+		 * any other link is the kernel's, which the tracer tries first
+		 * (emul's link2symlink.link): made here, and a refusal it
+		 * would emulate goes to it. */
+		struct stat st;
+		long s = tr(SYS_newfstatat, a.parent.fd, (long)a.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+		if (l2s_link(a.parent.fd, a.name, s, &st)) {
+			w = W_OPTION;
+		} else {
+			r = tr(SYS_linkat, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, 0, 0);
+			if (r == -EPERM || r == -EACCES || r == -EMLINK || r == -ENOTSUP)
+				w = W_OPTION;
+		}
+	} else if (w == W_ANSWERED) {
+		r = tr(SYS_linkat, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
+	}
+	if (held) {
+		release(&b.parent);
+		release(&a.parent);
+	}
 	count(F_LINK, w);
 	if (w != W_ANSWERED)
 		return raw6(SYS_linkat, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
-	long r = tr(SYS_linkat, a.parent.fd, (long)a.name, b.parent.fd, (long)b.name, flags, 0);
-	release(&b.parent);
-	release(&a.parent);
 	return r;
 }
 
