@@ -2266,14 +2266,17 @@ static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
  * permitted ones of uid 0; AT_EACCESS checks with the effective ids and
  * capabilities. The same where the real ids are the effective ones and the
  * capabilities are what faccessat would make them (an app's process has
- * none). Not under emulated ids, which the tracer keeps. */
+ * none). Not under emulated ids, which the tracer keeps; the policy's
+ * set*id emulation alone changes no id (an unprivileged process may only
+ * set its own), so the kernel's ids, asked through the trampoline (the
+ * filter traps these calls elsewhere), are the guest's. */
 static int eaccess_plain(void)
 {
 	if (cfg.flags & DR_FP_IDS)
 		return 0;
 	unsigned ru, eu, su, rg, eg, sg;
-	if (raw6(SYS_getresuid, (long)&ru, (long)&eu, (long)&su, 0, 0, 0) != 0 ||
-	    raw6(SYS_getresgid, (long)&rg, (long)&eg, (long)&sg, 0, 0, 0) != 0 || ru != eu || rg != eg)
+	if (tr(SYS_getresuid, (long)&ru, (long)&eu, (long)&su, 0, 0, 0) != 0 ||
+	    tr(SYS_getresgid, (long)&rg, (long)&eg, (long)&sg, 0, 0, 0) != 0 || ru != eu || rg != eg)
 		return 0;
 	struct {
 		uint32_t version;
@@ -2282,7 +2285,7 @@ static int eaccess_plain(void)
 	struct {
 		uint32_t effective, permitted, inheritable;
 	} caps[2];
-	if (raw6(SYS_capget, (long)&hdr, (long)caps, 0, 0, 0, 0) != 0)
+	if (tr(SYS_capget, (long)&hdr, (long)caps, 0, 0, 0, 0) != 0)
 		return 0;
 	for (int i = 0; i < 2; i++)
 		if (caps[i].effective != (ru == 0 ? caps[i].permitted : 0))
