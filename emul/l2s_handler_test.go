@@ -3,7 +3,11 @@ package emul
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"golang.org/x/sys/unix"
 
@@ -139,6 +143,40 @@ func TestLstatLinkSize(t *testing.T) {
 		}
 		if m := statModeSize(r.Steps[2].Mem[2])[0]; m&unix.S_IFMT != unix.S_IFDIR {
 			t.Errorf("-L %v: stat /proc/self/cwd mode %o, want a directory", on, m)
+		}
+	}
+}
+
+// TestL2SCount: a link's count is a symlink beside its data, replaced in
+// one rename; a temporary left by an interrupted update is no obstacle, and
+// nothing else is left beside the data.
+func TestL2SCount(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, ".l2s.f.0001")
+	mustWrite(t, data, "x")
+	for _, tc := range []struct {
+		name  string
+		stale bool
+		n     int
+	}{{"first", false, 1}, {"again", false, 2}, {"stale temporary", true, 3}, {"down", false, 2}} {
+		if tc.stale {
+			if err := os.Symlink("7", data+l2sCountSuffix+".tmp"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := setL2SCount(data, tc.n); err != nil {
+			t.Fatalf("%s: setL2SCount(%d): %v", tc.name, tc.n, err)
+		}
+		if got := l2sCount(data); got != tc.n {
+			t.Errorf("%s: count %d, want %d", tc.name, got, tc.n)
+		}
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if want := []string{".l2s.f.0001", ".l2s.f.0001.n"}; !cmp.Equal(names, want) {
+			t.Errorf("%s: directory %v, want %v", tc.name, names, want)
 		}
 	}
 }

@@ -241,9 +241,17 @@ func setL2SCount(data string, n int) error {
 		}
 		return unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, inter)
 	}
+	// The count's new symlink replaces the old one in one rename; a
+	// temporary left by an interrupted update is removed only when found
+	// (each metadata call is dear: tens of microseconds on a phone's
+	// storage, and every emulated link makes two counts).
 	tmp := data + l2sCountSuffix + ".tmp"
-	unix.Unlinkat(unix.AT_FDCWD, tmp, 0)
-	if err := unix.Symlinkat(strconv.Itoa(n), unix.AT_FDCWD, tmp); err != nil {
+	err := unix.Symlinkat(strconv.Itoa(n), unix.AT_FDCWD, tmp)
+	if err == unix.EEXIST {
+		unix.Unlinkat(unix.AT_FDCWD, tmp, 0)
+		err = unix.Symlinkat(strconv.Itoa(n), unix.AT_FDCWD, tmp)
+	}
+	if err != nil {
 		return err
 	}
 	return unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, data+l2sCountSuffix)
