@@ -220,6 +220,13 @@ static int fp_memeq(const char *a, const char *b, size_t n)
 	return 1;
 }
 
+/* under tells whether path p (n bytes) is path pre (pl bytes; "" for "/")
+ * or lies below it. */
+static int under(const char *p, size_t n, const char *pre, size_t pl)
+{
+	return n >= pl && fp_memeq(p, pre, pl) && (n == pl || p[pl] == '/');
+}
+
 static void fp_memcpy(char *d, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -1119,10 +1126,10 @@ static const struct fp_bind *bind_of(const char *g, size_t n, int *ancestor)
 		*ancestor = 0;
 	for (int i = 0; i < cfg.nbinds; i++) {
 		const struct fp_bind *b = &cfg.binds[i];
-		if (b->glen <= n && fp_memeq(b->guest, g, b->glen) && (n == b->glen || g[b->glen] == '/')) {
+		if (under(g, n, b->guest, b->glen)) {
 			if (!best || b->glen >= best->glen)
 				best = b;
-		} else if (ancestor && b->glen > n && fp_memeq(b->guest, g, n) && b->guest[n] == '/') {
+		} else if (ancestor && under(b->guest, b->glen, g, n)) {
 			*ancestor = 1;
 		}
 	}
@@ -1474,13 +1481,11 @@ static int dir_lazy(int fd)
 		return 0;
 	if (len == 1)
 		len = 0; /* "/": the empty prefix */
-	if (len >= cfg.rootlen && fp_memeq(buf, cfg.root, cfg.rootlen) && (len == cfg.rootlen || buf[cfg.rootlen] == '/'))
+	if (under(buf, len, cfg.root, cfg.rootlen))
 		return 1;
-	for (int i = 0; i < cfg.nbinds; i++) {
-		const struct fp_bind *b = &cfg.binds[i];
-		if (b->host && len >= b->hlen && fp_memeq(buf, b->host, b->hlen) && (len == b->hlen || buf[b->hlen] == '/'))
+	for (int i = 0; i < cfg.nbinds; i++)
+		if (cfg.binds[i].host && under(buf, len, cfg.binds[i].host, cfg.binds[i].hlen))
 			return 1;
-	}
 	return 0;
 }
 
@@ -1856,23 +1861,17 @@ static enum fp_why follow_last(int dirfd, const char *path, struct target *t, ch
 	}
 }
 
-/* stat_follow finishes do_stat where its name is a symlink it follows (t
- * mapped, its parent held). */
-static __attribute__((noinline)) long stat_follow(enum fp_fn fn, int dirfd, const char *g, struct target *t,
-						   struct stat *st)
+/* stat_follow follows do_stat's name, a symlink (t mapped, its parent
+ * held), off the hot path's stack: follow_last's reason, with *st and *r
+ * the lstat of the name reached; t is released either way. */
+static __attribute__((noinline)) enum fp_why stat_follow(int dirfd, const char *g, struct target *t, struct stat *st,
+							  long *r)
 {
 	char bufs[2][FOLLOW_LEN];
-	long r;
-	enum fp_why w = follow_last(dirfd, g, t, bufs, st, &r);
-	if (w != W_ANSWERED) {
-		count(fn, w);
-		return FP_DEFER;
-	}
-	release(&t->parent);
-	if (r == 0)
-		fix_stat_owner(st);
-	count(fn, W_ANSWERED);
-	return r;
+	enum fp_why w = follow_last(dirfd, g, t, bufs, st, r);
+	if (w == W_ANSWERED)
+		release(&t->parent);
+	return w;
 }
 
 /* ---- the calls ---- */
@@ -1891,9 +1890,15 @@ static long do_stat(enum fp_fn fn, int dirfd, const char *g, struct stat *st, in
 			break;
 		release(&t.parent);
 	}
+	enum fp_why w = W_ANSWERED;
 	if (r == 0 && S_ISLNK(st->st_mode) && follow)
-		return stat_follow(fn, dirfd, g, &t, st);
-	release(&t.parent);
+		w = stat_follow(dirfd, g, &t, st, &r);
+	else
+		release(&t.parent);
+	if (w != W_ANSWERED) {
+		count(fn, w);
+		return FP_DEFER;
+	}
 	if (r == 0 && S_ISLNK(st->st_mode) && (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S))) {
 		count(fn, W_SYMLINK);
 		return FP_DEFER;
@@ -2004,26 +2009,21 @@ static int shm_visible(const char *h, size_t n)
 {
 	static const char shm[] = "/dev/shm";
 	const size_t sl = sizeof shm - 1;
-	if (n >= sl && fp_memeq(h, shm, sl) && (n == sl || h[sl] == '/'))
+	if (under(h, n, shm, sl))
 		return 1;
-	/* The guest paths of h: below the rootfs, and below each bind's host. */
-	size_t rl = cfg.rootlen == 1 ? 0 : cfg.rootlen; /* "/": the empty prefix */
-	if (n >= rl && fp_memeq(h, cfg.root, rl) && (n == rl || h[rl] == '/') && n - rl >= sl &&
-	    fp_memeq(h + rl, shm, sl) && (n - rl == sl || h[rl + sl] == '/'))
+	/* The guest paths of h: below the rootfs, and below each bind's host
+	 * (its guest path followed by the rest of h: in /dev/shm where the
+	 * bind's guest path is, or where it is one of /dev/shm's ancestors,
+	 * "/dev" bound, and the rest leads into /dev/shm from there). The
+	 * lengths of "/" are 0. */
+	if (under(h, n, cfg.root, cfg.rootlen) && under(h + cfg.rootlen, n - cfg.rootlen, shm, sl))
 		return 1;
 	for (int i = 0; i < cfg.nbinds; i++) {
 		const struct fp_bind *b = &cfg.binds[i];
-		size_t hl = b->hlen == 1 ? 0 : b->hlen;
-		if (!b->host || n < hl || !fp_memeq(h, b->host, hl) || (n > hl && h[hl] != '/'))
+		if (!b->host || !under(h, n, b->host, b->hlen))
 			continue;
-		/* guest = b->guest + h[hl:]: in /dev/shm when one is a prefix of
-		 * the other there ("/dev" bound, or a directory bound at /dev/shm
-		 * or below it). */
-		size_t gl = b->glen == 1 ? 0 : b->glen, rest = n - hl, m = gl + rest < sl ? gl + rest : sl;
-		int in = gl + rest >= sl;
-		for (size_t k = 0; in && k < m; k++)
-			in = (k < gl ? b->guest[k] : h[hl + k - gl]) == shm[k];
-		if (in && (gl + rest == sl || (sl < gl ? b->guest[sl] : h[hl + sl - gl]) == '/'))
+		if (under(b->guest, b->glen, shm, sl) ||
+		    (under(shm, sl, b->guest, b->glen) && under(h + b->hlen, n - b->hlen, shm + b->glen, sl - b->glen)))
 			return 1;
 	}
 	return 0;
@@ -2132,31 +2132,21 @@ static void fix_statx_owner(struct statx *sx)
 	sx->stx_uid = uid, sx->stx_gid = gid;
 }
 
-/* statx_follow finishes fp_statx_k where its name is a symlink it follows
- * (t mapped, its parent held): the statx of the name reached, not followed. */
-static __attribute__((noinline)) long statx_follow(int dirfd, const char *path, int flags, unsigned mask,
-						    struct statx *sx, struct target *t)
+/* statx_follow follows fp_statx_k's name, a symlink (t mapped, its parent
+ * held), and makes the statx of the name reached, not followed, into sx
+ * (*r): follow_last's reason, or W_SYMLINK for a symlink swapped in
+ * meanwhile; t is released either way. */
+static __attribute__((noinline)) enum fp_why statx_follow(int dirfd, const char *path, int flags, unsigned mask,
+							   struct statx *sx, struct target *t, long *r)
 {
 	char bufs[2][FOLLOW_LEN];
 	struct stat st;
-	long r;
-	enum fp_why w = follow_last(dirfd, path, t, bufs, &st, &r);
-	if (w == W_ANSWERED) {
-		r = tr(SYS_statx, t->parent.fd, (long)t->name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
-		release(&t->parent);
-		if (r == 0 && S_ISLNK(sx->stx_mode))
-			w = W_SYMLINK; /* swapped in meanwhile */
-		else if ((r == -ENOENT && t->ancestor) || (r != 0 && r != -ENOENT))
-			w = W_ERRNO;
-	}
-	if (w != W_ANSWERED) {
-		count(F_STATX, w);
-		return FP_DEFER;
-	}
-	if (r == 0)
-		fix_statx_owner(sx);
-	count(F_STATX, W_ANSWERED);
-	return r;
+	enum fp_why w = follow_last(dirfd, path, t, bufs, &st, r);
+	if (w != W_ANSWERED)
+		return w;
+	*r = tr(SYS_statx, t->parent.fd, (long)t->name, flags | AT_SYMLINK_NOFOLLOW, mask | STATX_TYPE, (long)sx, 0);
+	release(&t->parent);
+	return *r == 0 && S_ISLNK(sx->stx_mode) ? W_SYMLINK : W_ANSWERED;
 }
 
 /* statx */
@@ -2189,9 +2179,15 @@ static long fp_statx_k(int dirfd, const char *path, int flags, unsigned mask, st
 			break;
 		release(&t.parent);
 	}
+	enum fp_why w = W_ANSWERED;
 	if (r == 0 && S_ISLNK(sx->stx_mode) && !(flags & AT_SYMLINK_NOFOLLOW))
-		return statx_follow(dirfd, path, flags, mask, sx, &t);
-	release(&t.parent);
+		w = statx_follow(dirfd, path, flags, mask, sx, &t, &r);
+	else
+		release(&t.parent);
+	if (w != W_ANSWERED) {
+		count(F_STATX, w);
+		return FP_DEFER;
+	}
 	if (r == 0 && S_ISLNK(sx->stx_mode) && (cfg.flags & (DR_FP_LSTAT_SIZE | DR_FP_L2S))) {
 		count(F_STATX, W_SYMLINK);
 		return FP_DEFER;
