@@ -214,3 +214,30 @@ func TestFastPathLegacyPolls(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathEaccessAndroid: Android's policy blocks faccessat2, so libc's
+// eaccess (faccessat with AT_EACCESS) was a SIGSYS stop before glibc's own
+// fallback; the library answers it as faccessat where the ids and
+// capabilities make that the same check, and asks for them through its
+// trampoline (the policy's set*id emulation traps getresuid, getresgid and
+// capget elsewhere): no stop at all.
+func TestFastPathEaccessAndroid(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	ops := strings.Repeat("eaccess /progs/pathprobe.dyn x\neaccess /etc r\neaccess /nope f\n", 3)
+	res := runExt(t, []string{"DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"},
+		[]string{"--android-policy=16"}, g, ops, "/progs/pathprobe.dyn", "-f", "-")
+	if res.Code != 0 || strings.Count(res.Stdout, "-> ok") != 6 || strings.Count(res.Stdout, "-> ENOENT") != 3 {
+		t.Fatalf("--android-policy=16: %s", res)
+	}
+	counts, _ := fastPathCounters(res.Stderr)
+	rows := stopCensus(t, res.Stderr)
+	for _, row := range []string{"sigsys faccessat2", "seccomp faccessat2", "seccomp getresuid", "seccomp getresgid", "seccomp capget", "sigsys capget"} {
+		if rows[row] != 0 {
+			t.Errorf("%d stops of %s, want none\n%s", rows[row], row, res.Stderr)
+		}
+	}
+	if counts["access answered"] != 9 {
+		t.Errorf("access answered in-process %d times, want 9\n%s", counts["access answered"], res.Stderr)
+	}
+}
