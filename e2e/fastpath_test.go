@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -600,8 +601,21 @@ print("scandir", sorted(int(ctypes.string_at(lst[i] + 19)) for i in range(n) if 
 find = subprocess.run(["find", "/usr/share/doc/", "/etc/", "/proc/self/fd/", "-mindepth", "1", "-maxdepth", "1", "-path", "/proc/*", "-printf", "%f\n"], capture_output=True, text=True)
 print("find (fts)", find.returncode, sorted(int(x) for x in find.stdout.split()))
 `
-	// Without options the listings are libc's streams; under -l the library's own.
-	for _, opts := range [][]string{nil, {"-l"}} {
+	// The listings are the library's own streams where libc's fstat of the
+	// descriptor would stop: under -l, -i with another owner, and on glibc
+	// 2.33 to 2.38 (such as Debian 12's); never under -H, whose hiding is
+	// the tracer's.
+	script = "import os; print('glibc', os.confstr('CS_GNU_LIBC_VERSION'))\n" + script
+	for _, tc := range []struct {
+		opts []string
+		own  func(glibc int) bool
+	}{
+		{nil, func(g int) bool { return g >= 233 && g <= 238 }},
+		{[]string{"-l"}, func(int) bool { return true }},
+		{[]string{"-i", "1000:1000"}, func(int) bool { return true }},
+		{[]string{"-H"}, func(int) bool { return false }},
+	} {
+		opts := tc.opts
 		t.Run(strings.Join(append([]string{"opts"}, opts...), " "), func(t *testing.T) {
 			argv := withIdentity(droidrootArgs(droidrootBin(t), g, "/usr/bin/python3", "-c", script), opts...)
 			off := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=0"}, argv...)...)
@@ -613,8 +627,12 @@ print("find (fts)", find.returncode, sorted(int(x) for x in find.stdout.split())
 			if on.Code != 0 || counts["dirs answered"]+counts["dirs unverified"] == 0 {
 				t.Fatalf("fast path on: no directories cached (%v): %s", counts, on)
 			}
-			if (counts["readdir answered"] > 0) != (len(opts) > 0) {
-				t.Errorf("listings read in-process: %d, want some exactly under -l", counts["readdir answered"])
+			var major, minor int
+			if _, err := fmt.Sscanf(on.Stdout, "glibc glibc %d.%d", &major, &minor); err != nil {
+				t.Fatalf("no glibc version: %v: %s", err, on)
+			}
+			if own := tc.own(major*100 + minor); (counts["readdir answered"] > 0) != own {
+				t.Errorf("glibc %d.%d: listings read in-process: %d, want some: %v", major, minor, counts["readdir answered"], own)
 			}
 			if diff := cmp.Diff(off.Stdout, on.Stdout); diff != "" {
 				t.Errorf("the program's descriptors with the fast path on differ from off (-off +on):\n%s", diff)
@@ -758,5 +776,68 @@ func TestFastPathCancellation(t *testing.T) {
 		if fp == "1" && counts["open answered"] < 3 {
 			t.Errorf("open counters %v: want the opens that return answered in-process\n%s", counts, res.Stderr)
 		}
+	}
+}
+
+// TestFastPathStdio: where libc's fstat of a descriptor is a stop (-l, another owner under
+// -0/-i, glibc 2.33 to 2.38), the library's fopen gives the stream the buffer glibc would
+// give it at the first read or write (the fstat there cannot be wrapped), and its fclose
+// frees it. stdioprobe's transcript (every mode, seeks, buffer sizes and line buffering,
+// setvbuf before the first use, freopen, /dev/null, 400 streams open at once) must be the
+// chroot's with the library on and off; the counters show the buffers given, and the census
+// as many fstat stops fewer.
+func TestFastPathStdio(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	if _, err := os.Stat(filepath.Join(g.Root, "progs/stdioprobe.dyn")); err != nil {
+		missing(t, "%s has no /progs/stdioprobe.dyn: the busybox rootfs predates test/progs/stdioprobe.c (test/mkrootfs.sh busybox rebuilds it)", g.Root)
+	}
+	work := openTempDir(t)
+	g.Binds = append(g.Binds, work+":/mnt/empty")
+	want := viaChroot(t, g, "", "/progs/stdioprobe.dyn", "/mnt/empty")
+	if want.Code != 0 || want.Stderr != "" || !strings.Contains(want.Stdout, "many: 400 of 400 read back") {
+		t.Fatalf("chroot: %s", want)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(want.Stdout, "glibc %d.%d", &major, &minor); err != nil {
+		t.Fatalf("no glibc version: %v: %s", err, want)
+	}
+	oldGlibc := major == 2 && minor >= 33 && minor <= 38
+	bin := droidrootBin(t)
+	for _, tc := range []struct {
+		opts []string
+		own  bool // the library gives the buffers
+	}{
+		{nil, oldGlibc},
+		{[]string{"-0", "-l"}, true},
+		{[]string{"-H"}, oldGlibc},
+	} {
+		t.Run(strings.Join(append([]string{"opts"}, tc.opts...), " "), func(t *testing.T) {
+			stops := map[string]int{}
+			for _, fp := range []string{"0", "1"} {
+				argv := withIdentity(droidrootArgs(bin, g, "/progs/stdioprobe.dyn", "/mnt/empty"), tc.opts...)
+				res := run(t, "", append([]string{"env", "DROIDROOT_STOPS=1", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
+				counts, _ := fastPathCounters(res.Stderr)
+				rows := stopCensus(t, res.Stderr)
+				if res.Code != 0 {
+					t.Fatalf("fast path %s: %s", fp, res)
+				}
+				if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+					t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
+				}
+				stops[fp] = rows["seccomp fstat"] + rows["seccomp newfstatat"]
+				// The table of buffers has 256 entries: of 400 streams open at
+				// once, the rest get glibc's own buffer ("stdio long").
+				if fp == "1" && tc.own && (counts["stdio answered"] < 200 || counts["stdio answered"]+counts["stdio long"] < 400) {
+					t.Errorf("stdio counters %v: want a buffer given in-process for every stream until the table is full", counts)
+				}
+				if fp == "1" && !tc.own && counts["stdio answered"] != 0 {
+					t.Errorf("stdio counters %v: want none given where libc's fstat is no stop", counts)
+				}
+			}
+			if tc.own && stops["1"] > stops["0"]-200 {
+				t.Errorf("fstat stops: %d with the library, %d without: want at least 200 fewer", stops["1"], stops["0"])
+			}
+		})
 	}
 }

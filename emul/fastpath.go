@@ -94,9 +94,11 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 		// tracer, which emulates it.
 		flags |= fastpath.FlagNoLink
 	}
-	if cfg.Link2Symlink && !cfg.HideOwnFiles {
-		// -l's listings (getdents.go's hider) read in-process, where no
-		// symlink names link data; -H's hiding stays the tracer's.
+	if !cfg.HideOwnFiles {
+		// Directory streams of the library's own, where libc's fstat of
+		// the descriptor is a stop and under -l (getdents.go's hider,
+		// in-process where no symlink names link data); -H's hiding
+		// stays the tracer's.
 		flags |= fastpath.FlagDirs
 	}
 	if cfg.LstatLinkSize {

@@ -235,24 +235,24 @@ func TestFastPathSharedVM(t *testing.T) {
 	}
 }
 
-// TestFastPathFlags: the options the library must know, by option; -l's
-// listings are the library's (FlagDirs) only without -H, whose hiding is
-// the tracer's.
+// TestFastPathFlags: the options the library must know, by option; the
+// library may make directory streams (FlagDirs) only without -H, whose
+// hiding is the tracer's.
 func TestFastPathFlags(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  Config
 		want uint32
 	}{
-		{"none", Config{}, 0},
+		{"none", Config{}, fastpath.FlagDirs},
 		{"-l", Config{Link2Symlink: true}, fastpath.FlagL2S | fastpath.FlagDirs},
 		{"-l -H", Config{Link2Symlink: true, HideOwnFiles: true}, fastpath.FlagL2S},
 		{"-l, links refused", Config{Link2Symlink: true, FailLink: true}, fastpath.FlagL2S | fastpath.FlagNoLink | fastpath.FlagDirs},
 		{"-H", Config{HideOwnFiles: true}, 0},
-		{"-L", Config{LstatLinkSize: true}, fastpath.FlagLstatSize},
-		{"links refused", Config{FailLink: true}, fastpath.FlagNoLink},
-		{"--ashmem-memfd", Config{AshmemMemfd: true}, fastpath.FlagAshmem},
-		{"-p", Config{PortShift: true}, fastpath.FlagPortShift},
+		{"-L", Config{LstatLinkSize: true}, fastpath.FlagLstatSize | fastpath.FlagDirs},
+		{"links refused", Config{FailLink: true}, fastpath.FlagNoLink | fastpath.FlagDirs},
+		{"--ashmem-memfd", Config{AshmemMemfd: true}, fastpath.FlagAshmem | fastpath.FlagDirs},
+		{"-p", Config{PortShift: true}, fastpath.FlagPortShift | fastpath.FlagDirs},
 	}
 	// Android's policy blocks poll and epoll_wait on x86_64 only (arm64 has neither call):
 	// the library makes their newer forms there (FlagLegacy), on a device too.
@@ -265,7 +265,7 @@ func TestFastPathFlags(t *testing.T) {
 			name string
 			cfg  Config
 			want uint32
-		}{"Android " + v, Config{}.WithAndroid(androidPolicy(t, v)), legacy})
+		}{"Android " + v, Config{}.WithAndroid(androidPolicy(t, v)), legacy | fastpath.FlagDirs})
 	}
 	for _, tc := range tests {
 		if got, _, _, _, _ := fastPathFlags(tc.cfg); got != tc.want {

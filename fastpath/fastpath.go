@@ -250,7 +250,7 @@ const (
 	FlagWaitv     = 1 << 7  // futex_waitv answered in the library (Registry)
 	FlagFDGuard   = 1 << 8  // the filter traps changes to FDBase..FDEnd-1 (the guard word)
 	FlagOpenat2   = 1 << 9  // the library may make openat2 (no Android policy blocks it)
-	FlagDirs      = 1 << 10 // -l without -H: directory streams read in the library (getdents64)
+	FlagDirs      = 1 << 10 // not -H: the library may make directory streams (where libc's fstat of one is a stop, and -l's getdents64)
 	FlagLegacy    = 1 << 11 // the app policy blocks x86_64's poll and epoll_wait: the library makes ppoll and epoll_pwait
 	FlagPortShift = 1 << 12 // -p: the tracer shifts AF_INET ports, so addressed sends go to it
 )

@@ -162,7 +162,7 @@ func TestLibraries(t *testing.T) {
 			"rmdir", "rename", "renameat", "renameat2", "symlink", "symlinkat", "link", "linkat", "chmod", "fchmodat",
 			"chown", "lchown", "fchownat", "utimensat", "dup2", "dup3", "mmap", "munmap", "mremap", "dup", "fcntl", "fcntl64",
 			"truncate", "truncate64", "mknod", "mknodat", "mkfifo", "mkfifoat", "__xmknod", "__xmknodat", "utimes", "lutimes",
-			"utime", "fstat", "fstat64", "__fxstat", "__fxstat64", "readdir", "readdir64", "closedir", "scandir", "scandir64"} {
+			"utime", "fstat", "fstat64", "__fxstat", "__fxstat64", "readdir", "readdir64", "closedir", "scandir", "scandir64", "fclose"} {
 			if !exported[name] {
 				t.Errorf("%s does not export %s", goarch, name)
 			}

@@ -88,7 +88,7 @@ enum {
 	DR_FP_WAITV = 1 << 7,      /* futex_waitv answered here (waitv.c) */
 	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
 	DR_FP_OPENAT2 = 1 << 9,    /* openat2 is neither blocked (Android) nor refused here */
-	DR_FP_DIRS = 1 << 10,      /* -l without -H: directory streams read here (getdents64) */
+	DR_FP_DIRS = 1 << 10,      /* not -H: directory streams may be made here (where fstat_stops, or -l's getdents64) */
 	DR_FP_LEGACY = 1 << 11,    /* the app policy blocks x86_64's poll and epoll_wait: made as ppoll and epoll_pwait here */
 	DR_FP_PORTSHIFT = 1 << 12, /* -p: the tracer shifts AF_INET ports, so addressed sends go to it */
 };
@@ -283,11 +283,11 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -3244,6 +3244,39 @@ EXPORT int munmap(void *addr, size_t len)
 
 /* ---- fopen and opendir: opened here, wrapped by libc ---- */
 
+/* glibc_version is the running glibc's version as major * 100 + minor
+ * (2.36: 236), read once. */
+static int glibc_ver = -1;
+static int glibc_version(void)
+{
+	int g = __atomic_load_n(&glibc_ver, __ATOMIC_RELAXED);
+	if (g < 0) {
+		const char *v = gnu_get_libc_version();
+		unsigned major = 0, minor = 0;
+		while (*v >= '0' && *v <= '9')
+			major = major * 10 + (unsigned)(*v++ - '0');
+		if (*v == '.')
+			for (v++; *v >= '0' && *v <= '9'; v++)
+				minor = minor * 10 + (unsigned)(*v - '0');
+		g = (int)(major * 100 + (minor < 100 ? minor : 99));
+		__atomic_store_n(&glibc_ver, g, __ATOMIC_RELAXED);
+	}
+	return g;
+}
+
+/* fstat_stops tells whether libc's own fstat of a descriptor (stdio's
+ * buffer, opendir's and fdopendir's check), which the library cannot wrap,
+ * stops in the tracer: droidroot traps fstat for -0/-i's owner fix-up and
+ * -l's link data, and glibc 2.33 to 2.38 make fstat as newfstatat(fd, "",
+ * AT_EMPTY_PATH), which the filter traps for its path. */
+static int fstat_stops(void)
+{
+	if (cfg.flags & (DR_FP_OWNER | DR_FP_L2S))
+		return 1;
+	int g = glibc_version();
+	return g >= 233 && g <= 238;
+}
+
 /* libc_lookup returns the address of libc.so.6's default definition of
  * name, found in its dynamic symbol table (DT_GNU_HASH), or NULL. */
 struct lookup {
@@ -3341,6 +3374,95 @@ static int fopen_flags(const char *mode)
 	return fl;
 }
 
+/* ---- stdio buffers ----
+ *
+ * glibc gives a stream its buffer at the first read or write
+ * (_IO_file_doallocate): an fstat of the descriptor, for st_blksize and
+ * whether it is a terminal, that the library cannot wrap. Where that fstat
+ * is a stop (fstat_stops), the library's fopen gives the stream the buffer
+ * glibc would have (st_blksize bytes where that is below BUFSIZ, else
+ * BUFSIZ, from malloc) at once, with setvbuf, from its own fstat through
+ * the trampoline; a character device (a terminal: glibc makes it line
+ * buffered) keeps glibc's way. A buffer given with setvbuf is the
+ * caller's to free, so the library keeps it in a table (the stream's
+ * address -> the buffer) and its fclose frees it after libc's. A stream
+ * closed some other way (fcloseall, or libc's fclose called directly)
+ * leaves its entry behind: the buffer is freed when a stream at the same
+ * address is made or closed here (libc no longer uses it by then). */
+#define SB_SLOTS 256
+#define SB_PROBE 16
+static struct sbuf {
+	FILE *f;
+	void *buf;
+} sbufs[SB_SLOTS];
+
+static unsigned sbuf_hash(FILE *f)
+{
+	return (unsigned)((((uintptr_t)f >> 4) * 2654435761u) >> 8) % SB_SLOTS;
+}
+
+/* sbuf_take removes f's entry and returns its buffer (NULL: none). */
+static void *sbuf_take(FILE *f)
+{
+	unsigned h = sbuf_hash(f);
+	for (unsigned i = 0; i < SB_PROBE; i++) {
+		struct sbuf *e = &sbufs[(h + i) % SB_SLOTS];
+		if (__atomic_load_n(&e->f, __ATOMIC_ACQUIRE) == f) {
+			void *b = e->buf;
+			e->buf = NULL;
+			__atomic_store_n(&e->f, NULL, __ATOMIC_RELEASE);
+			return b;
+		}
+	}
+	return NULL;
+}
+
+/* sbuf_put records buf as f's; 0 when the table has no room. */
+static int sbuf_put(FILE *f, void *buf)
+{
+	unsigned h = sbuf_hash(f);
+	for (unsigned i = 0; i < SB_PROBE; i++) {
+		struct sbuf *e = &sbufs[(h + i) % SB_SLOTS];
+		FILE *none = NULL;
+		if (__atomic_compare_exchange_n(&e->f, &none, f, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			e->buf = buf;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void stdio_buffer(FILE *f, int fd)
+{
+	if (!fstat_stops() || !cfg.tramp)
+		return;
+	void *stale = sbuf_take(f); /* a stream at this address closed unseen */
+	if (stale)
+		free(stale);
+	struct stat st;
+	if (tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) < 0 || S_ISCHR(st.st_mode)) {
+		count(F_STDIO, W_FLAGS);
+		return;
+	}
+	size_t size = st.st_blksize > 0 && st.st_blksize < BUFSIZ ? (size_t)st.st_blksize : BUFSIZ;
+	int e = errno;
+	void *buf = malloc(size);
+	if (!buf || !sbuf_put(f, buf)) {
+		free(buf);
+		errno = e;
+		count(F_STDIO, W_LONG);
+		return;
+	}
+	if (setvbuf(f, buf, _IOFBF, size) != 0) {
+		sbuf_take(f);
+		free(buf);
+		count(F_STDIO, W_ERRNO);
+	} else {
+		count(F_STDIO, W_ANSWERED);
+	}
+	errno = e;
+}
+
 EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	int fl = (uintptr_t)mode < 65536 ? -1 : fopen_flags(mode);
@@ -3361,10 +3483,28 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 		int e = errno;
 		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 		errno = e;
+	} else {
+		stdio_buffer(f, (int)fd);
 	}
 	return f;
 }
 EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
+
+/* fclose: libc's, and then the buffer stdio_buffer gave the stream freed
+ * (taken from the table first: once libc's fclose has freed the stream,
+ * another thread's fopen may have the same address). */
+static int (*real_fclose)(FILE *);
+EXPORT int fclose(FILE *f)
+{
+	void *buf = sbuf_take(f);
+	int r = LIBC(real_fclose, "fclose") ? real_fclose(f) : (errno = ENOSYS, EOF);
+	if (buf) {
+		int e = errno;
+		free(buf);
+		errno = e;
+	}
+	return r;
+}
 
 /* Listings of this process's descriptors: opendir of /dev/fd or of fd or
  * fdinfo in /proc/self, /proc/thread-self or /proc/<its pid>, or in a task
@@ -3451,24 +3591,26 @@ static int fd_listing_fd(int fd)
 	return fd_listing(buf);
 }
 
-/* ---- directory streams under -l (DR_FP_DIRS) ----
+/* ---- directory streams (DR_FP_DIRS) ----
  *
- * Under -l the tracer traps getdents64 to leave the link data out of
- * listings and to show a name of an emulated hard link as its data file
- * (emul/getdents.go), and glibc's readdir, fdopendir and opendir make
- * getdents64 and fstat themselves: every listing cost two or more stops.
- * The library's own directory streams read in-process instead: a batch is
- * read through the trampoline, and the tracer is needed only where a
- * symlink in it names link data (its readlink, in-process, ends in a
- * ".l2s." data name): the library then seeks back to the batch's start and
- * reads it through the trapped call, which the tracer filters as before.
- * The data names themselves (".l2s.*", ".l2s") are left out here, as the
- * tracer does. Everything else is glibc's readdir: deleted entries (inode
- * 0) skipped, the telldir position the last entry's d_off, ENOENT of a
- * removed directory the end, the buffer st_blksize bounded to 32 KiB-1 MiB,
- * fdopendir's checks and FD_CLOEXEC. Not under -H, whose hiding is the
- * tracer's. A stream is the library's while the first word is FPD_MAGIC
- * (no descriptor number reaches it); any other DIR is libc's. */
+ * glibc's opendir and fdopendir make an fstat of the descriptor that the
+ * library cannot wrap, a stop wherever fstat_stops says so; under -l the
+ * tracer also traps getdents64, to leave the link data out of listings and
+ * to show a name of an emulated hard link as its data file
+ * (emul/getdents.go): every listing cost one to three stops. There the
+ * library's own directory streams are made instead (the fstat through the
+ * trampoline) and read in-process: a batch is read through the trampoline,
+ * and under -l the tracer is needed only where a symlink in it names link
+ * data (its readlink, in-process, ends in a ".l2s." data name): the library
+ * then seeks back to the batch's start and reads it through the trapped
+ * call, which the tracer filters as before. The data names themselves
+ * (".l2s.*", ".l2s") are left out under -l, as the tracer does. Everything
+ * else is glibc's readdir: deleted entries (inode 0) skipped, the telldir
+ * position the last entry's d_off, ENOENT of a removed directory the end,
+ * the buffer st_blksize bounded to 32 KiB-1 MiB, fdopendir's checks and
+ * FD_CLOEXEC. Not under -H (no DR_FP_DIRS), whose hiding is the tracer's.
+ * A stream is the library's while the first word is FPD_MAGIC (no
+ * descriptor number reaches it); any other DIR is libc's. */
 #define FPD_MAGIC 0x44504644u
 struct fp_dir {
 	uint32_t magic;
@@ -3487,7 +3629,7 @@ static int (*real_closedir)(DIR *);
 
 static int dirs_on(void)
 {
-	return (cfg.flags & DR_FP_DIRS) && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);
+	return (cfg.flags & DR_FP_DIRS) && fstat_stops() && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);
 }
 
 static struct fp_dir *our_dir(DIR *d)
@@ -3588,7 +3730,12 @@ static long dir_fill(struct fp_dir *d)
 {
 	/* Where the batch's start cannot be known (a directory that does not
 	 * seek), it could not be read again: the tracer reads it. */
-	long at = dirs_on() ? raw6(SYS_lseek, d->fd, 0, SEEK_CUR, 0, 0, 0) : -1;
+	int l2s = cfg.flags & DR_FP_L2S;
+	if (!l2s && dirs_on()) {
+		count(F_READDIR, W_ANSWERED); /* nothing to filter: getdents64 is not trapped */
+		return tr(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
+	}
+	long at = l2s && dirs_on() ? raw6(SYS_lseek, d->fd, 0, SEEK_CUR, 0, 0, 0) : -1;
 	if (at < 0) {
 		count(F_READDIR, W_OFF);
 		return raw6(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
@@ -3608,7 +3755,7 @@ static long dir_fill(struct fp_dir *d)
  * listing of this process's descriptors, one of the library's. */
 static int dir_hidden(struct fp_dir *d, const char *name)
 {
-	if (fp_memeq(name, ".l2s.", 5) || fp_memeq(name, ".l2s", 5))
+	if ((cfg.flags & DR_FP_L2S) && (fp_memeq(name, ".l2s.", 5) || fp_memeq(name, ".l2s", 5)))
 		return 1;
 	if (!hidden_name(name))
 		return 0;
@@ -3923,21 +4070,9 @@ EXPORT int closedir(DIR *dir)
 #define RP_MAX 8192
 static char *(*real_realpath)(const char *, char *);
 static char *(*real_realpath_chk)(const char *, char *, size_t);
-static int rp_glibc = -1; /* glibc >= 2.33 */
-
 static int rp_on(void)
 {
-	if (rp_glibc < 0) {
-		const char *v = gnu_get_libc_version();
-		unsigned major = 0, minor = 0;
-		while (*v >= '0' && *v <= '9')
-			major = major * 10 + (unsigned)(*v++ - '0');
-		if (*v == '.')
-			for (v++; *v >= '0' && *v <= '9'; v++)
-				minor = minor * 10 + (unsigned)(*v - '0');
-		rp_glibc = major > 2 || (major == 2 && minor >= 33);
-	}
-	return rp_glibc && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);
+	return glibc_version() >= 233 && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);
 }
 
 /* rp_suffix_dir: END (empty or starting with a slash) asks for a
