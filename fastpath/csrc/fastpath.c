@@ -1276,33 +1276,52 @@ static enum fp_why map_guest(const char *norm, size_t n, struct target *t)
 }
 
 /* missing_parent: the host parent of t (map_guest's mapping of guest path
- * norm, whose parent is norm[0:gp]) did not verify. When the parent is no
- * bind point and no bind point's guest ancestor (a directory that exists
- * only for one), its own parent verifies and its name is missing there, the
- * call is made under the empty directory as "<that name>/<name>". */
+ * norm, whose parent is norm[0:gp]) did not verify. Perhaps it is missing,
+ * or one of its ancestors is (fontconfig's cache in a fresh home:
+ * ~/.cache/fontconfig/X where ~/.cache is not there yet): the nearest
+ * ancestor that verifies, up to MISSING_LEVELS above the parent, is found,
+ * and when the name below it on the way (its "child") is missing there and
+ * that child is no bind point and no bind point's guest ancestor (a
+ * directory that exists only for one), the kernel's lookup of the path
+ * ends at the child with ENOENT whatever follows: the call is made under
+ * the empty directory as "<child>/.../<name>", which ends the same way.
+ * Each level that does not verify is checked as a child in turn; one that
+ * exists in the ancestor above it (a symlink, a file) leaves the path to
+ * the tracer. */
+#define MISSING_LEVELS 8
 static enum fp_why missing_parent(const char *norm, size_t gp, struct target *t)
 {
-	if (!cfg.empty || gp == 0)
+	if (!cfg.empty)
 		return W_UNVERIFIED;
-	int anc;
-	const struct fp_bind *b = bind_of(norm, gp, &anc);
-	if (anc || (b && b->glen == gp))
-		return W_UNVERIFIED;
-	size_t s = t->parentlen; /* the parent's name is host[s:parentlen] */
-	while (s > 0 && t->host[s - 1] != '/')
-		s--;
-	if (s == 0 || s - 1 < (b ? b->hlen : cfg.rootlen))
-		return W_UNVERIFIED;
-	struct parent gpar;
-	t->host[s - 1] = 0;
-	int ok = get_parent(t->host, s - 1, -1, t->host, s - 1, &gpar, 0) == 0;
-	t->host[s - 1] = '/';
-	if (!ok)
-		return W_UNVERIFIED;
-	if (under_empty(&gpar, t->host + s, t->parentlen - s, &t->parent) < 0)
-		return W_UNVERIFIED;
-	t->name = t->host + s; /* "<missing>/<name>": host[parentlen] is '/' again */
-	return W_ANSWERED;
+	size_t gx = gp;              /* the child's guest path: norm[0:gx] */
+	size_t end = t->parentlen;   /* the child's host path: host[0:end], its name from s */
+	for (int level = 0; level < MISSING_LEVELS && gx > 0; level++) {
+		int anc;
+		const struct fp_bind *b = bind_of(norm, gx, &anc);
+		if (anc || (b && b->glen == gx))
+			return W_UNVERIFIED;
+		size_t s = end;
+		while (s > 0 && t->host[s - 1] != '/')
+			s--;
+		if (s == 0 || s - 1 < (b ? b->hlen : cfg.rootlen))
+			return W_UNVERIFIED;
+		struct parent up;
+		t->host[s - 1] = 0;
+		int ok = get_parent(t->host, s - 1, -1, t->host, s - 1, &up, 0) == 0;
+		t->host[s - 1] = '/';
+		if (ok) {
+			if (under_empty(&up, t->host + s, end - s, &t->parent) < 0)
+				return W_UNVERIFIED;
+			t->name = t->host + s; /* "<child>/.../<name>": the host's '/'s are back */
+			return W_ANSWERED;
+		}
+		/* The ancestor did not verify either: it is the next child. */
+		end = s - 1;
+		while (gx > 0 && norm[gx - 1] != '/')
+			gx--;
+		gx = gx ? gx - 1 : 0;
+	}
+	return W_UNVERIFIED;
 }
 
 /* How a path is mapped (map_at_how): M_DIRECT, map_rel's direct form for
