@@ -56,6 +56,8 @@ ls -A . sub
 rm b sub/f; ls -A . sub; rmdir sub; ls -A
 mkdir -p d1/d2; echo q >d1/d2/f; ln d1/d2/f g; mv d1 d3; cat d3/d2/f; rm -r d3; cat g; stat -c %h g; rm g; ls -A
 echo z >x; ln x y; ln -s y s; ln -L s h; stat -c %h x h; ln nothere n2 2>/dev/null || echo enoent; ln x nodir/n 2>/dev/null || echo enoent; rm x y s h; cp /usr/bin/readlink rl; ln rl rl2; ./rl2 /proc/self/exe; rm rl rl2; ls -A
+echo w >e1; echo v >e2; ln e1 e2 2>/dev/null || echo eexist; ln e1 nodir/n 2>/dev/null || echo enoent; ln e1 e1 2>/dev/null || echo eexist
+stat -c '%n %h %F' e1 e2; cat e1 e2; ls -A; rm e1 e2; ls -A
 `
 
 const hardLinkOut = `hi
@@ -104,6 +106,15 @@ q
 enoent
 enoent
 /w/rl2
+eexist
+enoent
+eexist
+e1 1 regular file
+e2 1 regular file
+w
+v
+e1
+e2
 `
 
 // TestLink2Symlink runs hard-link flows on a filesystem where link() fails (the test switch

@@ -337,7 +337,11 @@ func (l *link2symlink) linkHandler(oldA, newA pathArg, flagsArg int) tracer.Hand
 }
 
 // link makes newHost another name of oldHost and returns the syscall
-// result.
+// result. Every metadata call is dear on a phone's storage (tens of
+// microseconds, and git or dpkg link every object or file they replace), so
+// the errors the kernel would give for newHost (EEXIST, a missing or
+// non-directory parent, EACCES) come from making its symlink, not from
+// stats made first.
 func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 	var st unix.Stat_t
 	if err := unix.Fstatat(unix.AT_FDCWD, oldHost, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -345,18 +349,6 @@ func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return -int64(unix.EPERM)
-	}
-	var nst unix.Stat_t
-	if err := unix.Fstatat(unix.AT_FDCWD, newHost, &nst, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-		return -int64(unix.EEXIST)
-	} else if err != unix.ENOENT {
-		return -int64(err.(unix.Errno))
-	}
-	var dst unix.Stat_t
-	if err := unix.Fstatat(unix.AT_FDCWD, filepath.Dir(newHost), &dst, 0); err != nil {
-		return -int64(err.(unix.Errno))
-	} else if dst.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return -int64(unix.ENOTDIR)
 	}
 	data, isName := "", false
 	switch {
@@ -391,31 +383,32 @@ func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 		}
 		return 0
 	}
-	newDir := filepath.Dir(newHost)
 	if !isName {
-		var errno unix.Errno
-		if data, errno = l.convert(c, oldHost); errno != 0 {
-			return -int64(errno)
+		if filepath.Clean(oldHost) == filepath.Clean(newHost) {
+			return -int64(unix.EEXIST)
 		}
+		return -int64(l.convert(c, oldHost, newHost))
 	}
-	target, ok := l2sTarget(c, newDir, data)
+	target, ok := l2sTarget(c, filepath.Dir(newHost), data)
 	if !ok {
 		return -int64(unix.EXDEV)
 	}
-	n := l2sCount(data)
-	if err := setL2SCount(data, n+1); err != nil {
+	if err := unix.Symlinkat(target, unix.AT_FDCWD, newHost); err != nil {
 		return -int64(err.(unix.Errno))
 	}
-	if err := unix.Symlinkat(target, unix.AT_FDCWD, newHost); err != nil {
-		setL2SCount(data, n)
+	if err := setL2SCount(data, l2sCount(data)+1); err != nil {
+		unix.Unlinkat(unix.AT_FDCWD, newHost, 0)
 		return -int64(err.(unix.Errno))
 	}
 	return 0
 }
 
-// convert moves the file at host to a data file and makes host its first
-// name; it returns the data file's host path.
-func (l *link2symlink) convert(c *tracer.Call, host string) (string, unix.Errno) {
+// convert makes the file at host an emulated hard link with two names,
+// host and newHost: it moves the file to a data file, makes newHost a
+// symlink to it (newHost's errors are that call's: the file moves back),
+// gives the data file a count of 2 and makes host its first name. It
+// returns the call's errno (0: done).
+func (l *link2symlink) convert(c *tracer.Call, host, newHost string) unix.Errno {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	name := l2sPrefix + filepath.Base(host) + "." + hex.EncodeToString(rnd[:])
@@ -436,11 +429,17 @@ func (l *link2symlink) convert(c *tracer.Call, host string) (string, unix.Errno)
 		stores = append(stores, s)
 	}
 	for _, s := range stores {
-		if err := unix.Mkdirat(unix.AT_FDCWD, s, 0o700); err != nil && err != unix.EEXIST {
-			continue
-		}
+		// The store is made once: a rename into it that finds it
+		// missing makes it and tries again.
 		d := filepath.Join(s, name)
-		if unix.Renameat(unix.AT_FDCWD, host, unix.AT_FDCWD, d) == nil {
+		err := unix.Renameat(unix.AT_FDCWD, host, unix.AT_FDCWD, d)
+		if err == unix.ENOENT {
+			if merr := unix.Mkdirat(unix.AT_FDCWD, s, 0o700); merr != nil && merr != unix.EEXIST {
+				continue
+			}
+			err = unix.Renameat(unix.AT_FDCWD, host, unix.AT_FDCWD, d)
+		}
+		if err == nil {
 			data = d
 			break
 		}
@@ -448,26 +447,39 @@ func (l *link2symlink) convert(c *tracer.Call, host string) (string, unix.Errno)
 	if data == "" {
 		d := filepath.Join(dir, name)
 		if err := unix.Renameat(unix.AT_FDCWD, host, unix.AT_FDCWD, d); err != nil {
-			return "", err.(unix.Errno)
+			return err.(unix.Errno)
 		}
 		data = d
 	}
 	undo := func() { unix.Renameat(unix.AT_FDCWD, data, unix.AT_FDCWD, host) }
 	target, ok := l2sTarget(c, dir, data)
-	if !ok {
+	newTarget, newOK := l2sTarget(c, filepath.Dir(newHost), data)
+	if !ok || !newOK {
 		undo()
-		return "", unix.EXDEV
+		return unix.EXDEV
 	}
-	if err := setL2SCount(data, 1); err != nil {
+	if err := unix.Symlinkat(newTarget, unix.AT_FDCWD, newHost); err != nil {
 		undo()
-		return "", err.(unix.Errno)
+		return err.(unix.Errno)
 	}
-	if err := unix.Symlinkat(target, unix.AT_FDCWD, host); err != nil {
-		unix.Unlinkat(unix.AT_FDCWD, data+l2sCountSuffix, 0)
+	// A fresh data name has no count yet: made at once, without
+	// setL2SCount's temporary.
+	err := unix.Symlinkat("2", unix.AT_FDCWD, data+l2sCountSuffix)
+	if err == unix.EEXIST {
+		err = setL2SCount(data, 2)
+	}
+	if err == nil {
+		err = unix.Symlinkat(target, unix.AT_FDCWD, host)
+		if err != nil {
+			unix.Unlinkat(unix.AT_FDCWD, data+l2sCountSuffix, 0)
+		}
+	}
+	if err != nil {
+		unix.Unlinkat(unix.AT_FDCWD, newHost, 0)
 		undo()
-		return "", err.(unix.Errno)
+		return err.(unix.Errno)
 	}
-	return data, 0
+	return 0
 }
 
 // unlinkHandler is entryHandler for unlink/unlinkat that keeps the count
