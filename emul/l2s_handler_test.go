@@ -87,6 +87,20 @@ func TestLink2SymlinkKernel(t *testing.T) {
 		{name: "lstat elsewhere", step: fstatat(cwdFD, "/dir/sl3", unix.AT_SYMLINK_NOFOLLOW), how: cmpSign},
 		{name: "unlink symlink", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/sl"), tt.Int(0))},
 		stat("/tmp/sl2"),
+		// A file's first link that fails for the new name (made as the
+		// new name's symlink, the file moved back): the file is as it was.
+		{name: "fresh", step: openat(cwdFD, "/tmp/f1", unix.O_CREAT|unix.O_WRONLY), how: cmpSign}, // 37
+		{name: "write fresh", step: tt.Call("write", tt.Ret(37), tt.Str("abc"), tt.Int(3))},
+		{name: "close fresh", step: closeStep(37)},
+		{name: "link fresh onto a file", step: link("/tmp/f1", "/tmp/t1")},
+		{name: "link fresh into a missing dir", step: link("/tmp/f1", "/tmp/nodir/x")},
+		{name: "link fresh into a file", step: link("/tmp/f1", "/tmp/t1/x")},
+		{name: "link fresh to itself", step: link("/tmp/f1", "/tmp/f1")},
+		stat("/tmp/f1"),
+		{name: "lstat fresh", step: fstatat(cwdFD, "/tmp/f1", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}, check: sameNlink(2)},
+		{name: "open fresh", step: openat(cwdFD, "/tmp/f1", unix.O_RDONLY), how: cmpSign}, // 46
+		read(46),
+		{name: "close fresh again", step: closeStep(46)},
 	}
 	for _, fail := range []bool{false, true} {
 		t.Run(fmt.Sprintf("faillink=%v", fail), func(t *testing.T) {
