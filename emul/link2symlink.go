@@ -22,7 +22,7 @@ import (
 //
 //   - data file   DIR/.l2s.<name>.<random>      the file itself (its inode)
 //   - count       DIR/.l2s.<name>.<random>.n    a symlink whose target is the
-//     number of names, in decimal
+//     number of names, in decimal; none while there is one name
 //   - each name   a symlink to the data file: its base name when the name is
 //     in DIR, else its absolute guest path
 //
@@ -208,12 +208,15 @@ func mountStore(c *tracer.Call, host string) (string, bool) {
 	return "", false
 }
 
-// l2sCount reads the number of names of data file data (0 if unknown).
+// l2sCount reads the number of names of data file data (0 if unknown). A
+// data file of droidroot's without a count has one name (setL2SCount).
 func l2sCount(data string) int {
 	s, err := readlinkHost(data + l2sCountSuffix)
 	if err != nil {
 		if _, ok := termuxInter(data); ok {
 			s = data[len(data)-4:]
+		} else if err == unix.ENOENT {
+			return 1
 		} else {
 			return 0
 		}
@@ -241,11 +244,24 @@ func setL2SCount(data string, n int) error {
 		}
 		return unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, inter)
 	}
+	// Each metadata call is dear (tens of microseconds on a phone's
+	// storage, and git makes an emulated link and drops a name for every
+	// object): one name is no count at all, one call (git's link of a
+	// temporary, then its unlink: 2, then 1), and a count made where there
+	// was none is one symlink.
+	count := data + l2sCountSuffix
+	if n <= 1 {
+		if err := unix.Unlinkat(unix.AT_FDCWD, count, 0); err != nil && err != unix.ENOENT {
+			return err
+		}
+		return nil
+	}
+	if err := unix.Symlinkat(strconv.Itoa(n), unix.AT_FDCWD, count); err != unix.EEXIST {
+		return err
+	}
 	// The count's new symlink replaces the old one in one rename; a
-	// temporary left by an interrupted update is removed only when found
-	// (each metadata call is dear: tens of microseconds on a phone's
-	// storage, and every emulated link makes two counts).
-	tmp := data + l2sCountSuffix + ".tmp"
+	// temporary left by an interrupted update is removed only when found.
+	tmp := count + ".tmp"
 	err := unix.Symlinkat(strconv.Itoa(n), unix.AT_FDCWD, tmp)
 	if err == unix.EEXIST {
 		unix.Unlinkat(unix.AT_FDCWD, tmp, 0)
@@ -254,7 +270,7 @@ func setL2SCount(data string, n int) error {
 	if err != nil {
 		return err
 	}
-	return unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, data+l2sCountSuffix)
+	return unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, count)
 }
 
 // l2sTarget is what a name in host directory dir points at to reach data
@@ -462,12 +478,7 @@ func (l *link2symlink) convert(c *tracer.Call, host, newHost string) unix.Errno 
 		undo()
 		return err.(unix.Errno)
 	}
-	// A fresh data name has no count yet: made at once, without
-	// setL2SCount's temporary.
-	err := unix.Symlinkat("2", unix.AT_FDCWD, data+l2sCountSuffix)
-	if err == unix.EEXIST {
-		err = setL2SCount(data, 2)
-	}
+	err := setL2SCount(data, 2) // a fresh data name: one symlink
 	if err == nil {
 		err = unix.Symlinkat(target, unix.AT_FDCWD, host)
 		if err != nil {

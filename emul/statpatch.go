@@ -75,7 +75,11 @@ func (s statPatcher) handler(a pathArg, sd *statDecl) tracer.Handler {
 			}
 			p := &statPatch{kind: kind, buf: c.Arg(bufArg), host: host}
 			if s.l2s && isL2SData(filepath.Base(host)) {
-				p.nlink = l2sCount(host)
+				// One name needs no patch: the data file's own
+				// st_nlink is 1 (links are refused where it exists).
+				if n := l2sCount(host); n > 1 {
+					p.nlink = n
+				}
 			}
 			if s.lsize && noFollow(c) && strings.HasPrefix(host, "/") {
 				// Only symlinks need the exit stop: one lstat here is
