@@ -2337,6 +2337,12 @@ static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 	 * faccessat's own check where that makes the same one. */
 	if (flags == AT_EACCESS && !faccessat2_ok() && eaccess_plain())
 		flags = 0;
+	/* F_OK's AT_EACCESS changes only which ids search the path: the
+	 * effective ones, which the library's own lookup (an lstat below
+	 * verified parents) uses anyway; an EACCES under emulated ids still
+	 * goes to the tracer (below). glibc's realpath asks so of "dir/". */
+	if (flags == AT_EACCESS && mode == F_OK)
+		flags = 0;
 	/* A bad mode or flag is the kernel's EINVAL before any lookup. */
 	if ((mode & ~(R_OK | W_OK | X_OK)) || (flags & ~FP_ACCESS_FLAGS) || (flags && !faccessat2_ok())) {
 		count(F_ACCESS, W_FLAGS);
