@@ -261,3 +261,31 @@ func TestThreads(t *testing.T) {
 		}
 	})
 }
+
+// TestStopCensusSites: DROIDROOT_STOPS=sites also counts each call that stops by its call
+// site: pathprobe's stats of a path with the library off stop in libc's stat wrapper, named
+// by libc's file and offset and the wrapper's symbol, returning into pathprobe itself.
+func TestStopCensusSites(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	ops := strings.Repeat("stat /etc/hostname\n", 7)
+	args := droidrootArgs(droidrootBin(t), g, "/progs/pathprobe.dyn", "-f", "-")
+	res := run(t, ops, append([]string{"env", "DROIDROOT_STOPS=sites", "DROIDROOT_FASTPATH=0"}, args...)...)
+	if res.Code != 0 {
+		t.Fatalf("%s", res)
+	}
+	stopCensus(t, strings.Split(res.Stderr, "call sites of those stops")[0])
+	_, sites, ok := strings.Cut(res.Stderr, "call sites of those stops (DROIDROOT_STOPS=sites)")
+	if !ok {
+		t.Fatalf("no call sites:\n%s", res.Stderr)
+	}
+	// "       7  seccomp   newfstatat    libc.so.6+0xf786a (fstatat64+0xa)  <-  pathprobe.dyn+0x..."
+	re := regexp.MustCompile(`(?m)^ +(\d+)  seccomp +(newfstatat|fstatat64|stat)\s+libc\.so\.6\+0x[0-9a-f]+ \(\w*stat\w*\+0x[0-9a-f]+\)  <-  (\S+)`)
+	m := re.FindStringSubmatch(sites)
+	if m == nil {
+		t.Fatalf("no stat row in libc's stat wrapper:\n%s", res.Stderr)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 7 || !strings.HasPrefix(m[3], "pathprobe.dyn+0x") && !strings.HasPrefix(m[3], "libc.so.6+0x") {
+		t.Errorf("stat row %q: want at least 7 calls, returning to pathprobe or libc\n%s", m[0], res.Stderr)
+	}
+}

@@ -19,6 +19,11 @@ import (
 type census struct {
 	counts map[censusKey]int
 	total  int
+	// sites: also count each call by its call site (DROIDROOT_STOPS=sites,
+	// census_sites.go) into bySite, naming addresses with sym.
+	sites  bool
+	bySite map[siteKey]int
+	sym    symbolizer
 }
 
 // censusKey is one row of the census: a kind of stop and, for the kinds
@@ -73,6 +78,11 @@ func (c *census) report(w io.Writer, abi *seccomp.ABI) {
 		return rows[i].name < rows[j].name
 	})
 	fmt.Fprintf(w, "droidroot: %d stops (DROIDROOT_STOPS=1), by kind and call:\n", c.total)
+	defer func() {
+		if c.sites {
+			c.reportSites(w, abi)
+		}
+	}()
 	for _, r := range rows {
 		if r.name == "" {
 			fmt.Fprintf(w, "%8d  %s\n", r.n, r.kind)
@@ -107,6 +117,9 @@ func (t *Tracer) countCall(th *Thread, r *Regs) {
 		t.census.count(stopSyscall, r.Nr())
 	default:
 		t.census.count(stopSeccomp, r.Nr())
+		if t.census.sites {
+			t.census.countSite(stopSeccomp, r.Nr(), th.Tid, r.PC(), callerOf(th.Tid, r))
+		}
 	}
 }
 

@@ -120,6 +120,12 @@ func (t *Tracer) sigsysStop(th *Thread) bool {
 	}
 	s := decodeSigsys(&si)
 	t.census.count(stopSigsys, s.nr)
+	if t.census != nil && t.census.sites {
+		var r Regs
+		if getRegs(th.Tid, &r) == nil {
+			t.census.countSite(stopSigsys, s.nr, th.Tid, s.callAddr, callerOf(th.Tid, &r))
+		}
+	}
 	if t.foreign(s) {
 		t.foreignStop(th, s)
 		return true

@@ -65,8 +65,9 @@ type Config struct {
 	// task's last stops, printed when the first process exits non-zero.
 	Flight bool
 	// Census counts the tracer's stops by kind and call and prints them
-	// when the run ends (DROIDROOT_STOPS=1; census.go).
-	Census bool
+	// when the run ends (DROIDROOT_STOPS=1; census.go); CensusSites also by
+	// call site (DROIDROOT_STOPS=sites; census_sites.go).
+	Census, CensusSites bool
 	// Log receives diagnostics; nil means os.Stderr.
 	Log io.Writer
 	// HWCap, when set, is the AT_HWCAP every guest program sees (-k's hwcap
@@ -165,8 +166,8 @@ func New(cfg Config) (*Tracer, error) {
 	if cfg.Flight {
 		t.flight = &flight{rings: map[int]*flightRing{}}
 	}
-	if cfg.Census {
-		t.census = &census{}
+	if cfg.Census || cfg.CensusSites {
+		t.census = &census{sites: cfg.CensusSites}
 	}
 	t.policy = Policy(t.goarch, cfg.Table, cfg.Classes)
 	t.policy.Trampoline = cfg.Trampoline
