@@ -846,3 +846,51 @@ func TestFastPathStdio(t *testing.T) {
 		})
 	}
 }
+
+// TestFastPathListings: without options, the library's own directory streams serve opendir
+// and fdopendir where glibc's own fstat of the descriptor is a stop (glibc 2.33 to 2.38, whose
+// fstat is newfstatat(fd, "", AT_EMPTY_PATH)): dirprobe's transcript (names, types, shared
+// inodes, positions, errors, a directory removed while listed, scandir) must be the chroot's
+// with the library on and off, the counters showing the streams read in-process exactly there.
+func TestFastPathListings(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	if _, err := os.Stat(filepath.Join(g.Root, "progs/stdioprobe.dyn")); err != nil {
+		missing(t, "%s has no /progs/stdioprobe.dyn: the busybox rootfs predates test/progs/stdioprobe.c (test/mkrootfs.sh busybox rebuilds it)", g.Root)
+	}
+	work := openTempDir(t)
+	g.Binds = append(g.Binds, work+":/mnt/empty")
+	// stdioprobe prints the guest's glibc version first (and then fails: no such directory).
+	ver := viaChroot(t, g, "", "/progs/stdioprobe.dyn", "/nonexistent")
+	var major, minor int
+	if _, err := fmt.Sscanf(ver.Stdout, "glibc %d.%d", &major, &minor); err != nil {
+		t.Fatalf("no glibc version: %v: %s", err, ver)
+	}
+	own := major == 2 && minor >= 33 && minor <= 38
+	fresh := func() {
+		if err := os.RemoveAll(filepath.Join(work, "t")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := viaChroot(t, g, "", "/progs/dirprobe.dyn", "/mnt/empty")
+	if want.Code != 0 || want.Stderr != "" {
+		t.Fatalf("chroot: %s", want)
+	}
+	bin := droidrootBin(t)
+	for _, fp := range []string{"1", "0"} {
+		fresh()
+		argv := droidrootArgs(bin, g, "/progs/dirprobe.dyn", "/mnt/empty")
+		res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
+		counts, stderr := fastPathCounters(res.Stderr)
+		if res.Code != 0 || stderr != "" {
+			t.Fatalf("fast path %s: %s", fp, res)
+		}
+		if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+			t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
+		}
+		if fp == "1" && (counts["readdir answered"] > 0) != own {
+			t.Errorf("glibc %d.%d: listings read in-process %d, want some: %v\n%s", major, minor, counts["readdir answered"], own, res.Stderr)
+		}
+	}
+	fresh()
+}
