@@ -280,7 +280,8 @@ func TestStopCensusSites(t *testing.T) {
 		t.Fatalf("no call sites:\n%s", res.Stderr)
 	}
 	// "       7  seccomp   newfstatat    libc.so.6+0xf786a (fstatat64+0xa)  <-  pathprobe.dyn+0x..."
-	re := regexp.MustCompile(`(?m)^ +(\d+)  seccomp +(newfstatat|fstatat64|stat)\s+libc\.so\.6\+0x[0-9a-f]+ \(\w*stat\w*\+0x[0-9a-f]+\)  <-  (\S+)`)
+	// (arm64: "fstatat ... (fstatat+0x10)")
+	re := regexp.MustCompile(`(?m)^ +(\d+)  seccomp +(newfstatat|fstatat|fstatat64|stat)\s+libc\.so\.6\+0x[0-9a-f]+ \(\w*stat\w*\+0x[0-9a-f]+\)  <-  (\S+)`)
 	m := re.FindStringSubmatch(sites)
 	if m == nil {
 		t.Fatalf("no stat row in libc's stat wrapper:\n%s", res.Stderr)

@@ -76,8 +76,8 @@ func TestLink2SymlinkKernel(t *testing.T) {
 		{name: "unlink missing", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/c"), tt.Int(0))},
 		// A symlink's other name resolves from its own directory, as a
 		// kernel's hard link of a symlink does (tar's hard link of one).
-		{name: "target", step: openat(cwdFD, "/tmp/t1", unix.O_CREAT|unix.O_WRONLY), how: cmpSign}, // 26
-		{name: "close target", step: closeStep(26)},
+		{name: "target", step: openat(cwdFD, "/tmp/t1", unix.O_CREAT|unix.O_WRONLY), how: cmpSign}, // 28
+		{name: "close target", step: closeStep(28)},
 		{name: "symlink", step: tt.Call("symlinkat", tt.Str("t1"), cwdFD, tt.Str("/tmp/sl"))},
 		{name: "link symlink", step: link("/tmp/sl", "/tmp/sl2")},
 		stat("/tmp/sl2"),
@@ -89,18 +89,18 @@ func TestLink2SymlinkKernel(t *testing.T) {
 		stat("/tmp/sl2"),
 		// A file's first link that fails for the new name (made as the
 		// new name's symlink, the file moved back): the file is as it was.
-		{name: "fresh", step: openat(cwdFD, "/tmp/f1", unix.O_CREAT|unix.O_WRONLY), how: cmpSign}, // 37
-		{name: "write fresh", step: tt.Call("write", tt.Ret(37), tt.Str("abc"), tt.Int(3))},
-		{name: "close fresh", step: closeStep(37)},
+		{name: "fresh", step: openat(cwdFD, "/tmp/f1", unix.O_CREAT|unix.O_WRONLY), how: cmpSign}, // 39
+		{name: "write fresh", step: tt.Call("write", tt.Ret(39), tt.Str("abc"), tt.Int(3))},
+		{name: "close fresh", step: closeStep(39)},
 		{name: "link fresh onto a file", step: link("/tmp/f1", "/tmp/t1")},
 		{name: "link fresh into a missing dir", step: link("/tmp/f1", "/tmp/nodir/x")},
 		{name: "link fresh into a file", step: link("/tmp/f1", "/tmp/t1/x")},
 		{name: "link fresh to itself", step: link("/tmp/f1", "/tmp/f1")},
 		stat("/tmp/f1"),
 		{name: "lstat fresh", step: fstatat(cwdFD, "/tmp/f1", unix.AT_SYMLINK_NOFOLLOW), stat: []int{2}, check: sameNlink(2)},
-		{name: "open fresh", step: openat(cwdFD, "/tmp/f1", unix.O_RDONLY), how: cmpSign}, // 46
-		read(46),
-		{name: "close fresh again", step: closeStep(46)},
+		{name: "open fresh", step: openat(cwdFD, "/tmp/f1", unix.O_RDONLY), how: cmpSign}, // 48
+		read(48),
+		{name: "close fresh again", step: closeStep(48)},
 	}
 	for _, fail := range []bool{false, true} {
 		t.Run(fmt.Sprintf("faillink=%v", fail), func(t *testing.T) {

@@ -420,11 +420,18 @@ func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 }
 
 // convert makes the file at host an emulated hard link with two names,
-// host and newHost: it moves the file to a data file, makes newHost a
-// symlink to it (newHost's errors are that call's: the file moves back),
-// gives the data file a count of 2 and makes host its first name. It
-// returns the call's errno (0: done).
+// host and newHost: it moves the file to a data file, makes host a symlink
+// to it and then newHost (so a listing in creation order keeps host before
+// newHost, as with a real link), and gives the data file a count of 2. An
+// existing newHost is EEXIST before anything moves (git links every object
+// that may already be there); newHost's other errors (a missing or
+// non-directory parent, EACCES) come from its symlink, and the file moves
+// back. It returns the call's errno (0: done).
 func (l *link2symlink) convert(c *tracer.Call, host, newHost string) unix.Errno {
+	var nst unix.Stat_t
+	if err := unix.Fstatat(unix.AT_FDCWD, newHost, &nst, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		return unix.EEXIST
+	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	name := l2sPrefix + filepath.Base(host) + "." + hex.EncodeToString(rnd[:])
@@ -474,19 +481,19 @@ func (l *link2symlink) convert(c *tracer.Call, host, newHost string) unix.Errno 
 		undo()
 		return unix.EXDEV
 	}
-	if err := unix.Symlinkat(newTarget, unix.AT_FDCWD, newHost); err != nil {
+	if err := unix.Symlinkat(target, unix.AT_FDCWD, host); err != nil {
 		undo()
 		return err.(unix.Errno)
 	}
-	err := setL2SCount(data, 2) // a fresh data name: one symlink
+	err := unix.Symlinkat(newTarget, unix.AT_FDCWD, newHost)
 	if err == nil {
-		err = unix.Symlinkat(target, unix.AT_FDCWD, host)
+		err = setL2SCount(data, 2) // a fresh data name: one symlink
 		if err != nil {
-			unix.Unlinkat(unix.AT_FDCWD, data+l2sCountSuffix, 0)
+			unix.Unlinkat(unix.AT_FDCWD, newHost, 0)
 		}
 	}
 	if err != nil {
-		unix.Unlinkat(unix.AT_FDCWD, newHost, 0)
+		unix.Unlinkat(unix.AT_FDCWD, host, 0)
 		undo()
 		return err.(unix.Errno)
 	}
