@@ -615,7 +615,7 @@ print("find (fts)", find.returncode, sorted(int(x) for x in find.stdout.split())
 		opts []string
 		own  func(glibc int) bool
 	}{
-		{nil, func(g int) bool { return g >= 233 && g <= 238 }},
+		{nil, fstatatGlibc},
 		{[]string{"-l"}, func(int) bool { return true }},
 		{[]string{"-i", "1000:1000"}, func(int) bool { return true }},
 		{[]string{"-H"}, func(int) bool { return false }},
@@ -632,12 +632,9 @@ print("find (fts)", find.returncode, sorted(int(x) for x in find.stdout.split())
 			if on.Code != 0 || counts["dirs answered"]+counts["dirs unverified"] == 0 {
 				t.Fatalf("fast path on: no directories cached (%v): %s", counts, on)
 			}
-			var major, minor int
-			if _, err := fmt.Sscanf(on.Stdout, "glibc glibc %d.%d", &major, &minor); err != nil {
-				t.Fatalf("no glibc version: %v: %s", err, on)
-			}
-			if own := tc.own(major*100 + minor); (counts["readdir answered"] > 0) != own {
-				t.Errorf("glibc %d.%d: listings read in-process: %d, want some: %v", major, minor, counts["readdir answered"], own)
+			glibc := glibcIn(t, on.Stdout, "glibc glibc ")
+			if own := tc.own(glibc); (counts["readdir answered"] > 0) != own {
+				t.Errorf("glibc %d: listings read in-process: %d, want some: %v", glibc, counts["readdir answered"], own)
 			}
 			if diff := cmp.Diff(off.Stdout, on.Stdout); diff != "" {
 				t.Errorf("the program's descriptors with the fast path on differ from off (-off +on):\n%s", diff)
@@ -704,18 +701,7 @@ os.unlink(d + "/a"); os.unlink(d + "/b"); os.rmdir(d)
 // too (the launchers' options).
 func TestFastPathListingsL2S(t *testing.T) {
 	needRoot(t)
-	g := busyboxGuest(t)
-	work := openTempDir(t)
-	g.Binds = append(g.Binds, work+":/mnt/empty")
-	fresh := func() {
-		if err := os.RemoveAll(filepath.Join(work, "t")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := viaChroot(t, g, "", "/progs/dirprobe.dyn", "/mnt/empty")
-	if want.Code != 0 || want.Stderr != "" {
-		t.Fatalf("chroot: %s", want)
-	}
+	g, want, fresh := dirprobeGuest(t)
 	bin := droidrootBin(t)
 	for _, tc := range []struct {
 		name string
@@ -794,20 +780,14 @@ func TestFastPathCancellation(t *testing.T) {
 func TestFastPathStdio(t *testing.T) {
 	needRoot(t)
 	g := busyboxGuest(t)
-	if _, err := os.Stat(filepath.Join(g.Root, "progs/stdioprobe.dyn")); err != nil {
-		missing(t, "%s has no /progs/stdioprobe.dyn: the busybox rootfs predates test/progs/stdioprobe.c (test/mkrootfs.sh busybox rebuilds it)", g.Root)
-	}
+	needStdioprobe(t, g.Root)
 	work := openTempDir(t)
 	g.Binds = append(g.Binds, work+":/mnt/empty")
 	want := viaChroot(t, g, "", "/progs/stdioprobe.dyn", "/mnt/empty")
 	if want.Code != 0 || want.Stderr != "" || !strings.Contains(want.Stdout, "many: 400 of 400 read back") {
 		t.Fatalf("chroot: %s", want)
 	}
-	var major, minor int
-	if _, err := fmt.Sscanf(want.Stdout, "glibc %d.%d", &major, &minor); err != nil {
-		t.Fatalf("no glibc version: %v: %s", err, want)
-	}
-	oldGlibc := major == 2 && minor >= 33 && minor <= 38
+	oldGlibc := fstatatGlibc(glibcIn(t, want.Stdout, "glibc "))
 	bin := droidrootBin(t)
 	for _, tc := range []struct {
 		opts []string
@@ -854,28 +834,11 @@ func TestFastPathStdio(t *testing.T) {
 // with the library on and off, the counters showing the streams read in-process exactly there.
 func TestFastPathListings(t *testing.T) {
 	needRoot(t)
-	g := busyboxGuest(t)
-	if _, err := os.Stat(filepath.Join(g.Root, "progs/stdioprobe.dyn")); err != nil {
-		missing(t, "%s has no /progs/stdioprobe.dyn: the busybox rootfs predates test/progs/stdioprobe.c (test/mkrootfs.sh busybox rebuilds it)", g.Root)
-	}
-	work := openTempDir(t)
-	g.Binds = append(g.Binds, work+":/mnt/empty")
+	g, want, fresh := dirprobeGuest(t)
+	needStdioprobe(t, g.Root)
 	// stdioprobe prints the guest's glibc version first (and then fails: no such directory).
-	ver := viaChroot(t, g, "", "/progs/stdioprobe.dyn", "/nonexistent")
-	var major, minor int
-	if _, err := fmt.Sscanf(ver.Stdout, "glibc %d.%d", &major, &minor); err != nil {
-		t.Fatalf("no glibc version: %v: %s", err, ver)
-	}
-	own := major == 2 && minor >= 33 && minor <= 38
-	fresh := func() {
-		if err := os.RemoveAll(filepath.Join(work, "t")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := viaChroot(t, g, "", "/progs/dirprobe.dyn", "/mnt/empty")
-	if want.Code != 0 || want.Stderr != "" {
-		t.Fatalf("chroot: %s", want)
-	}
+	glibc := glibcIn(t, viaChroot(t, g, "", "/progs/stdioprobe.dyn", "/nonexistent").Stdout, "glibc ")
+	own := fstatatGlibc(glibc)
 	bin := droidrootBin(t)
 	for _, fp := range []string{"1", "0"} {
 		fresh()
@@ -889,8 +852,51 @@ func TestFastPathListings(t *testing.T) {
 			t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
 		}
 		if fp == "1" && (counts["readdir answered"] > 0) != own {
-			t.Errorf("glibc %d.%d: listings read in-process %d, want some: %v\n%s", major, minor, counts["readdir answered"], own, res.Stderr)
+			t.Errorf("glibc %d: listings read in-process %d, want some: %v\n%s", glibc, counts["readdir answered"], own, res.Stderr)
 		}
 	}
 	fresh()
+}
+
+// glibcIn reads the glibc version a probe printed ("<prefix>2.36" at the start of out) as
+// major*100+minor, failing t without one.
+func glibcIn(t *testing.T, out, prefix string) int {
+	t.Helper()
+	var major, minor int
+	if _, err := fmt.Sscanf(out, prefix+"%d.%d", &major, &minor); err != nil {
+		t.Fatalf("no glibc version: %v: %s", err, out)
+	}
+	return major*100 + minor
+}
+
+// fstatatGlibc tells whether glibc version v (major*100+minor) makes fstat as
+// newfstatat(fd, "", AT_EMPTY_PATH), which droidroot's filter traps (2.33 to 2.38).
+func fstatatGlibc(v int) bool { return v >= 233 && v <= 238 }
+
+// needStdioprobe skips (or fails, DROIDROOT_E2E_REQUIRED=1) where the busybox rootfs at root
+// predates test/progs/stdioprobe.c.
+func needStdioprobe(t *testing.T, root string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(root, "progs/stdioprobe.dyn")); err != nil {
+		missing(t, "%s has no /progs/stdioprobe.dyn: the busybox rootfs predates test/progs/stdioprobe.c (test/mkrootfs.sh busybox rebuilds it)", root)
+	}
+}
+
+// dirprobeGuest is the busybox guest with a scratch directory bound at /mnt/empty, dirprobe's
+// transcript there in a real chroot, and fresh, which removes what dirprobe left in it.
+func dirprobeGuest(t *testing.T) (g guest, want result, fresh func()) {
+	t.Helper()
+	g = busyboxGuest(t)
+	work := openTempDir(t)
+	g.Binds = append(g.Binds, work+":/mnt/empty")
+	fresh = func() {
+		if err := os.RemoveAll(filepath.Join(work, "t")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = viaChroot(t, g, "", "/progs/dirprobe.dyn", "/mnt/empty")
+	if want.Code != 0 || want.Stderr != "" {
+		t.Fatalf("chroot: %s", want)
+	}
+	return g, want, fresh
 }

@@ -355,9 +355,9 @@ func (l *link2symlink) linkHandler(oldA, newA pathArg, flagsArg int) tracer.Hand
 // link makes newHost another name of oldHost and returns the syscall
 // result. Every metadata call is dear on a phone's storage (tens of
 // microseconds, and git or dpkg link every object or file they replace), so
-// the errors the kernel would give for newHost (EEXIST, a missing or
-// non-directory parent, EACCES) come from making its symlink, not from
-// stats made first.
+// the errors the kernel would give for newHost (a missing or non-directory
+// parent, EACCES; EEXIST but where a file would move first: convert) come
+// from making its symlink, not from stats made first.
 func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 	var st unix.Stat_t
 	if err := unix.Fstatat(unix.AT_FDCWD, oldHost, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -400,10 +400,7 @@ func (l *link2symlink) link(c *tracer.Call, oldHost, newHost string) int64 {
 		return 0
 	}
 	if !isName {
-		if filepath.Clean(oldHost) == filepath.Clean(newHost) {
-			return -int64(unix.EEXIST)
-		}
-		return -int64(l.convert(c, oldHost, newHost))
+		return -int64(l.convert(c, oldHost, newHost)) // a link to itself: convert's EEXIST
 	}
 	target, ok := l2sTarget(c, filepath.Dir(newHost), data)
 	if !ok {

@@ -78,17 +78,15 @@ func (c *census) report(w io.Writer, abi *seccomp.ABI) {
 		return rows[i].name < rows[j].name
 	})
 	fmt.Fprintf(w, "droidroot: %d stops (DROIDROOT_STOPS=1), by kind and call:\n", c.total)
-	defer func() {
-		if c.sites {
-			c.reportSites(w, abi)
-		}
-	}()
 	for _, r := range rows {
 		if r.name == "" {
 			fmt.Fprintf(w, "%8d  %s\n", r.n, r.kind)
 		} else {
 			fmt.Fprintf(w, "%8d  %-8s  %s\n", r.n, r.kind, r.name)
 		}
+	}
+	if c.sites {
+		c.reportSites(w, abi)
 	}
 }
 

@@ -3753,20 +3753,17 @@ static int l2s_batch_clean(int fd, const char *b, long n)
  * else (and while the library is off) through the trapped call. */
 static long dir_fill(struct fp_dir *d)
 {
-	/* Where the batch's start cannot be known (a directory that does not
-	 * seek), it could not be read again: the tracer reads it. */
-	int l2s = cfg.flags & DR_FP_L2S;
-	if (!l2s && dirs_on()) {
-		count(F_READDIR, W_ANSWERED); /* nothing to filter: getdents64 is not trapped */
-		return tr(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
-	}
-	long at = l2s && dirs_on() ? raw6(SYS_lseek, d->fd, 0, SEEK_CUR, 0, 0, 0) : -1;
-	if (at < 0) {
+	/* Under -l, where the batch's start cannot be known (a directory that
+	 * does not seek), it could not be read again: the tracer reads it.
+	 * Without -l getdents64 is not trapped and there is nothing to filter. */
+	int on = dirs_on(), l2s = cfg.flags & DR_FP_L2S;
+	long at = on && l2s ? raw6(SYS_lseek, d->fd, 0, SEEK_CUR, 0, 0, 0) : 0;
+	if (!on || at < 0) {
 		count(F_READDIR, W_OFF);
 		return raw6(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
 	}
 	long n = tr(SYS_getdents64, d->fd, (long)d->buf, (long)d->alloc, 0, 0, 0);
-	if (n <= 0 || l2s_batch_clean(d->fd, d->buf, n)) {
+	if (n <= 0 || !l2s || l2s_batch_clean(d->fd, d->buf, n)) {
 		count(F_READDIR, W_ANSWERED);
 		return n;
 	}
