@@ -88,6 +88,12 @@ type Variant struct {
 	Load, Scratch uint64
 }
 
+// HostPathCalls are the traced system calls the loader makes with host
+// paths the tracer gave it (the scratch area, the program, its
+// interpreter): the filter lets them through from the loader's code
+// (tracer.AllowLoader). Keep it in step with csrc/loader.c.
+var HostPathCalls = []string{"openat"}
+
 // Variants are the loader's builds (the Makefile's LOADER_ADDRESS_N and
 // LOADER_SCRATCH_N; bin/loader-GOARCH, bin/loader-GOARCH-N). A droidroot
 // nested in droidroot runs in a process where the outer session's loader and

@@ -65,9 +65,15 @@ func intervals(rules map[int]Action, bit uint32, trapFrom int, def Action) []int
 type builder struct {
 	asm        assembler
 	trampoline uint64
-	// Shared targets, emitted at the end of the program if used; entryT
-	// and exitT are the traced targets with the trampoline check.
-	allow, entry, exit, entryT, exitT, unsupported, trap *label
+	loader     IPRange
+	// trampAll: every traced call has the trampoline check (a policy
+	// without TrampolineCalls).
+	trampAll bool
+	// Shared targets, emitted at the end of the program if used.
+	allow, unsupported, trap *label
+	// traced are the traced targets, by action: TraceEntry or TraceExit,
+	// with traceTramp and traceLoader for the instruction-pointer checks.
+	traced map[Action]*label
 	// errnos are the targets of the Errno actions, by action.
 	errnos map[Action]*label
 	used   map[*label]bool
@@ -97,10 +103,10 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 	if err := p.validate(goarch, abis); err != nil {
 		return nil, err
 	}
-	b := &builder{trampoline: p.Trampoline, errnos: map[Action]*label{}, used: map[*label]bool{}}
+	b := &builder{trampoline: p.Trampoline, loader: p.Loader, trampAll: p.Trampoline != 0 && p.TrampolineCalls == nil,
+		errnos: map[Action]*label{}, used: map[*label]bool{}, traced: map[Action]*label{}}
 	a := &b.asm
-	b.allow, b.entry, b.exit, b.unsupported, b.trap = a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
-	b.entryT, b.exitT = a.newLabel(), a.newLabel()
+	b.allow, b.unsupported, b.trap = a.newLabel(), a.newLabel(), a.newLabel()
 	foreign := b.unsupported
 	if p.TrapForeign {
 		foreign = b.trap
@@ -132,7 +138,7 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 			if !ok {
 				from = -1
 			}
-			t = b.plan(intervals(b.argRules(p, abi, trampolineRules(p, abi, rules)), abi.NrBit, from, p.Default))
+			t = b.plan(intervals(b.argRules(p, abi, markedRules(p, abi, rules)), abi.NrBit, from, p.Default))
 		} else {
 			t = &tree{target: foreign}
 			b.used[foreign] = true
@@ -218,17 +224,13 @@ func Build(goarch string, p Policy) ([]bpf.Instruction, error) {
 		a.bind(b.errnos[act])
 		a.ret(act.ret())
 	}
-	if b.used[b.entry] {
-		b.emitTraced(b.entry, DataEntry, p.Trampoline != 0 && p.TrampolineCalls == nil)
+	traced := make([]Action, 0, len(b.traced))
+	for act := range b.traced {
+		traced = append(traced, act)
 	}
-	if b.used[b.exit] {
-		b.emitTraced(b.exit, DataExit, p.Trampoline != 0 && p.TrampolineCalls == nil)
-	}
-	if b.used[b.entryT] {
-		b.emitTraced(b.entryT, DataEntry, true)
-	}
-	if b.used[b.exitT] {
-		b.emitTraced(b.exitT, DataExit, true)
+	sort.Slice(traced, func(i, j int) bool { return traced[i] < traced[j] })
+	for _, act := range traced {
+		b.emitTraced(b.traced[act], act)
 	}
 
 	return a.resolve()
@@ -267,28 +269,36 @@ func (b *builder) plan(iv []interval) *tree {
 	}
 }
 
-// Internal actions: TraceEntry and TraceExit with the trampoline check
-// (Policy.TrampolineCalls), never in a Policy.
+// Internal action bits of TraceEntry and TraceExit, never in a Policy:
+// the call is allowed from the trampoline page (Policy.TrampolineCalls),
+// from the loader's code (Policy.LoaderCalls).
 const (
-	traceEntryTramp Action = 1<<15 | TraceEntry
-	traceExitTramp  Action = 1<<15 | TraceExit
+	traceTramp  Action = 1 << 15
+	traceLoader Action = 1 << 14
 )
 
-// trampolineRules returns abi's rules with the traced calls that
-// Policy.TrampolineCalls names marked for the trampoline check.
-func trampolineRules(p Policy, abi *ABI, rules map[int]Action) map[int]Action {
-	calls := p.TrampolineCalls[abi]
-	if p.Trampoline == 0 || len(calls) == 0 {
+// markedRules returns abi's rules with the traced calls that
+// Policy.TrampolineCalls and Policy.LoaderCalls name marked for their
+// instruction-pointer checks.
+func markedRules(p Policy, abi *ABI, rules map[int]Action) map[int]Action {
+	tramp, load := p.TrampolineCalls[abi], p.LoaderCalls[abi]
+	if p.Trampoline == 0 {
+		tramp = nil
+	}
+	if p.Loader.Hi == 0 {
+		load = nil
+	}
+	if len(tramp) == 0 && len(load) == 0 {
 		return rules
 	}
 	out := make(map[int]Action, len(rules))
 	for nr, act := range rules {
-		if calls[nr] {
-			switch act {
-			case TraceEntry:
-				act = traceEntryTramp
-			case TraceExit:
-				act = traceExitTramp
+		if act == TraceEntry || act == TraceExit {
+			if tramp[nr] {
+				act |= traceTramp
+			}
+			if load[nr] {
+				act |= traceLoader
 			}
 		}
 		out[nr] = act
@@ -326,7 +336,7 @@ func (b *builder) argRules(p Policy, abi *ABI, rules map[int]Action) map[int]Act
 		if !ok {
 			clear = p.Default
 		}
-		set := trampolineRules(p, abi, map[int]Action{nr: r.Action})[nr]
+		set := markedRules(p, abi, map[int]Action{nr: r.Action})[nr]
 		out[nr] = argCheck | Action(len(b.args))
 		b.args = append(b.args, argBlock{l: b.asm.newLabel(), arg: r.Arg, mask: r.Mask, min: r.Min, max: r.Max, set: set, clear: clear})
 	}
@@ -340,16 +350,13 @@ func (b *builder) actionTarget(act Action) *label {
 		return l
 	}
 	l := b.allow
-	switch act {
-	case TraceEntry:
-		l = b.entry
-	case TraceExit:
-		l = b.exit
-	case traceEntryTramp:
-		l = b.entryT
-	case traceExitTramp:
-		l = b.exitT
-	case Trap:
+	switch base := act &^ (traceTramp | traceLoader); {
+	case base == TraceEntry || base == TraceExit:
+		if l = b.traced[act]; l == nil {
+			l = b.asm.newLabel()
+			b.traced[act] = l
+		}
+	case act == Trap:
 		l = b.trap
 	}
 	if _, ok := act.Errno(); ok {
@@ -376,30 +383,51 @@ func (b *builder) emitTree(t *tree) {
 	b.emitTree(t.right)
 }
 
-// emitTraced emits the target l of a traced syscall: "ret TRACE|data", or,
-// with a trampoline page T and check, an instruction-pointer check that allows the
-// call if T <= ip < T+4096. Only this block reads instruction_pointer, so
+// emitTraced emits the target l of traced action act: "ret TRACE|data",
+// or, where act has instruction-pointer checks (the trampoline page T,
+// the loader's code L), checks that allow the call if T <= ip < T+4096 or
+// L.Lo <= ip < L.Hi. Only these blocks read instruction_pointer, so
 // untraced syscalls stay constant ALLOW for the kernel's action cache.
-func (b *builder) emitTraced(l *label, data uint32, check bool) {
+func (b *builder) emitTraced(l *label, act Action) {
 	a := &b.asm
 	a.bind(l)
-	if b.trampoline == 0 || !check {
+	data := uint32(DataEntry)
+	if act&^(traceTramp|traceLoader) == TraceExit {
+		data = DataExit
+	}
+	var ranges []IPRange
+	if b.trampoline != 0 && (act&traceTramp != 0 || b.trampAll) {
+		ranges = append(ranges, IPRange{b.trampoline, b.trampoline + TrampolineSize})
+	}
+	if act&traceLoader != 0 {
+		ranges = append(ranges, b.loader)
+	}
+	if len(ranges) == 0 {
 		a.ret(retTrace | data)
 		return
 	}
 	trace, allow := a.newLabel(), a.newLabel()
-	lo := uint32(b.trampoline)
-	a.load(offIPHigh)
-	a.jump(bpf.JumpEqual, uint32(b.trampoline>>32), nil, trace)
-	a.load(offIPLow)
-	switch {
-	case lo == 0: // no lower test
-		a.jump(bpf.JumpGreaterOrEqual, lo+TrampolineSize, trace, allow)
-	case lo <= 0xffffffff-TrampolineSize:
-		a.jump(bpf.JumpGreaterOrEqual, lo, nil, trace)
-		a.jump(bpf.JumpGreaterOrEqual, lo+TrampolineSize, trace, allow)
-	default: // the page ends at a 4 GiB boundary: no upper test
-		a.jump(bpf.JumpGreaterOrEqual, lo, allow, trace)
+	for i, r := range ranges {
+		next := trace
+		if i < len(ranges)-1 {
+			next = a.newLabel()
+		}
+		lo, size := uint32(r.Lo), r.Hi-r.Lo // in one 4 GiB word (Policy.validate)
+		a.load(offIPHigh)
+		a.jump(bpf.JumpEqual, uint32(r.Lo>>32), nil, next)
+		a.load(offIPLow)
+		switch {
+		case lo == 0: // no lower test
+			a.jump(bpf.JumpGreaterOrEqual, uint32(size), next, allow)
+		case uint64(lo)+size <= 0xffffffff:
+			a.jump(bpf.JumpGreaterOrEqual, lo, nil, next)
+			a.jump(bpf.JumpGreaterOrEqual, lo+uint32(size), next, allow)
+		default: // the range ends at a 4 GiB boundary: no upper test
+			a.jump(bpf.JumpGreaterOrEqual, lo, allow, next)
+		}
+		if next != trace {
+			a.bind(next)
+		}
 	}
 	a.bind(allow)
 	a.ret(retAllow)

@@ -30,7 +30,9 @@ func TestVM(t *testing.T) {
 			tramps := []trampCase{
 				{0, append(around(0), around(trampolineT)...)},
 				{trampolineT, around(trampolineT)},
-				{trampolineT, around(trampolineT)}, // with TrampolineCalls: see below
+				{trampolineT, around(trampolineT)},                                                             // with TrampolineCalls: see below
+				{trampolineT, append(around(trampolineT), loaderL.Lo-1, loaderL.Lo, loaderL.Hi-1, loaderL.Hi)}, // and LoaderCalls
+				{0, []uint64{trampolineT, loaderL.Lo - 1, loaderL.Lo, loaderL.Hi - 1, loaderL.Hi}},             // LoaderCalls alone
 			}
 			if np.name == "realistic" {
 				tramps = append(tramps,
@@ -42,13 +44,30 @@ func TestVM(t *testing.T) {
 			}
 			for i, tc := range tramps {
 				name := fmt.Sprintf("%s/%s/T=%#x", goarch, np.name, tc.t)
-				if i == 2 {
+				switch i {
+				case 2:
 					name += "/calls"
+				case 3, 4:
+					name += "/loader"
 				}
 				t.Run(name, func(t *testing.T) {
 					p := np.policy(goarch)
 					p.Trampoline = tc.t
-					if i == 2 {
+					if i == 3 || i == 4 {
+						// Every fifth traced number of every ABI has the
+						// loader's check (some the trampoline's too).
+						p.Loader, p.LoaderCalls = loaderL, map[*ABI]map[int]bool{}
+						for abi, rules := range p.Rules {
+							calls := map[int]bool{}
+							for nr, act := range rules {
+								if (act == TraceEntry || act == TraceExit) && nr%5 == 0 {
+									calls[nr] = true
+								}
+							}
+							p.LoaderCalls[abi] = calls
+						}
+					}
+					if i == 2 || i == 3 {
 						// Every third traced number of every ABI has the check.
 						p.TrampolineCalls = map[*ABI]map[int]bool{}
 						for abi, rules := range p.Rules {
@@ -190,6 +209,8 @@ func TestBuildErrors(t *testing.T) {
 		{"errno too big", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {1: Errno(4096)}}}, "invalid action"},
 		{"default", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, Default: 9}, "invalid default action"},
 		{"alignment", "arm64", Policy{Trampoline: 0x1234}, "not 4 KiB-aligned"},
+		{"loader empty", "arm64", Policy{Loader: IPRange{0x2000, 0x2000}}, "loader range"},
+		{"loader 4 GiB", "arm64", Policy{Loader: IPRange{0xffff_f000, 0x1_0000_1000}}, "loader range"},
 		{"arg rule ABI", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{I386: {1: {Mask: 1, Action: TraceEntry}}}}, "ArgRules for ABI"},
 		{"arg rule nr", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{X86_64: {-1: {Mask: 1, Action: TraceEntry}}}}, "out of range"},
 		{"arg rule arg", "amd64", Policy{Rules: map[*ABI]map[int]Action{X86_64: {}}, ArgRules: map[*ABI]map[int]ArgRule{X86_64: {1: {Arg: 6, Mask: 1, Action: TraceEntry}}}}, "argument 6"},

@@ -113,6 +113,22 @@ func Describe(goarch string, p Policy) string {
 	} else {
 		sb.WriteString("trampoline: none\n")
 	}
+	if l := p.Loader; l.Hi != 0 {
+		fmt.Fprintf(&sb, "loader: these traced syscalls with ip in [%#x, %#x) are allowed:", l.Lo, l.Hi)
+		for _, abi := range HostABIs(goarch) {
+			var nrs []int
+			for nr, on := range p.LoaderCalls[abi] {
+				if act, ok := p.Rules[abi][nr]; on && ok && (act == TraceEntry || act == TraceExit) {
+					nrs = append(nrs, nr)
+				}
+			}
+			sort.Ints(nrs)
+			for _, nr := range nrs {
+				fmt.Fprintf(&sb, " %s %s (%d)", abi.Name, abi.nameOr(nr, "?"), nr)
+			}
+		}
+		sb.WriteString("\n")
+	}
 	return sb.String()
 }
 

@@ -15,6 +15,10 @@ var goarches = []string{"amd64", "arm64"}
 // trampolineT is the trampoline page most tests use: high word non-zero.
 const trampolineT = 0x7f12_3456_7000
 
+// loaderL is a loader's code range of the tests (another 4 GiB word than
+// trampolineT's).
+var loaderL = IPRange{0x1f_0000_0000, 0x1f_0000_3a40}
+
 // seccompData returns struct seccomp_data laid out for x/net/bpf's VM,
 // which loads 32-bit words big-endian: each word of the little-endian
 // kernel struct is written big-endian at its offset, so that the VM's
@@ -138,6 +142,9 @@ func expectABI(abi *ABI, p Policy, nr uint32, ip uint64, args [6]uint64) verdict
 	}
 	checked := p.TrampolineCalls == nil || p.TrampolineCalls[abi][int(nr&^abi.NrBit)]
 	if p.Trampoline != 0 && checked && ip >= p.Trampoline && ip-p.Trampoline < TrampolineSize {
+		return verdict{"ALLOW", 0}
+	}
+	if p.Loader.Hi != 0 && p.LoaderCalls[abi][int(nr&^abi.NrBit)] && ip >= p.Loader.Lo && ip < p.Loader.Hi {
 		return verdict{"ALLOW", 0}
 	}
 	if act == TraceExit {

@@ -160,6 +160,15 @@ type Policy struct {
 	// page): every other traced call is traced whatever its instruction
 	// pointer. nil checks every traced call.
 	TrampolineCalls map[*ABI]map[int]bool
+	// Loader is the code of droidroot's loader, [Lo, Hi), in every guest
+	// process at a fixed address: a traced syscall of LoaderCalls whose
+	// instruction pointer is in it is allowed, as from the trampoline
+	// (the loader's opens of the program, its interpreter and the scratch
+	// area: host paths the tracer gave it). The zero range disables it;
+	// Lo and Hi-1 must lie in one 4 GiB word.
+	Loader IPRange
+	// LoaderCalls names the numbers per ABI that Loader applies to.
+	LoaderCalls map[*ABI]map[int]bool
 	// TrapFrom maps an ABI with rules to a number n: every number >= n of
 	// that ABI (NrBit included, up to 2^32) traps, whatever Rules says. An
 	// absent ABI has no such limit.
@@ -183,6 +192,9 @@ type Policy struct {
 	// go down x86_64's x32 branch and trap.
 	AllowSkipped bool
 }
+
+// IPRange is the instruction pointers [Lo, Hi).
+type IPRange struct{ Lo, Hi uint64 }
 
 // ArgRule gives a syscall Action instead of the action its number has
 // (Rules, else Default) when any bit of Mask is set in the low 32 bits of
@@ -225,6 +237,9 @@ func (p Policy) validate(goarch string, abis []*ABI) error {
 	}
 	if p.Trampoline%TrampolineSize != 0 {
 		return fmt.Errorf("seccomp: trampoline %#x is not 4 KiB-aligned", p.Trampoline)
+	}
+	if l := p.Loader; l != (IPRange{}) && (l.Lo >= l.Hi || l.Lo>>32 != (l.Hi-1)>>32) {
+		return fmt.Errorf("seccomp: loader range [%#x, %#x) is empty or crosses a 4 GiB boundary", l.Lo, l.Hi)
 	}
 	for abi, rules := range p.Rules {
 		if !containsABI(abis, abi) {

@@ -205,6 +205,7 @@ func New(cfg Config) (*Tracer, error) {
 		}
 		t.loaderLo, t.loaderHi = img.lo, img.hi
 		t.scriptArea, t.scriptAreaSize = img.area, img.areaSize
+		allowLoader(&t.policy, t.goarch, img)
 	}
 	if !cfg.NoScratch {
 		// Where this loader maps it: its variant's address (a loader that
@@ -224,8 +225,38 @@ const loaderStack = 16 << 10
 
 // loaderImage is what the tracer needs of the loader's ELF image.
 type loaderImage struct {
-	lo, hi         uint64 // the address range of its PT_LOAD segments
-	area, areaSize uint64 // its writable, file-less segment (the script area), 0 if none
+	lo, hi         uint64          // the address range of its PT_LOAD segments
+	area, areaSize uint64          // its writable, file-less segment (the script area), 0 if none
+	text           seccomp.IPRange // its executable segment, whole pages
+}
+
+// AllowLoader lets the traced calls droidroot's loader makes with host
+// paths (loader.HostPathCalls: its opens of the scratch area, the program
+// and its interpreter) through p's filter from the loader's code, where
+// the loader (its ELF image) is droidroot's own (one of loader.Variants): no stop
+// for them at each exec. Another PROOT_LOADER's calls stay traced (the
+// tracer lets them run at their stops: Tracer.InLoader).
+func AllowLoader(p *seccomp.Policy, goarch string, image io.ReaderAt) error {
+	img, err := loaderImageOf(image)
+	if err != nil {
+		return err
+	}
+	allowLoader(p, goarch, img)
+	return nil
+}
+
+func allowLoader(p *seccomp.Policy, goarch string, img loaderImage) {
+	if _, own := loader.VariantAt(img.lo); !own || img.text.Hi == 0 {
+		return
+	}
+	abi := seccomp.NativeABI(goarch)
+	calls := map[int]bool{}
+	for _, name := range loader.HostPathCalls {
+		if nr, ok := abi.Nr(name); ok {
+			calls[nr] = true
+		}
+	}
+	p.Loader, p.LoaderCalls = img.text, map[*seccomp.ABI]map[int]bool{abi: calls}
 }
 
 // readLoaderImage reads the loader's image: its address range (see
@@ -233,20 +264,32 @@ type loaderImage struct {
 // (loader/csrc/loader.c's dr_script_area; an older or foreign PROOT_LOADER
 // may have none: the script then goes below the stack pointer).
 func readLoaderImage(path string) (loaderImage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return loaderImage{}, err
+	}
+	defer f.Close()
+	return loaderImageOf(f)
+}
+
+// loaderImageOf is readLoaderImage of the ELF file r.
+func loaderImageOf(r io.ReaderAt) (loaderImage, error) {
 	var img loaderImage
-	lo, hi, err := imageRange(path)
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return img, err
+	}
+	lo, hi, err := imageRangeOf(f)
 	if err != nil {
 		return img, err
 	}
 	img.lo, img.hi = lo, hi
-	f, err := elf.Open(path)
-	if err != nil {
-		return img, err
-	}
-	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_W != 0 && p.Filesz == 0 && p.Memsz >= 4096 {
 			img.area, img.areaSize = p.Vaddr, p.Memsz
+		}
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && img.text.Hi == 0 {
+			img.text = seccomp.IPRange{Lo: p.Vaddr &^ 4095, Hi: (p.Vaddr + p.Memsz + 4095) &^ 4095}
 		}
 	}
 	return img, nil
@@ -260,6 +303,11 @@ func imageRange(path string) (lo, hi uint64, err error) {
 		return 0, 0, err
 	}
 	defer f.Close()
+	return imageRangeOf(f)
+}
+
+// imageRangeOf is imageRange of ELF file f.
+func imageRangeOf(f *elf.File) (lo, hi uint64, err error) {
 	lo = ^uint64(0)
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_LOAD {

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/droidroot/droidroot/emul"
 	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/seccomp"
 	"github.com/droidroot/droidroot/tracer"
 )
@@ -128,6 +130,12 @@ func debugFilter(c *cli.Context) error {
 	fmt.Println()
 	pol := tracer.Policy(goarch, em.Table, emul.Classes())
 	pol.Trampoline = t
+	// The loader a run extracts (the first variant, outside droidroot).
+	if bin, err := loader.Binary(goarch, 0); err == nil {
+		if err := tracer.AllowLoader(&pol, goarch, bytes.NewReader(bin)); err != nil {
+			return err
+		}
+	}
 	prog, err := seccomp.Build(goarch, pol)
 	if err != nil {
 		return err
