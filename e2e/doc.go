@@ -33,6 +33,8 @@
 //	                           TestOracleOpenat2Emulated)
 //	DROIDROOT_FAIL_LINK=1      every real link()/linkat() fails with EPERM in droidroot's
 //	                           handling, as on Android app storage (TestLink2Symlink)
+//	DROIDROOT_FASTPATH_REMAP=0 the fast path library maps its trampoline page from an open of
+//	                           its file, as before Linux 5.13 (TestFastPathTrampolinePage)
 //
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
 // tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see

@@ -900,3 +900,39 @@ func dirprobeGuest(t *testing.T) (g guest, want result, fresh func()) {
 	}
 	return g, want, fresh
 }
+
+// TestFastPathTrampolinePage: the library maps its trampoline page without leaving the process
+// where the kernel can remap the page ld.so mapped (Linux 5.13: MREMAP_DONTUNMAP of a file's
+// mapping), so its only stop of its own is the handshake; as before 5.13 (the test switch
+// DROIDROOT_FASTPATH_REMAP=0) it opens its file, one stop more. Either way the library answers
+// through the page.
+func TestFastPathTrampolinePage(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	args := droidrootArgs(droidrootBin(t), g, "/progs/pathprobe.dyn", "-f", "-")
+	selfOpen := regexp.MustCompile(`(?m)^\s*(\d+)\s+seccomp\s+openat\s+droidroot-fastpath-`)
+	for _, tc := range []struct {
+		name  string
+		env   []string
+		opens int
+	}{{"remapped", nil, 0}, {"opened", []string{"DROIDROOT_FASTPATH_REMAP=0"}, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append([]string{"env", "DROIDROOT_STOPS=sites", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, tc.env...)
+			res := run(t, "stat /etc/hostname\n", append(env, args...)...)
+			if res.Code != 0 {
+				t.Fatalf("%s", res)
+			}
+			opens := 0
+			for _, m := range selfOpen.FindAllStringSubmatch(res.Stderr, -1) {
+				n, _ := strconv.Atoi(m[1])
+				opens += n
+			}
+			if opens != tc.opens {
+				t.Errorf("the library's own opens: %d, want %d\n%s", opens, tc.opens, res.Stderr)
+			}
+			if !regexp.MustCompile(`(?m)^droidroot-fastpath\[\d+\]: stat answered=1`).MatchString(res.Stderr) {
+				t.Errorf("the library answered no stat:\n%s", res.Stderr)
+			}
+		})
+	}
+}

@@ -104,6 +104,9 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 	if cfg.LstatLinkSize {
 		flags |= fastpath.FlagLstatSize
 	}
+	if cfg.TrampolineByOpen {
+		flags |= fastpath.FlagTrampOpen
+	}
 	if cfg.PortShift {
 		flags |= fastpath.FlagPortShift
 	}

@@ -253,6 +253,7 @@ func TestFastPathFlags(t *testing.T) {
 		{"links refused", Config{FailLink: true}, fastpath.FlagNoLink | fastpath.FlagDirs},
 		{"--ashmem-memfd", Config{AshmemMemfd: true}, fastpath.FlagAshmem | fastpath.FlagDirs},
 		{"-p", Config{PortShift: true}, fastpath.FlagPortShift | fastpath.FlagDirs},
+		{"trampoline by open", Config{TrampolineByOpen: true}, fastpath.FlagTrampOpen | fastpath.FlagDirs},
 	}
 	// Android's policy blocks poll and epoll_wait on x86_64 only (arm64 has neither call):
 	// the library makes their newer forms there (FlagLegacy), on a device too.

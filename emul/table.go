@@ -71,6 +71,11 @@ type Config struct {
 	// itself) make fail with EPERM, as on Android app storage: a test
 	// switch (DROIDROOT_FAIL_LINK=1).
 	FailLink bool
+	// TrampolineByOpen makes the fast path library map its trampoline page
+	// from an open of its file (a stop), as where the kernel cannot remap
+	// the page ld.so mapped (before Linux 5.13): a test switch
+	// (DROIDROOT_FASTPATH_REMAP=0).
+	TrampolineByOpen bool
 	// HideOwnFiles hides droidroot's files from directory listings (-H).
 	HideOwnFiles bool
 	// TmpDir is where droidroot writes its files (PROOT_TMP_DIR): the

@@ -253,6 +253,7 @@ const (
 	FlagDirs      = 1 << 10 // not -H: the library may make directory streams (where libc's fstat of one is a stop, and -l's getdents64)
 	FlagLegacy    = 1 << 11 // the app policy blocks x86_64's poll and epoll_wait: the library makes ppoll and epoll_pwait
 	FlagPortShift = 1 << 12 // -p: the tracer shifts AF_INET ports, so addressed sends go to it
+	FlagTrampOpen = 1 << 13 // a test switch: the trampoline page is mapped from an open of the library's file, as before Linux 5.13
 )
 
 // The library keeps its verified directories' descriptors at numbers

@@ -335,3 +335,26 @@ func TestFDRange(t *testing.T) {
 		t.Errorf("%d cached directories and the empty one do not fit %d..%d", slots, FDBase, FDEnd-1)
 	}
 }
+
+// TestFlagsMatchC: every flag of Config.Flags has the bit of its DR_FP_
+// namesake in fastpath.c's enum, and the enum has no other.
+func TestFlagsMatchC(t *testing.T) {
+	src, err := os.ReadFile("csrc/fastpath.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint32{
+		"DR_FP_STATS": FlagStats, "DR_FP_L2S": FlagL2S, "DR_FP_LSTAT_SIZE": FlagLstatSize, "DR_FP_OWNER": FlagOwner,
+		"DR_FP_ASHMEM": FlagAshmem, "DR_FP_IDS": FlagIDs, "DR_FP_NOLINK": FlagNoLink, "DR_FP_WAITV": FlagWaitv,
+		"DR_FP_FDGUARD": FlagFDGuard, "DR_FP_OPENAT2": FlagOpenat2, "DR_FP_DIRS": FlagDirs, "DR_FP_LEGACY": FlagLegacy,
+		"DR_FP_PORTSHIFT": FlagPortShift, "DR_FP_TRAMP_OPEN": FlagTrampOpen,
+	}
+	got := map[string]uint32{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(DR_FP_[A-Z0-9_]+) = 1 << (\d+),`).FindAllSubmatch(src, -1) {
+		n, _ := strconv.Atoi(string(m[2]))
+		got[string(m[1])] = 1 << n
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fastpath.c's flags (-fastpath.go +fastpath.c):\n%s", diff)
+	}
+}

@@ -518,6 +518,7 @@ func emulConfig(o *Options, tmpDir string) emul.Config {
 		Link2Symlink:      o.Link2Symlink,
 		L2SDir:            os.Getenv("PROOT_L2S_DIR"),
 		FailLink:          os.Getenv("DROIDROOT_FAIL_LINK") == "1",
+		TrampolineByOpen:  os.Getenv("DROIDROOT_FASTPATH_REMAP") == "0",
 		HideOwnFiles:      o.HideProot,
 		TmpDir:            tmpDir,
 		PortShift:         o.PortShift,

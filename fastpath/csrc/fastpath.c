@@ -91,6 +91,7 @@ enum {
 	DR_FP_DIRS = 1 << 10,      /* not -H: directory streams may be made here (where fstat_stops, or -l's getdents64) */
 	DR_FP_LEGACY = 1 << 11,    /* the app policy blocks x86_64's poll and epoll_wait: made as ppoll and epoll_pwait here */
 	DR_FP_PORTSHIFT = 1 << 12, /* -p: the tracer shifts AF_INET ports, so addressed sends go to it */
+	DR_FP_TRAMP_OPEN = 1 << 13, /* a test switch: map the trampoline page from an open of the file, as before Linux 5.13 */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -467,6 +468,31 @@ static int (*real_epoll_wait)(int, void *, int, int);
 static int (*real_poll_chk)(struct pollfd *, nfds_t, int, size_t);
 #endif
 
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+/* map_tramp_page remaps this library's trampoline page (dr_tramp_page,
+ * mapped from its file by ld.so) at want, keeping the original: want, or
+ * -1 where that cannot be done (a kernel before 5.13 refuses
+ * MREMAP_DONTUNMAP for a file's mapping: EINVAL) and nothing was mapped.
+ * A reservation at want (MAP_FIXED_NOREPLACE) comes first: MREMAP_FIXED
+ * would replace whatever is there. */
+static long map_tramp_page(uint64_t want)
+{
+	long r = raw6(SYS_mmap, (long)want, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (r != (long)want) {
+		if (r > 0)
+			raw6(SYS_munmap, r, 4096, 0, 0, 0, 0);
+		return r == -EEXIST ? -EEXIST : -1;
+	}
+	r = raw6(SYS_mremap, (long)dr_tramp_page, 4096, 4096, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (long)want, 0);
+	if (r == (long)want)
+		return r;
+	raw6(SYS_munmap, (long)want, 4096, 0, 0, 0, 0);
+	return -1;
+}
+
 __attribute__((constructor)) static void fp_init(void)
 {
 	real_fopen = libc_lookup("fopen");
@@ -494,20 +520,28 @@ __attribute__((constructor)) static void fp_init(void)
 	if (!lib || !root || !reg || !empty || !changes)
 		return;
 
-	/* The trampoline: this library's page of its own file (opened through
-	 * its guest path: the tracer translates the ordinary call), never an
-	 * anonymous executable mapping. */
-	long fd = raw6(SYS_openat, AT_FDCWD, (long)lib, O_RDONLY | O_CLOEXEC, 0, 0, 0);
-	if (fd < 0)
-		return;
-	/* The page's file offset: the library's segments keep vaddr == offset
-	 * modulo 64 KiB, and the first one starts at offset 0; find the load
-	 * bias from the ELF header mapped at the lowest address. */
-	extern char __ehdr_start[] __attribute__((visibility("hidden")));
-	long off = dr_tramp_page - __ehdr_start;
-	long addr = raw6(SYS_mmap, (long)h->trampoline, 4096, PROT_READ | PROT_EXEC,
-			 MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off);
-	raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+	/* The trampoline: this library's page of its own file, never an
+	 * anonymous executable mapping. From Linux 5.13 the page ld.so mapped
+	 * is remapped there, the original left in place (MREMAP_DONTUNMAP; a
+	 * file's page faults in again from the file), into a reservation made
+	 * first so that nothing mapped there is replaced: no system call
+	 * leaves the process. Else the library's file is opened through its
+	 * guest path (the tracer translates the ordinary call: a stop) and
+	 * the page mapped from it. */
+	long addr = (h->flags & DR_FP_TRAMP_OPEN) ? -1 : map_tramp_page(h->trampoline);
+	if (addr == -1) {
+		long fd = raw6(SYS_openat, AT_FDCWD, (long)lib, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+		if (fd < 0)
+			return;
+		/* The page's file offset: the library's segments keep vaddr ==
+		 * offset modulo 64 KiB, and the first one starts at offset 0;
+		 * find the load bias from the ELF header mapped at the lowest
+		 * address. */
+		extern char __ehdr_start[] __attribute__((visibility("hidden")));
+		long off = dr_tramp_page - __ehdr_start;
+		addr = raw6(SYS_mmap, (long)h->trampoline, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off);
+		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+	}
 	if (addr != (long)h->trampoline) {
 		if (addr > 0)
 			raw6(SYS_munmap, addr, 4096, 0, 0, 0, 0);
