@@ -88,11 +88,15 @@ type Variant struct {
 	Load, Scratch uint64
 }
 
-// HostPathCalls are the traced system calls the loader makes with host
-// paths the tracer gave it (the scratch area, the program, its
-// interpreter): the filter lets them through from the loader's code
-// (tracer.AllowLoader). Keep it in step with csrc/loader.c.
-var HostPathCalls = []string{"openat"}
+// PassedCalls are the traced system calls the loader makes that the
+// tracer lets run as they are while a process loads (Tracer.enter): its
+// opens of host paths the tracer gave it (the scratch area, the program,
+// its interpreter) and prctl (the program's name; no_new_privs before the
+// futex_waitv wake filter), traced under -0 and -i. The filter lets them
+// through from the loader's code (tracer.AllowLoader). Not execve: stage
+// 2's exec of the first program names a guest path. Keep it in step with
+// csrc/loader.c.
+var PassedCalls = []string{"openat", "prctl"}
 
 // Variants are the loader's builds (the Makefile's LOADER_ADDRESS_N and
 // LOADER_SCRATCH_N; bin/loader-GOARCH, bin/loader-GOARCH-N). A droidroot

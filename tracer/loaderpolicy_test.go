@@ -14,12 +14,13 @@ import (
 )
 
 // TestAllowLoader: each variant of droidroot's own loader gets the filter's
-// loader check for loader.HostPathCalls over its executable segment, which
+// loader check for loader.PassedCalls over its executable segment, which
 // holds its entry point; another fixed-address program (a PROOT_LOADER that
 // is not droidroot's) and a position-independent one leave the policy alone.
 func TestAllowLoader(t *testing.T) {
 	abi := seccomp.NativeABI(runtime.GOARCH)
 	openat, _ := abi.Nr("openat")
+	prctl, _ := abi.Nr("prctl")
 	for v := range loader.Variants {
 		bin, err := loader.Binary(runtime.GOARCH, v)
 		if err != nil {
@@ -38,7 +39,7 @@ func TestAllowLoader(t *testing.T) {
 			f.Entry < l.Lo || f.Entry >= l.Hi {
 			t.Errorf("variant %d: loader range [%#x, %#x), entry %#x, load %#x", v, l.Lo, l.Hi, f.Entry, loader.Variants[v].Load)
 		}
-		if diff := cmp.Diff(map[*seccomp.ABI]map[int]bool{abi: {openat: true}}, p.LoaderCalls); diff != "" {
+		if diff := cmp.Diff(map[*seccomp.ABI]map[int]bool{abi: {openat: true, prctl: true}}, p.LoaderCalls); diff != "" {
 			t.Errorf("variant %d: LoaderCalls (-want +got):\n%s", v, diff)
 		}
 		if _, err := seccomp.Build(runtime.GOARCH, p); err != nil {

@@ -230,9 +230,10 @@ type loaderImage struct {
 	text           seccomp.IPRange // its executable segment, whole pages
 }
 
-// AllowLoader lets the traced calls droidroot's loader makes with host
-// paths (loader.HostPathCalls: its opens of the scratch area, the program
-// and its interpreter) through p's filter from the loader's code, where
+// AllowLoader lets the traced calls droidroot's loader makes that the
+// tracer lets run as they are (loader.PassedCalls: its opens of the
+// scratch area, the program and its interpreter, its prctl) through p's
+// filter from the loader's code, where
 // the loader (its ELF image) is droidroot's own (one of loader.Variants): no stop
 // for them at each exec. Another PROOT_LOADER's calls stay traced (the
 // tracer lets them run at their stops: Tracer.InLoader).
@@ -251,7 +252,7 @@ func allowLoader(p *seccomp.Policy, goarch string, img loaderImage) {
 	}
 	abi := seccomp.NativeABI(goarch)
 	calls := map[int]bool{}
-	for _, name := range loader.HostPathCalls {
+	for _, name := range loader.PassedCalls {
 		if nr, ok := abi.Nr(name); ok {
 			calls[nr] = true
 		}
