@@ -953,3 +953,59 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 	}
 	return ma > major || ma == major && mi >= minor
 }
+
+// TestFastPathProcSelf: where the guest's /proc is the host's, the library answers readlink of
+// the process's own /proc links (what glibc's realpath of /proc/self/exe reads: Wine, Chromium
+// and python find their files that way) as the tracer does, with droidroot's record of the
+// program for exe (the kernel's names the loader); other spellings and links go to the tracer.
+// Without the host's /proc every one is the tracer's.
+func TestFastPathProcSelf(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	ops := "readlink /proc/self/exe\nreadlink /proc/thread-self/exe\nreadlink /proc/self\nreadlink /proc/thread-self\n" +
+		"readlink /proc\nrealpath /proc/self/exe\nreadlink /proc/self/cwd\nreadlink //proc/self/exe\nreadlink /proc/self/exe/\n"
+	digits := regexp.MustCompile(`\d+`)
+	transcript := func(g guest, env ...string) (string, map[string]int) {
+		t.Helper()
+		args := droidrootArgs(droidrootBin(t), g, "/progs/pathprobe.dyn", "-f", "-")
+		res := run(t, ops, append(append([]string{"env", "DROIDROOT_FASTPATH_STATS=1"}, env...), args...)...)
+		if res.Code != 0 {
+			t.Fatalf("%s", res)
+		}
+		counts, _ := fastPathCounters(res.Stderr)
+		return digits.ReplaceAllString(res.Stdout, "N"), counts
+	}
+	noProc := g
+	noProc.Binds = nil
+	for _, b := range g.Binds {
+		if b != "/proc" {
+			noProc.Binds = append(noProc.Binds, b)
+		}
+	}
+	for _, tc := range []struct {
+		name           string
+		g              guest
+		answered, proc int
+	}{
+		// Five readlinks, and twice (pathprobe's realpath asks with a buffer and without) six
+		// of realpath's: /proc, /proc/self, /proc/PID, /proc/PID/exe, /progs, the program. The
+		// cwd and "//proc" are the tracer's ("exe/" is counted as dots).
+		{"host /proc", g, 17, 2},
+		{"no /proc", noProc, 0, 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			off, _ := transcript(tc.g, "DROIDROOT_FASTPATH=0")
+			on, counts := transcript(tc.g, "DROIDROOT_FASTPATH=1")
+			if diff := cmp.Diff(off, on); diff != "" {
+				t.Errorf("transcript with the library (+) and without (-):\n%s", diff)
+			}
+			if tc.g.Binds[0] == "/proc" && !strings.Contains(on, `readlink /proc/self/exe -> "/progs/pathprobe.dyn"`) {
+				t.Errorf("readlink /proc/self/exe is not the program's guest path:\n%s", on)
+			}
+			if counts["readlink answered"] != tc.answered || counts["readlink proc"] != tc.proc {
+				t.Errorf("readlink answered %d, went to the tracer for /proc %d; want %d and %d (%v)\n%s",
+					counts["readlink answered"], counts["readlink proc"], tc.answered, tc.proc, counts, on)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -35,11 +36,15 @@ const prSetSeccompBit = 1 << 4
 
 // fastPathState is the fast path layer's per-process state.
 type fastPathState struct {
-	blob   []byte // the handshake's answer
-	cwdSeq uint32 // the last seq written into a cwd record
-	procs  map[int]*fastPathProc
-	files  map[string]string // merged preload content -> its file in Dir
-	dir    string
+	blob []byte // the handshake's answer
+	// procIsHost: the guest's /proc/self/exe is the host's (procIsHost),
+	// whose readlink the tracer answers from its record of the program:
+	// the handshake adds that answer (handshakeBlob).
+	procIsHost bool
+	cwdSeq     uint32 // the last seq written into a cwd record
+	procs      map[int]*fastPathProc
+	files      map[string]string // merged preload content -> its file in Dir
+	dir        string
 	// changes is the session's change counter (fastpath.Config.Changes),
 	// nil for none.
 	changes *changeCounter
@@ -143,7 +148,7 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 	if err != nil {
 		return // too many binds for the library: it stays off (no handshake)
 	}
-	s := &fastPathState{blob: blob, procs: map[int]*fastPathProc{}, files: map[string]string{}, dir: fp.Dir}
+	s := &fastPathState{blob: blob, procIsHost: procIsHost(lib), procs: map[int]*fastPathProc{}, files: map[string]string{}, dir: fp.Dir}
 	e.fastPath = s
 	if lib.Changes != "" {
 		if cc, err := mapChanges(lib.Changes); err == nil {
@@ -307,9 +312,9 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 	case p.ownFilter || c.GuestTraced():
 		c.Fail(unix.ENOSYS) // off: a filter of its own, or a guest tracer would see its calls
 
-	case c.Arg(1) < uint64(len(s.blob)):
+	case c.Arg(1) < uint64(len(s.handshakeBlob(c.Proc()))):
 		c.Fail(unix.ERANGE)
-	case c.WriteMem(c.Arg(0), s.blob) != nil:
+	case c.WriteMem(c.Arg(0), s.handshakeBlob(c.Proc())) != nil:
 		c.Fail(unix.EFAULT)
 	default:
 		p.flag = c.Arg(2)
@@ -326,8 +331,38 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 			// programs ask (shells, python, git), each a stop otherwise.
 			s.publish(c, int64(len(guestCwd(c))+1))
 		}
-		c.Return(int64(len(s.blob)))
+		c.Return(int64(len(s.handshakeBlob(c.Proc()))))
 	}
+}
+
+// handshakeBlob is the handshake's answer for process pr: the session's
+// configuration, then, where the guest's /proc is the host's, pr's program
+// as the tracer answers readlink("/proc/self/exe") (readlinkGuest: its
+// record, not the loader the kernel names), which the library answers
+// in-process from then on (fastpath.c's readlink_self).
+func (s *fastPathState) handshakeBlob(pr *tracer.Process) []byte {
+	if !s.procIsHost || pr == nil || pr.Exe == "" || len(pr.Exe) >= tracer.PathMax {
+		return s.blob
+	}
+	b := append(append(append([]byte(nil), s.blob...), pr.Exe...), 0)
+	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)))
+	return b
+}
+
+// procIsHost reports whether guest path /proc/self/exe is the host's under
+// lib's rootfs and binds, mapped as the library maps a path (the bind with
+// the longest guest prefix, the last on a tie): the tracer then answers its
+// readlink from its record of the program (readlinkGuest).
+func procIsHost(lib fastpath.Config) bool {
+	const g = "/proc/self/exe"
+	host, best := lib.Root+g, -1
+	for _, b := range lib.Binds {
+		guest := strings.TrimSuffix(b.Guest, "/")
+		if (guest == "" || g == guest || strings.HasPrefix(g, guest+"/")) && len(guest) >= best {
+			best, host = len(guest), b.Host+g[len(guest):]
+		}
+	}
+	return filepath.Clean(host) == g
 }
 
 // publishCwd writes the answer of the getcwd c just answered into the

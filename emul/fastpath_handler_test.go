@@ -274,3 +274,64 @@ func TestFastPathFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestProcIsHost: the handshake adds the program's name where the guest's
+// /proc/self/exe is the host's, as the library maps the path (the longest
+// bind prefix, the last on a tie).
+func TestProcIsHost(t *testing.T) {
+	b := func(g, h string) fastpath.Bind { return fastpath.Bind{Guest: g, Host: h} }
+	for _, tc := range []struct {
+		name  string
+		root  string
+		binds []fastpath.Bind
+		want  bool
+	}{
+		{"rootfs /", "/", nil, true},
+		{"a rootfs, no binds", "/srv/r", nil, false},
+		{"-b /proc", "/srv/r", []fastpath.Bind{b("/dev", "/dev"), b("/proc", "/proc")}, true},
+		{"-b /proc/", "/srv/r", []fastpath.Bind{b("/proc/", "/proc")}, true},
+		{"another /proc", "/srv/r", []fastpath.Bind{b("/proc", "/srv/fakeproc")}, false},
+		{"/proc/self bound elsewhere", "/srv/r", []fastpath.Bind{b("/proc", "/proc"), b("/proc/self", "/srv/x")}, false},
+		{"the last of two at /proc", "/srv/r", []fastpath.Bind{b("/proc", "/srv/fakeproc"), b("/proc", "/proc")}, true},
+		{"a bind at /", "/srv/r", []fastpath.Bind{b("/", "/")}, true},
+		{"not a prefix", "/srv/r", []fastpath.Bind{b("/pro", "/proc")}, false},
+	} {
+		if got := procIsHost(fastpath.Config{Root: tc.root, Binds: tc.binds}); got != tc.want {
+			t.Errorf("%s: procIsHost = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestHandshakeBlobExe: the program's name follows the session's
+// configuration, NUL-terminated, the size in the header covering it; not
+// where the guest's /proc is not the host's or droidroot has no record.
+func TestHandshakeBlobExe(t *testing.T) {
+	blob, err := fastpath.Config{Trampoline: 0x4_0000_0000, Root: "/srv/r"}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &fastPathState{blob: blob, procIsHost: true}
+	got := s.handshakeBlob(&tracer.Process{Exe: "/usr/bin/wine"})
+	want := append(append([]byte(nil), blob...), "/usr/bin/wine\x00"...)
+	binary.LittleEndian.PutUint32(want[8:], uint32(len(want)))
+	if string(got) != string(want) {
+		t.Errorf("handshakeBlob = %q, want %q", got, want)
+	}
+	if string(blob[8:12]) == string(got[8:12]) {
+		t.Errorf("the session's blob changed, or the size was not patched")
+	}
+	for _, tc := range []struct {
+		name string
+		s    *fastPathState
+		pr   *tracer.Process
+	}{
+		{"not the host's /proc", &fastPathState{blob: blob}, &tracer.Process{Exe: "/usr/bin/wine"}},
+		{"no record", s, &tracer.Process{}},
+		{"no process", s, nil},
+		{"too long", s, &tracer.Process{Exe: "/" + strings.Repeat("x", tracer.PathMax)}},
+	} {
+		if got := tc.s.handshakeBlob(tc.pr); string(got) != string(blob) {
+			t.Errorf("%s: handshakeBlob = %q, want the session's", tc.name, got)
+		}
+	}
+}

@@ -381,7 +381,9 @@ const (
 
 // Encode returns the handshake's answer: a header, the BindParents as
 // {dev, ino} pairs, then NUL-terminated strings: GuestPath, Root, Registry,
-// Empty, and per bind its guest and host paths.
+// Empty, and per bind its guest and host paths. The handshake may add one
+// more string, the header's size covering it: the process's program, where
+// the library answers readlink("/proc/self/exe") (emul's handshakeBlob).
 func (c Config) Encode() ([]byte, error) {
 	if len(c.Binds) > maxBinds {
 		return nil, fmt.Errorf("fastpath: %d binds, the library takes at most %d", len(c.Binds), maxBinds)

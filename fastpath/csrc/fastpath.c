@@ -103,7 +103,10 @@ struct dr_fp_hdr {
 	 * that are a bind point's guest ancestors (relative names in them go to
 	 * the tracer); then NUL-terminated strings: the library's guest path,
 	 * the rootfs's host path, the futex_waitv registry's, the empty
-	 * directory's ("" for none), and per bind its guest path and host path. */
+	 * directory's ("" for none), and per bind its guest path and host path;
+	 * then, where the guest's /proc is the host's (bound at /proc), the
+	 * process's program as the tracer answers readlink("/proc/self/exe")
+	 * (its record of the program, not the loader the kernel names). */
 };
 
 #define FP_MAX_BINDS 256
@@ -133,6 +136,8 @@ static struct {
 	struct fp_bind binds[FP_MAX_BINDS];
 	const uint64_t *parents; /* nparents {dev, ino} pairs */
 	const char *empty;       /* droidroot's empty directory (host path), NULL for none */
+	const char *exe;         /* readlink("/proc/self/exe")'s answer, NULL: the tracer's */
+	size_t exelen;
 	uint32_t nparents;
 	uint64_t proc_dev;
 	/* names: every component of every bind point's guest path (and
@@ -211,6 +216,13 @@ static size_t fp_strlen(const char *s)
 	while (s[n])
 		n++;
 	return n;
+}
+
+static int fp_streq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
 }
 
 static int fp_memeq(const char *a, const char *b, size_t n)
@@ -591,6 +603,11 @@ __attribute__((constructor)) static void fp_init(void)
 		 * or that does not open here: every path under it goes to the tracer. */
 		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : kernel_form(hh, &b->hlen);
 		add_names(b->guest, b->glen);
+	}
+	const char *exe = p < end ? next_str(&p, end) : NULL;
+	if (exe && exe[0]) {
+		cfg.exe = exe;
+		cfg.exelen = fp_strlen(exe);
 	}
 	if (cfg.flags & DR_FP_ASHMEM)
 		add_names("ashmem", 6);
@@ -2821,13 +2838,62 @@ EXPORT int creat(const char *path, mode_t mode)
 }
 EXPORT int creat64(const char *path, mode_t mode) __attribute__((alias("creat")));
 
+/* readlink_self answers readlink of the process's own /proc links where the
+ * guest's /proc is the host's (cfg.exe set): "/proc", "/proc/self",
+ * "/proc/thread-self" and "/proc/PID" (its own) as the kernel does (the
+ * same paths: EINVAL, the pid, "pid/task/tid"), "/proc/self/exe",
+ * "/proc/thread-self/exe" and "/proc/PID/exe" with the tracer's record of
+ * the program (the kernel names droidroot's loader).
+ * glibc's realpath of /proc/self/exe reads all of them: Wine, Chromium and
+ * python find their files from it. Other spellings go to the tracer. The
+ * caller's buffer is the kernel's to write first (getrandom of as many
+ * bytes): a bad one is its EFAULT, as the tracer's write would be. */
+static long readlink_self(const char *path, char *buf, size_t size)
+{
+	static const char *const kernel[] = {"/proc", "/proc/self", "/proc/thread-self"};
+	for (unsigned i = 0; i < sizeof kernel / sizeof kernel[0]; i++)
+		if (fp_streq(path, kernel[i]))
+			return tr(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)size, 0, 0);
+	int exe = fp_streq(path, "/proc/self/exe") || fp_streq(path, "/proc/thread-self/exe");
+	if (!exe && fp_memeq(path, "/proc/", 6) && path[6] >= '1' && path[6] <= '9') {
+		/* The process's own number, as realpath has it after /proc/self:
+		 * "/proc/PID" (a directory, the kernel's EINVAL) and its exe. */
+		long pid = 0;
+		const char *q = path + 6;
+		while (*q >= '0' && *q <= '9' && pid < 1L << 40)
+			pid = pid * 10 + (*q++ - '0');
+		if (pid != raw6(SYS_getpid, 0, 0, 0, 0, 0, 0))
+			return FP_DEFER;
+		if (!*q)
+			return tr(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)size, 0, 0);
+		exe = fp_streq(q, "/exe");
+	}
+	if (!exe)
+		return FP_DEFER;
+	size_t n = cfg.exelen < size ? cfg.exelen : size;
+	long r = raw6(SYS_getrandom, (long)buf, (long)n, 1 /* GRND_NONBLOCK */, 0, 0, 0);
+	if (r == -EFAULT)
+		return r;
+	if (r != (long)n)
+		return FP_DEFER;
+	fp_memcpy(buf, cfg.exe, n);
+	return (long)n;
+}
+
 /* readlink: the link's text is what the tracer answers too, except under -l
- * (its links name data files) and in /proc. */
+ * (its links name data files) and in /proc (but readlink_self's). */
 static long fp_readlink_k(int dirfd, const char *path, char *buf, size_t size)
 {
 	if ((long)size <= 0) {
 		count(F_READLINK, W_FLAGS);
 		return FP_DEFER;
+	}
+	if (cfg.exe && user_ptr(path) && path[0] == '/' && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp) {
+		long r = readlink_self(path, buf, size);
+		if (r != FP_DEFER) {
+			count(F_READLINK, W_ANSWERED);
+			return r;
+		}
 	}
 	struct target t;
 	enum fp_why w = map_at(dirfd, path, &t);
