@@ -308,13 +308,14 @@ func (s *fastPathState) proc(pid int) *fastPathProc {
 // &guard).
 func (s *fastPathState) handshake(c *tracer.Call) {
 	p := s.proc(c.Pid())
+	blob := s.handshakeBlob(c.Proc())
 	switch {
 	case p.ownFilter || c.GuestTraced():
 		c.Fail(unix.ENOSYS) // off: a filter of its own, or a guest tracer would see its calls
 
-	case c.Arg(1) < uint64(len(s.handshakeBlob(c.Proc()))):
+	case c.Arg(1) < uint64(len(blob)):
 		c.Fail(unix.ERANGE)
-	case c.WriteMem(c.Arg(0), s.handshakeBlob(c.Proc())) != nil:
+	case c.WriteMem(c.Arg(0), blob) != nil:
 		c.Fail(unix.EFAULT)
 	default:
 		p.flag = c.Arg(2)
@@ -331,7 +332,7 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 			// programs ask (shells, python, git), each a stop otherwise.
 			s.publish(c, int64(len(guestCwd(c))+1))
 		}
-		c.Return(int64(len(s.handshakeBlob(c.Proc()))))
+		c.Return(int64(len(blob)))
 	}
 }
 
