@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/bench"
 )
 
 // fastPathCounters sums the counters of the fast path's per-process
@@ -949,9 +951,10 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 	if err := unix.Uname(&uts); err != nil {
 		t.Fatal(err)
 	}
-	var ma, mi int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(uts.Release[:]), "%d.%d", &ma, &mi); err != nil {
-		t.Fatalf("kernel release %q: %v", uts.Release, err)
+	release := unix.ByteSliceToString(uts.Release[:])
+	ma, mi, ok := bench.KernelVersion(release)
+	if !ok {
+		t.Fatalf("kernel release %q", release)
 	}
 	return ma > major || ma == major && mi >= minor
 }

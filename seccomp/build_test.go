@@ -56,29 +56,11 @@ func TestVM(t *testing.T) {
 					if i == 3 || i == 4 {
 						// Every fifth traced number of every ABI has the
 						// loader's check (some the trampoline's too).
-						p.Loader, p.LoaderCalls = loaderL, map[*ABI]map[int]bool{}
-						for abi, rules := range p.Rules {
-							calls := map[int]bool{}
-							for nr, act := range rules {
-								if (act == TraceEntry || act == TraceExit) && nr%5 == 0 {
-									calls[nr] = true
-								}
-							}
-							p.LoaderCalls[abi] = calls
-						}
+						p.Loader, p.LoaderCalls = loaderL, everyNthTraced(p, 5)
 					}
 					if i == 2 || i == 3 {
 						// Every third traced number of every ABI has the check.
-						p.TrampolineCalls = map[*ABI]map[int]bool{}
-						for abi, rules := range p.Rules {
-							calls := map[int]bool{}
-							for nr, act := range rules {
-								if (act == TraceEntry || act == TraceExit) && nr%3 == 0 {
-									calls[nr] = true
-								}
-							}
-							p.TrampolineCalls[abi] = calls
-						}
+						p.TrampolineCalls = everyNthTraced(p, 3)
 					}
 					prog := mustBuild(t, goarch, p)
 					vm, err := bpf.NewVM(prog)
@@ -147,6 +129,22 @@ func TestVM(t *testing.T) {
 			}
 		}
 	}
+}
+
+// everyNthTraced marks, per ABI of p's rules, the traced numbers that are
+// multiples of n (TrampolineCalls or LoaderCalls for a policy's tests).
+func everyNthTraced(p Policy, n int) map[*ABI]map[int]bool {
+	out := map[*ABI]map[int]bool{}
+	for abi, rules := range p.Rules {
+		calls := map[int]bool{}
+		for nr, act := range rules {
+			if (act == TraceEntry || act == TraceExit) && nr%n == 0 {
+				calls[nr] = true
+			}
+		}
+		out[abi] = calls
+	}
+	return out
 }
 
 // nearTable reports whether nr (NrBit included) is within 64 of a number

@@ -94,19 +94,7 @@ func Describe(goarch string, p Policy) string {
 	if p.Trampoline != 0 && p.TrampolineCalls != nil {
 		fmt.Fprintf(&sb, "trampoline: these traced syscalls with ip in [%#x, %#x) are allowed:",
 			p.Trampoline, p.Trampoline+TrampolineSize)
-		for _, abi := range HostABIs(goarch) {
-			var nrs []int
-			for nr, on := range p.TrampolineCalls[abi] {
-				if act, ok := p.Rules[abi][nr]; on && ok && (act == TraceEntry || act == TraceExit) {
-					nrs = append(nrs, nr)
-				}
-			}
-			sort.Ints(nrs)
-			for _, nr := range nrs {
-				fmt.Fprintf(&sb, " %s %s (%d)", abi.Name, abi.nameOr(nr, "?"), nr)
-			}
-		}
-		sb.WriteString("\n")
+		writeCheckedCalls(&sb, goarch, p, p.TrampolineCalls)
 	} else if p.Trampoline != 0 {
 		fmt.Fprintf(&sb, "trampoline: traced syscalls of supported ABIs with ip in [%#x, %#x) are allowed\n",
 			p.Trampoline, p.Trampoline+TrampolineSize)
@@ -115,21 +103,28 @@ func Describe(goarch string, p Policy) string {
 	}
 	if l := p.Loader; l.Hi != 0 {
 		fmt.Fprintf(&sb, "loader: these traced syscalls with ip in [%#x, %#x) are allowed:", l.Lo, l.Hi)
-		for _, abi := range HostABIs(goarch) {
-			var nrs []int
-			for nr, on := range p.LoaderCalls[abi] {
-				if act, ok := p.Rules[abi][nr]; on && ok && (act == TraceEntry || act == TraceExit) {
-					nrs = append(nrs, nr)
-				}
-			}
-			sort.Ints(nrs)
-			for _, nr := range nrs {
-				fmt.Fprintf(&sb, " %s %s (%d)", abi.Name, abi.nameOr(nr, "?"), nr)
-			}
-		}
-		sb.WriteString("\n")
+		writeCheckedCalls(&sb, goarch, p, p.LoaderCalls)
 	}
 	return sb.String()
+}
+
+// writeCheckedCalls ends a line of Describe with the calls of each host ABI
+// that calls marks and p traces (an instruction-pointer check's calls), by
+// number.
+func writeCheckedCalls(sb *strings.Builder, goarch string, p Policy, calls map[*ABI]map[int]bool) {
+	for _, abi := range HostABIs(goarch) {
+		var nrs []int
+		for nr, on := range calls[abi] {
+			if act, ok := p.Rules[abi][nr]; on && ok && (act == TraceEntry || act == TraceExit) {
+				nrs = append(nrs, nr)
+			}
+		}
+		sort.Ints(nrs)
+		for _, nr := range nrs {
+			fmt.Fprintf(sb, " %s %s (%d)", abi.Name, abi.nameOr(nr, "?"), nr)
+		}
+	}
+	sb.WriteString("\n")
 }
 
 // runsOf is the number of runs of equal action in the search tree Build

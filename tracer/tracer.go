@@ -233,10 +233,10 @@ type loaderImage struct {
 // AllowLoader lets the traced calls droidroot's loader makes that the
 // tracer lets run as they are (loader.PassedCalls: its opens of the
 // scratch area, the program and its interpreter, its prctl) through p's
-// filter from the loader's code, where
-// the loader (its ELF image) is droidroot's own (one of loader.Variants): no stop
-// for them at each exec. Another PROOT_LOADER's calls stay traced (the
-// tracer lets them run at their stops: Tracer.InLoader).
+// filter from the loader's code, where the loader (its ELF image) is
+// droidroot's own (one of loader.Variants): no stop for them at each exec.
+// Another PROOT_LOADER's calls stay traced (the tracer lets them run at
+// their stops: Tracer.InLoader).
 func AllowLoader(p *seccomp.Policy, goarch string, image io.ReaderAt) error {
 	img, err := loaderImageOf(image)
 	if err != nil {
@@ -280,7 +280,7 @@ func loaderImageOf(r io.ReaderAt) (loaderImage, error) {
 	if err != nil {
 		return img, err
 	}
-	lo, hi, err := imageRangeOf(f)
+	lo, hi, err := imageRange(f)
 	if err != nil {
 		return img, err
 	}
@@ -296,19 +296,9 @@ func loaderImageOf(r io.ReaderAt) (loaderImage, error) {
 	return img, nil
 }
 
-// imageRange returns the address range the PT_LOAD segments of a
-// fixed-address ELF file occupy.
-func imageRange(path string) (lo, hi uint64, err error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	return imageRangeOf(f)
-}
-
-// imageRangeOf is imageRange of ELF file f.
-func imageRangeOf(f *elf.File) (lo, hi uint64, err error) {
+// imageRange returns the address range the PT_LOAD segments of
+// fixed-address ELF file f occupy.
+func imageRange(f *elf.File) (lo, hi uint64, err error) {
 	lo = ^uint64(0)
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_LOAD {
