@@ -154,6 +154,21 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
+// TestJobControlOfANewChild: a child stopped and continued just after its fork, before it
+// has run (a shell's "job & kill -STOP $!; kill -CONT $!"), runs on, as without droidroot.
+// SIGCONT makes a seized tracee trap at once, stopped or not, with the status of a new task's
+// initial stop, which droidroot had taken for that stop reported late and left stopped: the
+// shell's wait never returned.
+func TestJobControlOfANewChild(t *testing.T) {
+	g := busyboxGuest(t)
+	script := `i=0; while [ $i -lt 20 ]; do sleep 5 & kill -STOP $!; kill -CONT $!; kill $!; wait $!; echo -n "$? "; i=$((i+1)); done; echo`
+	want := strings.Repeat("143 ", 20) + "\n"
+	res := viaDroidroot(t, g, "", "/bin/sh", "-c", script)
+	if res.Code != 0 || res.Stdout != want {
+		t.Errorf("got %q, want %q\n%s", res.Stdout, want, res)
+	}
+}
+
 // TestSignalsReachTheGuest: droidroot survives the asynchronous signals a terminal or a
 // launcher sends (Ctrl-C's SIGINT to the foreground process group, SIGHUP when the terminal
 // closes, SIGTERM), as proot does, so the guest decides what they mean; and the guest starts

@@ -101,6 +101,18 @@ func (t *Tracer) forked(th *Thread, event int) {
 // new task's initial stop is.
 func initialStop(ws unix.WaitStatus) bool { return int(ws)>>16&0xff == unix.PTRACE_EVENT_STOP }
 
+// staleInitialReport tells whether ws, a PTRACE_EVENT_STOP with SIGTRAP
+// reported for a task waitAwaiting resumed from its initial stop, is that
+// stop reported late: the task is in no stop of that status now (cur, its
+// siginfo, nil when it is in no stop). A task that is, stopped again:
+// SIGCONT sent to a seized tracee makes it trap with that same status
+// (JOBCTL_TRAP_NOTIFY) at once, stopped or not, and dropping that report
+// would leave it stopped for good (a shell's "kill -STOP; kill -CONT" of a
+// child just forked).
+func staleInitialReport(ws unix.WaitStatus, cur *Siginfo) bool {
+	return cur == nil || stopStatus(cur) != ws
+}
+
 // stopStatus is the wait status of the ptrace stop whose siginfo is si:
 // for a ptrace event or syscall stop (and PTRACE_EVENT_STOP), si_code is
 // the status's stop part; for a signal-delivery stop, the signal.

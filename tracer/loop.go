@@ -154,16 +154,21 @@ func (t *Tracer) dispatch(th *Thread, ws unix.WaitStatus) {
 	case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXIT:
 		t.exitingStop(th)
 	case event == unix.PTRACE_EVENT_STOP:
-		var si Siginfo
-		if th.birth == resumedEarly && sig == unix.SIGTRAP && (th.pt == nil || !th.pt.interrupted || getSiginfo(th.Tid, &si) != nil) {
-			// The initial stop waitAwaiting already resumed, reported late
-			// (not the stop of an emulated tracer's PTRACE_INTERRUPT: the
-			// thread is not in a stop then).
+		if th.birth == resumedEarly && sig == unix.SIGTRAP {
 			th.birth = born
-			if t.flight != nil {
-				t.fly(th.Tid, "DROP", "late initial stop")
+			var si Siginfo
+			cur := &si
+			if getSiginfo(th.Tid, &si) != nil {
+				cur = nil
 			}
-			return
+			if staleInitialReport(ws, cur) {
+				if t.flight != nil {
+					t.fly(th.Tid, "DROP", "late initial stop")
+				}
+				return
+			}
+			// A stop of its own: SIGCONT's (a seized tracee traps at every
+			// SIGCONT, stopped or not), or an emulated tracer's interrupt.
 		}
 		if th.birth == orphan {
 			return // stays stopped until its parent's event (forked)

@@ -168,7 +168,7 @@ const (
 	// waitAwaiting.
 	unreported
 	// resumedEarly: waitAwaiting found it in its initial stop and resumed
-	// it; a late report of that stop is dropped.
+	// it; a late report of that stop is dropped (staleInitialReport).
 	resumedEarly
 )
 

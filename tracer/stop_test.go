@@ -33,3 +33,28 @@ func TestStopStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleInitialReport: an EVENT_STOP report of a task resumed from its
+// initial stop is dropped only when the task is in no such stop now; a new
+// one (SIGCONT's trap, an interrupt) is handled.
+func TestStaleInitialReport(t *testing.T) {
+	trap := int32(unix.SIGTRAP)
+	report := unix.WaitStatus(0x7f | (int(unix.SIGTRAP)|unix.PTRACE_EVENT_STOP<<8)<<8)
+	tests := []struct {
+		name  string
+		cur   *Siginfo
+		stale bool
+	}{
+		{"running", nil, true},
+		{"in SIGCONT's trap", &Siginfo{Signo: trap, Code: trap | unix.PTRACE_EVENT_STOP<<8}, false},
+		{"at a seccomp stop", &Siginfo{Signo: trap, Code: trap | unix.PTRACE_EVENT_SECCOMP<<8}, true},
+		{"at a syscall stop", &Siginfo{Signo: trap, Code: trap | 0x80}, true},
+		{"in a group stop", &Siginfo{Signo: int32(unix.SIGSTOP), Code: int32(unix.SIGSTOP) | unix.PTRACE_EVENT_STOP<<8}, true},
+		{"at a signal", &Siginfo{Signo: int32(unix.SIGSTOP)}, true},
+	}
+	for _, tc := range tests {
+		if got := staleInitialReport(report, tc.cur); got != tc.stale {
+			t.Errorf("%s: stale %v, want %v", tc.name, got, tc.stale)
+		}
+	}
+}
