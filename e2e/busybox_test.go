@@ -300,3 +300,41 @@ func TestStopCensusSites(t *testing.T) {
 		t.Errorf("stat row %q: want at least 7 calls, returning to pathprobe or libc\n%s", m[0], res.Stderr)
 	}
 }
+
+// TestShebangLimits: #! lines at the edges of the kernel's 256-byte buffer
+// (fs/binfmt_script.c) run as in the chroot: an argument cut before the
+// buffer's last byte, a name that may be truncated (ENOEXEC), NULs, blanks,
+// a carriage return, an empty name (the kernel opens the cwd: EACCES).
+func TestShebangLimits(t *testing.T) {
+	needRoot(t)
+	g := busyboxGuest(t)
+	tmp := strings.SplitN(g.Binds[2], ":", 2)[0]
+	scripts := map[string]string{
+		"long-arg":  "#!/bin/echo " + strings.Repeat("x", 300) + "\n",
+		"long-name": "#!/" + strings.Repeat("n", 260) + "\n",
+		"name-edge": "#!/bin/" + strings.Repeat("n", 247) + " \n",
+		"nul-arg":   "#!/bin/echo a\x00b\n",
+		"nul-name":  "#!   \x00/bin/echo\n",
+		"bang":      "#!",
+		"blanks":    "#! \t",
+		"crlf":      "#!/bin/echo arg\r\n",
+		"newline":   "#!\n",
+	}
+	var names []string
+	for name, text := range scripts {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	script := ""
+	for _, n := range names {
+		script += fmt.Sprintf("(exec /tmp/%s a) 2>&1 | od -c | tail -3; echo \"%s $?\"\n", n, n)
+	}
+	want := viaChroot(t, g, "", "/bin/sh", "-c", "set -o pipefail; "+script)
+	got := viaDroidroot(t, g, "", "/bin/sh", "-c", "set -o pipefail; "+script)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("droidroot differs from the chroot (-chroot +droidroot):\n%s", diff)
+	}
+}

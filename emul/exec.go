@@ -88,6 +88,11 @@ func planExec(c *tracer.Call, dirfdArg int, guest, scriptName string, inaccessib
 			}
 			na = append(na, scriptName)
 			argv = append(na, rest...)
+			if interp == "" {
+				// open_exec("") opens the cwd (getname_kernel takes an
+				// empty name): a directory, EACCES.
+				return nil, unix.EACCES
+			}
 			filename, scriptName = interp, interp
 			continue
 		}
@@ -170,36 +175,71 @@ func openExecInterp(host string) (bool, unix.Errno) {
 	return true, 0
 }
 
-// parseShebang splits a #! line as fs/binfmt_script.c does: the
-// interpreter is the first word, everything after it (trimmed) one
-// optional argument.
+// parseShebang splits a #! line as fs/binfmt_script.c's load_script does,
+// step by step, on the kernel's buffer (bprm->buf: the file's first
+// binprmBufSize bytes, zero-padded): the line ends at the first newline
+// before any NUL, else (nothing then says the line is complete) at the
+// buffer's last byte, which is never part of it, and only if a blank or
+// NUL follows the interpreter's name there (a name that may be truncated is
+// ENOEXEC, ok false); blanks around it are dropped; the interpreter is the
+// first word, up to a blank or NUL, and everything after the blanks that
+// follow it one optional argument (up to a NUL). An empty interpreter name
+// (a NUL right after the blanks) is the kernel's too: it opens the cwd.
 func parseShebang(hd []byte) (interp, arg string, ok bool) {
-	line := hd[2:]
-	if i := bytes.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
-	} else if len(hd) == binprmBufSize {
-		// No newline in the buffer: the kernel accepts it only if the
-		// interpreter name is not truncated.
-		trimmed := bytes.TrimLeft(line, " \t")
-		if bytes.IndexAny(trimmed, " \t") < 0 {
-			return "", "", false
+	var buf [binprmBufSize]byte
+	copy(buf[:], hd)
+	bufEnd := binprmBufSize - 1
+	spacetab := func(c byte) bool { return c == ' ' || c == '\t' }
+	nextNonSpacetab := func(i, end int) int {
+		for ; i < end; i++ {
+			if !spacetab(buf[i]) {
+				return i
+			}
+		}
+		return -1
+	}
+	nextTerminator := func(i, end int) int {
+		for ; i < end; i++ {
+			if spacetab(buf[i]) || buf[i] == 0 {
+				return i
+			}
+		}
+		return -1
+	}
+	cstr := func(b []byte) string {
+		if k := bytes.IndexByte(b, 0); k >= 0 {
+			b = b[:k]
+		}
+		return string(b)
+	}
+	end := -1 // strnchr(buf, sizeof buf, '\n'), which stops at a NUL
+	for i := 0; i < len(buf) && buf[i] != 0; i++ {
+		if buf[i] == '\n' {
+			end = i
+			break
 		}
 	}
-	if i := bytes.IndexByte(line, 0); i >= 0 {
-		line = line[:i]
+	if end < 0 {
+		first := nextNonSpacetab(2, bufEnd)
+		if first < 0 || nextTerminator(first, bufEnd) < 0 {
+			return "", "", false
+		}
+		end = bufEnd
 	}
-	line = bytes.TrimLeft(line, " \t")
-	line = bytes.TrimRight(line, " \t")
-	if len(line) == 0 {
+	for spacetab(buf[end-1]) {
+		end--
+	}
+	name := nextNonSpacetab(2, end)
+	if name < 0 || name == end {
 		return "", "", false
 	}
-	end := bytes.IndexAny(line, " \t")
-	if end < 0 {
-		return string(line), "", true
+	sep := nextTerminator(name, end)
+	if sep >= 0 && buf[sep] != 0 {
+		if a := nextNonSpacetab(sep, end); a >= 0 {
+			return cstr(buf[name:sep]), cstr(buf[a:end]), true
+		}
 	}
-	interp = string(line[:end])
-	arg = string(bytes.TrimLeft(line[end:], " \t"))
-	return interp, arg, true
+	return cstr(buf[name:end]), "", true
 }
 
 // elfInterp validates an ELF file for this host as the kernel's ELF loader

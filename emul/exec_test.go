@@ -27,7 +27,22 @@ func TestParseShebang(t *testing.T) {
 		{"#!\n", "", "", false},
 		{"#!   \n", "", "", false},
 		{long[:256], "", "", false}, // interpreter name truncated by the 256-byte buffer
-		{"#!/bin/sh " + strings.Repeat("a", 300), "/bin/sh", strings.Repeat("a", 256-len("#!/bin/sh ")), true},
+		// No newline in the buffer: its last byte is never part of the line (a
+		// 300-byte argument after "#!/bin/echo " is 243 bytes under Linux 6.18).
+		{"#!/bin/sh " + strings.Repeat("a", 300), "/bin/sh", strings.Repeat("a", 255-len("#!/bin/sh ")), true},
+		{"#!/bin/echo " + strings.Repeat("x", 300), "/bin/echo", strings.Repeat("x", 243), true},
+		// ... nor the blank that would end a name there.
+		{"#!/" + strings.Repeat("n", 252) + " ", "", "", false},
+		{"#!/" + strings.Repeat("n", 251) + " x", "/" + strings.Repeat("n", 251), "", true},
+		// A NUL ends the search for the newline, the name and the argument.
+		{"#!/bin/echo\x00 arg\n", "/bin/echo", "", true},
+		{"#!/bin/echo a\x00b\n", "/bin/echo", "a", true},
+		{"#!   \x00/bin/sh\n", "", "", true}, // an empty name: the kernel opens the cwd, EACCES
+		{"#!", "", "", true},
+		{"#! \t", "", "", true},
+		{"#!/bin/sh\t\t\n", "/bin/sh", "", true},
+		{"#!/bin/sh \r\n", "/bin/sh", "\r", true},
+		{"#!/bin/sh\r\n", "/bin/sh\r", "", true},
 	}
 	for _, tt := range tests {
 		hd := []byte(tt.in)
