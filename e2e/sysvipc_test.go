@@ -51,9 +51,10 @@ func withSysvipc(t testing.TB, g guest, stdin string, cmd ...string) result {
 }
 
 // TestSysvIPC: semaphores (errnos, a producer/consumer over shared memory with blocking semop,
-// SEM_UNDO at exit, IPC_RMID waking a sleeper with EIDRM, EINTR from a handled signal, an
-// ignored SIGCHLD not ending the wait) and shared memory across fork (nattch, deferred
-// IPC_RMID, shmdt) and message queues (type selection, blocked receivers and senders, EIDRM),
+// SEM_UNDO at exit, IPC_RMID waking a sleeper with EIDRM, EINTR from a handled signal and from
+// a stop, an ignored SIGCHLD not ending the wait) and shared memory across fork (nattch,
+// deferred IPC_RMID, shmdt) and message queues (type selection, blocked receivers and senders,
+// a stopped receiver sleeping on, EIDRM),
 // answered by droidroot --sysvipc, must print what the kernel prints in a
 // real chroot; and the calls must really be answered by the tracer.
 func TestSysvIPC(t *testing.T) {

@@ -170,6 +170,7 @@ func (s *sysvIPC) semtimedop(c *tracer.Call, timed bool) {
 			}
 			return -int64(unix.EINTR)
 		})
+		c.EndParkAtStop() // a stop and a continue end the sleep: EINTR (signal(7))
 	}
 }
 

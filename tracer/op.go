@@ -22,8 +22,9 @@ import (
 //     thread's call makes it possible (Tracer.Wake interrupts the ppoll
 //     and the answer is set at its exit stop), its timeout elapses (ppoll
 //     returns 0: the kernel keeps the time), or a signal whose handler
-//     must run arrives (the call fails, usually with EINTR, as semop does).
-//     Signals without a handler (ignored, stop/continue) restart the ppoll
+//     must run arrives (the call fails, usually with EINTR, as semop does),
+//     or a stop where the call asked for it (EndParkAtStop: semop). Other
+//     signals without a handler (ignored, stop/continue) restart the ppoll
 //     transparently. Nothing in the tracer waits: a parked thread costs no
 //     tracer time.
 //   - Run: syscall injection. The thread executes syscalls the tracer
@@ -49,6 +50,11 @@ const (
 	// ParkSignal: a signal handler is about to run in the thread (or the
 	// sleep failed): the call must fail now (semop: EINTR).
 	ParkSignal
+	// ParkStopped: a signal is about to stop the thread (SIGSTOP, or
+	// SIGTSTP, SIGTTIN, SIGTTOU at their default action), for a call parked
+	// with EndParkAtStop; the result is what the call returns once the
+	// thread is continued.
+	ParkStopped
 )
 
 type threadOp struct {
@@ -63,6 +69,8 @@ type threadOp struct {
 	end    func(ParkEnd) int64
 	// again: woken to make the call again from its start (requeue).
 	again bool
+	// stopEnds: a stop signal ends the sleep (EndParkAtStop).
+	stopEnds bool
 
 	// Run.
 	nr      int
@@ -81,6 +89,18 @@ type threadOp struct {
 // when the thread dies (EventThreadGone). Park is for Enter handlers.
 func (c *Call) Park(timeout *unix.Timespec, end func(ParkEnd) int64) {
 	c.th.op = &threadOp{park: true, entry: c.Entry, ts: timeout, end: end, reissue: -1}
+}
+
+// EndParkAtStop, after Park, makes a stop of the thread end the parked call
+// (ParkStopped) as a signal handler would, where the sleep a parked call
+// stands for is one the kernel ends with EINTR when the thread is stopped
+// and continued (semop and semtimedop: signal(7), "Interruption of system
+// calls and library functions by stop signals"); other parked calls sleep
+// on once continued, as a restarted call does.
+func (c *Call) EndParkAtStop() {
+	if op := c.th.op; op != nil && op.park {
+		op.stopEnds = true
+	}
 }
 
 // Run makes the thread execute syscall nr(args) and calls then with its
@@ -322,11 +342,14 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 			t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 			return true
 		}
+		caught, ignored := sigDisposition(th.Tid, sig)
 		switch {
 		case op.woken:
 			t.answer(th, op, op.result, sig)
-		case handlerRuns(th.Tid, sig):
+		case caught:
 			t.answer(th, op, op.end(ParkSignal), sig)
+		case op.stopEnds && stopsThread(sig, ignored):
+			t.answer(th, op, op.end(ParkStopped), sig)
 		default:
 			t.resumeThread(th, unix.PTRACE_SYSCALL, sig)
 		}
@@ -345,22 +368,48 @@ func (c *Call) opReturn(v int64) bool {
 	return true
 }
 
-// handlerRuns reports whether delivering sig to tid runs a handler
-// (SigCgt of /proc/tid/status).
+// handlerRuns reports whether delivering sig to tid runs a handler.
 func handlerRuns(tid int, sig syscall.Signal) bool {
+	caught, _ := sigDisposition(tid, sig)
+	return caught
+}
+
+// sigDisposition reads from /proc/TID/status whether thread tid's
+// process catches signal sig (a handler runs: SigCgt) or ignores it
+// (SigIgn); unreadable, it reports a handler (the call ends, as for one).
+func sigDisposition(tid int, sig syscall.Signal) (caught, ignored bool) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
 	if err != nil {
-		return true
+		return true, false
 	}
 	defer f.Close()
+	caught = true
+	bit := uint64(1) << (uint(sig) - 1)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "SigCgt:"); ok {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
 			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err != nil || m&(1<<(uint(sig)-1)) != 0
+			ignored = err == nil && m&bit != 0
+		} else if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err != nil || m&bit != 0, ignored
 		}
 	}
-	return true
+	return caught, ignored
+}
+
+// stopsThread tells whether signal sig, neither caught nor (ignored) set
+// to be ignored, stops the thread at its delivery: SIGSTOP always, SIGTSTP,
+// SIGTTIN and SIGTTOU at their default action.
+func stopsThread(sig syscall.Signal, ignored bool) bool {
+	switch sig {
+	case unix.SIGSTOP:
+		return true
+	case unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		return !ignored
+	}
+	return false
 }
 
 // sigsysOp is for the SIGSYS path (a call the Android policy blocks,

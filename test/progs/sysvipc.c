@@ -245,6 +245,24 @@ static void rmid_and_eintr(void)
 	MUST(op(id, 0, 1, 0));
 	printf("sleeper after ignored SIGCHLD and post: %d\n", reap(c));
 
+	/* A sleeper stopped and continued fails with EINTR (signal(7): semop is interrupted by
+	 * stop signals), SIGTSTP at its default action as SIGSTOP. */
+	for (int k = 0; k < 2; k++) {
+		c = fork();
+		if (c == 0) {
+			int r = op(id, 0, -1, 0);
+			_exit(r < 0 ? errno : 0);
+		}
+		waitncnt(id, 0, GETNCNT, 1);
+		kill(c, k ? SIGTSTP : SIGSTOP);
+		int st;
+		MUST(waitpid(c, &st, WUNTRACED) == c ? 0 : -1);
+		kill(c, SIGCONT);
+		printf("sleeper after %s and SIGCONT (stopped %d): %s\n", k ? "SIGTSTP" : "SIGSTOP", WIFSTOPPED(st),
+		       strerrorname_np(reap(c)));
+	}
+	printf("waiters left: %d\n", semctl(id, 0, GETNCNT));
+
 	/* A sleeper killed by SIGKILL leaves the queue. */
 	c = fork();
 	if (c == 0) {
@@ -429,6 +447,22 @@ static void msg(void)
 	for (int i = 0; i < 3; i++)
 		rcvshow("drain", id, 64, 0, 0);
 	printf("sender exit %d\n", reap(c));
+
+	/* A receiver stopped and continued sleeps on (msgrcv is restarted after a stop). */
+	c = fork();
+	if (c == 0) {
+		struct m m;
+		long r = msgrcv(id, &m, sizeof m.text, 0, 0);
+		_exit(r < 0 ? 100 + errno : (int)r);
+	}
+	usleep(200000);
+	kill(c, SIGSTOP);
+	int st;
+	MUST(waitpid(c, &st, WUNTRACED) == c ? 0 : -1);
+	kill(c, SIGCONT);
+	usleep(100000);
+	MUST(snd(id, 5, "abc", 0));
+	printf("receiver after SIGSTOP, SIGCONT and a send (stopped %d): %d\n", WIFSTOPPED(st), reap(c));
 
 	c = fork();
 	if (c == 0) {
