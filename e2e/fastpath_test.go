@@ -330,6 +330,21 @@ func TestFastPathAnswers(t *testing.T) {
 		// of ls and find, Wine's /usr/lib/wine/../.., stat("dir/")); a file,
 		// a missing name, /proc, and the calls that treat such a name their
 		// own way go to the tracer.
+		// access with a mode on a name accessed before: an lstat and the
+		// check on the pin kept from then (from the name's second access:
+		// "pins answered"; its mode changed is the pin's inode's, checked
+		// then), never an answer of the file the pin no longer names: a
+		// rename over it, its removal ("pins unverified": the pin is
+		// dropped), a symlink in its place (followed; the pins of the
+		// file it leads to); names below the cwd and below a cached parent;
+		// the kept pins hidden from the process's listing of its descriptors.
+		{"access-pins", "cd /fx/scratch\nwrite f x\nchmod f 644\naccess f x\naccess f x\naccess f x\n" +
+			"chmod f 755\naccess f x\naccess f rx\nwrite g y\nchmod g 644\nrename g f\naccess f x\naccess f x\n" +
+			"access f x\nunlink f\naccess f r\nsymlink /fx/dir/file f\naccess f r\naccess f r\nunlink f\n" +
+			"mkdir d\nwrite d/h z\nchmod d/h 600\naccess /fx/scratch/d/h x\naccess /fx/scratch/d/h x\n" +
+			"access /fx/scratch/d/h x\nchmod d/h 700\naccess /fx/scratch/d/h x\nls /proc/self/fd\nunlink d/h\nrmdir d\n",
+			map[string]int{"access": 15, "pins": 7, "pins unverified": 2},
+			map[string]int{"access": 15, "pins": 7, "pins unverified": 2}},
 		{"tails", tailsOps,
 			map[string]int{"stat": 22, "lstat": 2, "fstatat": 5, "statx": 1, "access": 4, "open": 12}, nil},
 		// A symlink as the last component of stat, statx or access:

@@ -296,11 +296,13 @@ static int fmt_procfd(char *b, int fd)
 enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
-	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO, F_NFN
+	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
+	F_PINS, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
-					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio"};
+					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
+					    "pins"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -646,6 +648,20 @@ struct slot {
 };
 static struct slot slots[C_SLOTS];
 
+/* The pins access keeps (access_pinned): a file's O_PATH descriptor in the
+ * guarded range, with the file's dev/ino and the parent directory and name
+ * it was opened as; the same use/refill protocol as the slots' (state). */
+#define P_SLOTS 8
+#define P_NAME 64
+struct pinslot {
+	unsigned state;
+	unsigned guard; /* fp_guard when last known ours (odd: never) */
+	int fd;         /* -1 or 0: empty */
+	uint64_t dev, ino, pdev, pino, stamp;
+	char name[P_NAME];
+};
+static struct pinslot pins[P_SLOTS];
+
 /* fp_gen counts this process's renames and removals (through the library's
  * functions and syscall()), and the session's change counter (fp_changes, a
  * file every guest process maps shared; the tracer counts the calls it
@@ -689,22 +705,30 @@ static unsigned guard_for(int fd, unsigned g0)
 	return !(g0 & 1) && guardable(fd) && guard_now() == g0 ? g0 : 1;
 }
 
-/* use takes a reader's reference on s, unless it is being refilled. */
-static int use(struct slot *s)
+/* use_state takes a reader's reference on a slot's state word, unless the
+ * slot is being refilled. */
+static int use_state(unsigned *state)
 {
-	unsigned st = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+	unsigned st = __atomic_load_n(state, __ATOMIC_RELAXED);
 	while (!(st & S_BUSY))
-		if (__atomic_compare_exchange_n(&s->state, &st, st + 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(state, &st, st + 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			return 1;
 	return 0;
 }
-static void unuse(struct slot *s) { __atomic_fetch_sub(&s->state, 1, __ATOMIC_RELEASE); }
+static void unuse_state(unsigned *state) { __atomic_fetch_sub(state, 1, __ATOMIC_RELEASE); }
+/* refill_state makes the caller a slot's only writer, from `have`
+ * references (0, or the caller's own 1). */
+static int refill_state(unsigned *state, unsigned have)
+{
+	return __atomic_compare_exchange_n(state, &have, S_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* use takes a reader's reference on s, unless it is being refilled. */
+static int use(struct slot *s) { return use_state(&s->state); }
+static void unuse(struct slot *s) { unuse_state(&s->state); }
 /* refill makes the caller s's only writer, from `have` references (0, or
  * the caller's own 1); done hands it back with the caller holding one. */
-static int refill(struct slot *s, unsigned have)
-{
-	return __atomic_compare_exchange_n(&s->state, &have, S_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
+static int refill(struct slot *s, unsigned have) { return refill_state(&s->state, have); }
 static void done(struct slot *s) { __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE); }
 static void cancel(struct slot *s) { __atomic_store_n(&s->state, 0, __ATOMIC_RELEASE); }
 
@@ -1044,6 +1068,9 @@ static int hidden_fd(long fd)
 	for (int i = 0; i < C_SLOTS; i++)
 		if (__atomic_load_n(&slots[i].fd, __ATOMIC_RELAXED) == fd && __atomic_load_n(&slots[i].guard, __ATOMIC_RELAXED) == g)
 			return 1;
+	for (int i = 0; i < P_SLOTS; i++)
+		if (__atomic_load_n(&pins[i].fd, __ATOMIC_RELAXED) == fd && __atomic_load_n(&pins[i].guard, __ATOMIC_RELAXED) == g)
+			return 1;
 	return 0;
 }
 
@@ -1087,6 +1114,9 @@ struct target {
 	 * otherwise (see direct_ok). */
 	int unchecked;
 	struct parent parent;
+	/* pdev/pino: the parent's identity where it is the guest's cwd or
+	 * dirfd, checked (map_rel); a cached parent's is its slot's. 0: none. */
+	uint64_t pdev, pino;
 };
 
 /* ---- parents with symlinks on the way ---- */
@@ -1712,6 +1742,7 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int ho
 		if (!tail && bind_parent(st.st_dev, st.st_ino))
 			return W_OPTION;
 		t->parent.fd = dirfd, t->parent.slot = NULL, t->parent.borrowed = 1;
+		t->pdev = st.st_dev, t->pino = st.st_ino;
 		return W_ANSWERED;
 	}
 	/* The directories on the way, cached under the base's identity. */
@@ -1764,6 +1795,7 @@ static enum fp_why map_at_how(int dirfd, const char *g, struct target *t, int ho
 {
 	t->unchecked = 0;
 	t->hops = 0;
+	t->pdev = t->pino = 0;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
 	if (!user_ptr(g))
@@ -1818,6 +1850,7 @@ static int is_l2s_name(const char *name) { return fp_memeq(name, ".l2s.", 5) || 
 static enum fp_why map_root(struct target *t)
 {
 	t->unchecked = 0;
+	t->pdev = t->pino = 0;
 	t->hops = 0;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
 		return W_OFF;
@@ -2297,19 +2330,13 @@ static int faccessat2_ok(void)
 	return (cfg.flags & DR_FP_OPENAT2) && __atomic_load_n(&fp_faccessat2_ok, __ATOMIC_RELAXED);
 }
 
-/* access_pinned checks mode on t's last component, which the call follows,
- * through its pin (pin_nolink or pin_last: a symlink there, or one swapped
- * in after any check, goes to the tracer and is never followed here with
- * the host's root): faccessat2 on the pin itself with AT_EMPTY_PATH, or
- * faccessat of its /proc/self/fd name, which follows nothing after the
- * magic link. The kernel's checks through the pin are its checks through
- * the path (the same inode and mount). t's parent is released. */
-static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
+/* access_on checks mode on pinned file m (proc: its /proc/self/fd name):
+ * faccessat2 on the pin itself with AT_EMPTY_PATH, or faccessat of proc,
+ * which follows nothing after the magic link; FP_DEFER where flags need
+ * faccessat2 and it cannot be made. */
+static long access_on(long m, const char *proc, int mode, int flags)
 {
-	char proc[32];
-	long m = pin_follow(t, proc, w), r = -ENOSYS;
-	if (m < 0)
-		return m;
+	long r = -ENOSYS;
 	if (faccessat2_ok()) {
 		r = tr(SYS_faccessat2, m, (long)"", mode, flags | AT_EMPTY_PATH, 0, 0);
 		if (r == -ENOSYS || (r == -EINVAL && tr(SYS_faccessat, AT_FDCWD, (long)proc, mode, 0, 0, 0) != -EINVAL)) {
@@ -2319,9 +2346,184 @@ static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
 	}
 	if (r == -ENOSYS)
 		r = flags ? FP_DEFER : tr(SYS_faccessat, AT_FDCWD, (long)proc, mode, 0, 0, 0);
+	return r;
+}
+
+/* ---- the pins access keeps ----
+ *
+ * An access with a mode is checked on the file's pin (access_pinned): its
+ * open, the check and its close are three system calls where the kernel
+ * makes one. A name accessed again (a program's checks of the same files,
+ * bash's test -x, Wine's) is answered with two: an lstat of the name below
+ * its verified parent, which finds there, no symlink, the file (dev/ino) a
+ * pin kept from an earlier access of that name below that parent is of, and
+ * the check on that pin. That is the answer the pin just opened would give:
+ * the pin keeps its inode alive, so no other file has its dev/ino, and it was
+ * opened through the same parent and name, so through the same mount (a
+ * host's mount over the name changes what the lstat finds, or shows within
+ * the TTL as the parents' cache's does). Its descriptor is in the guarded
+ * range and trusted as the slots' are (the guard word, else an fstat). */
+
+/* pin_seen remembers the names pinned lately (a hash each), so that a pin
+ * is kept only at a name's second access: one access of many names (a
+ * PATH search, find -perm) costs no more than without the cache. */
+static uint32_t pin_seen[64];
+static unsigned pin_next; /* the next slot to take when none is free */
+
+static uint32_t pin_hash(uint64_t pdev, uint64_t pino, const char *name, size_t nl)
+{
+	uint64_t k[2] = {pdev, pino};
+	uint32_t h = hash_of((const char *)k, sizeof k);
+	for (size_t i = 0; i < nl; i++)
+		h = (h ^ (unsigned char)name[i]) * 16777619u;
+	return h | 1;
+}
+
+/* pin_ours tells whether p's descriptor is still the pin recorded (p held
+ * by the caller): the guard word unchanged since, or its fstat. */
+static int pin_ours(struct pinslot *p, unsigned g0)
+{
+	struct stat st;
+	if (!(g0 & 1) && __atomic_load_n(&p->guard, __ATOMIC_RELAXED) == g0)
+		return 1;
+	if (tr(SYS_fstat, p->fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != p->dev || st.st_ino != p->ino)
+		return 0;
+	__atomic_store_n(&p->guard, guard_for(p->fd, g0), __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* pin_drop empties slot p, held by the caller, whose pin no longer names
+ * what its name does (closed if still ours), unless others use it; the
+ * caller's reference is dropped either way. */
+static void pin_drop(struct pinslot *p, unsigned g0)
+{
+	if (!refill_state(&p->state, 1)) {
+		unuse_state(&p->state);
+		return;
+	}
+	if (pin_ours(p, g0))
+		tr(SYS_close, p->fd, 0, 0, 0, 0, 0);
+	__atomic_store_n(&p->fd, -1, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->state, 0, __ATOMIC_RELEASE);
+}
+
+/* pin_find returns the slot keeping a pin of name (nl bytes) below parent
+ * pdev/pino, with a reader's reference, or NULL. */
+static struct pinslot *pin_find(uint64_t pdev, uint64_t pino, const char *name, size_t nl)
+{
+	for (int i = 0; i < P_SLOTS; i++) {
+		struct pinslot *p = &pins[i];
+		if (__atomic_load_n(&p->fd, __ATOMIC_RELAXED) <= 0 || !use_state(&p->state))
+			continue;
+		if (p->fd > 0 && p->pdev == pdev && p->pino == pino && fp_memeq(p->name, name, nl + 1))
+			return p;
+		unuse_state(&p->state);
+	}
+	return NULL;
+}
+
+/* pin_keep keeps pin m of name below pdev/pino (taken under guard word g0)
+ * in a slot, at the name's second access: 1 if it did (m is then the
+ * slot's, moved into the guarded range), 0 if the caller closes m. */
+static int pin_keep(uint64_t pdev, uint64_t pino, const char *name, size_t nl, long m, unsigned g0)
+{
+	uint32_t h = pin_hash(pdev, pino, name, nl);
+	uint32_t *seen = &pin_seen[h % 64];
+	if (__atomic_load_n(seen, __ATOMIC_RELAXED) != h) {
+		__atomic_store_n(seen, h, __ATOMIC_RELAXED);
+		return 0;
+	}
+	struct pinslot *v = NULL;
+	for (int pass = 0; pass < 2 && !v; pass++)
+		for (int i = 0; i < P_SLOTS && !v; i++) {
+			struct pinslot *p = &pins[i];
+			int fd = __atomic_load_n(&p->fd, __ATOMIC_RELAXED);
+			int mine = fd > 0 && p->pdev == pdev && p->pino == pino && fp_memeq(p->name, name, nl + 1);
+			if ((pass || fd <= 0 || mine) && refill_state(&p->state, 0))
+				v = p;
+		}
+	if (!v) {
+		struct pinslot *p = &pins[__atomic_fetch_add(&pin_next, 1, __ATOMIC_RELAXED) % P_SLOTS];
+		if (!refill_state(&p->state, 0))
+			return 0;
+		v = p;
+	}
+	struct stat st;
+	long hi = -1;
+	if (tr(SYS_fstat, m, (long)&st, 0, 0, 0, 0) == 0)
+		hi = raw6(SYS_fcntl, m, F_DUPFD_CLOEXEC, FP_FD_BASE, 0, 0, 0);
+	if (hi >= 0 && !guardable((int)hi)) {
+		tr(SYS_close, hi, 0, 0, 0, 0, 0);
+		hi = -1;
+	}
+	if (hi < 0) {
+		__atomic_store_n(&v->state, 0, __ATOMIC_RELEASE);
+		return 0;
+	}
 	tr(SYS_close, m, 0, 0, 0, 0, 0);
+	if (v->fd > 0 && pin_ours(v, g0))
+		tr(SYS_close, v->fd, 0, 0, 0, 0, 0);
+	v->dev = st.st_dev, v->ino = st.st_ino;
+	v->pdev = pdev, v->pino = pino;
+	fp_memcpy(v->name, name, nl + 1);
+	v->stamp = now_ns();
+	v->guard = guard_for((int)hi, g0);
+	__atomic_store_n(&v->fd, (int)hi, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->state, 0, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* access_pinned checks mode on t's last component, which the call follows,
+ * through its pin (pin_nolink or pin_last: a symlink there, or one swapped
+ * in after any check, goes to the tracer and is never followed here with
+ * the host's root), or a pin kept from an earlier access of the name (see
+ * above). The kernel's checks through the pin are its checks through the
+ * path (the same inode and mount). t's parent is released. */
+static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
+{
+	char proc[32];
+	size_t nl = fp_strlen(t->name);
+	unsigned g0 = guard_now();
+	uint64_t pdev = t->pdev, pino = t->pino;
+	if (t->parent.slot)
+		pdev = t->parent.slot->dev, pino = t->parent.slot->ino;
+	int cacheable = (pdev || pino) && nl < P_NAME && cfg.ttl_ns;
+	if (cacheable) {
+		struct pinslot *p = pin_find(pdev, pino, t->name, nl);
+		if (p) {
+			struct stat st;
+			long r = tr(SYS_newfstatat, t->parent.fd, (long)t->name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+			if (r == 0 && !S_ISLNK(st.st_mode) && st.st_dev == p->dev && st.st_ino == p->ino &&
+			    now_ns() - p->stamp < cfg.fresh_ns && pin_ours(p, g0)) {
+				release(&t->parent);
+				fmt_procfd(proc, p->fd);
+				r = access_on(p->fd, proc, mode, flags);
+				unuse_state(&p->state);
+				count(F_PINS, r == FP_DEFER ? W_FLAGS : W_ANSWERED);
+				if (r == FP_DEFER)
+					*w = W_FLAGS;
+				return r;
+			}
+			count(F_PINS, W_UNVERIFIED);
+			pin_drop(p, g0);
+			if (r == 0 && S_ISLNK(st.st_mode)) {
+				/* A symlink now: the caller follows it, as after
+				 * the pin's refusal. */
+				release(&t->parent);
+				*w = W_SYMLINK;
+				return FP_DEFER;
+			}
+		}
+	}
+	long m = pin_follow(t, proc, w), r;
+	if (m < 0)
+		return m;
+	r = access_on(m, proc, mode, flags);
 	if (r == FP_DEFER)
 		*w = W_FLAGS;
+	else if (cacheable && !(g0 & 1) && pin_keep(pdev, pino, t->name, nl, m, g0))
+		return r;
+	tr(SYS_close, m, 0, 0, 0, 0, 0);
 	return r;
 }
 
