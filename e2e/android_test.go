@@ -185,9 +185,9 @@ func TestAndroidPolicyOption(t *testing.T) {
 	}
 }
 
-// TestFastPathLegacyPolls: Android's x86_64 policy blocks poll and epoll_wait, which glibc's
+// TestFastPathLegacyPolls: Android's x86_64 policy blocks poll, epoll_wait and dup2, which glibc's
 // wrappers make there (wineserver waits in epoll_wait between any two requests: each was a
-// SIGSYS stop). Under the policy the fast path library makes ppoll and epoll_pwait in-process:
+// SIGSYS stop). Under the policy the fast path library makes ppoll, epoll_pwait and dup3 in-process:
 // androidprobe.dyn's libc calls (ready, timeout, EINVAL, EBADF, EFAULT; TestAndroidProbe holds
 // their answers to the chroot's) are counted answered, and only its syscall(2) calls of the
 // legacy numbers stop.
@@ -207,10 +207,11 @@ func TestFastPathLegacyPolls(t *testing.T) {
 		}
 		counts, _ := fastPathCounters(res.Stderr)
 		rows := stopCensus(t, res.Stderr)
-		// 4 epoll_wait and 4 poll through libc; 2 of each through syscall(2).
-		if counts["legacy answered"] != 8 || rows["sigsys epoll_wait"] != 2 || rows["sigsys poll"] != 2 {
-			t.Errorf("--android-policy=%s: legacy %d answered in-process, want 8; SIGSYS stops of epoll_wait %d and poll %d, want 2 each\n%s",
-				pol, counts["legacy answered"], rows["sigsys epoll_wait"], rows["sigsys poll"], res.Stderr)
+		// 4 epoll_wait, 4 poll and 6 dup2 through libc; 2 epoll_wait, 2 poll and 4 dup2
+		// through syscall(2).
+		if counts["legacy answered"] != 14 || rows["sigsys epoll_wait"] != 2 || rows["sigsys poll"] != 2 || rows["sigsys dup2"] != 4 {
+			t.Errorf("--android-policy=%s: legacy %d answered in-process, want 14; SIGSYS stops of epoll_wait %d, poll %d and dup2 %d, want 2, 2 and 4\n%s",
+				pol, counts["legacy answered"], rows["sigsys epoll_wait"], rows["sigsys poll"], rows["sigsys dup2"], res.Stderr)
 		}
 	}
 }

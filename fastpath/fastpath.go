@@ -251,7 +251,7 @@ const (
 	FlagFDGuard   = 1 << 8  // the filter traps changes to FDBase..FDEnd-1 (the guard word)
 	FlagOpenat2   = 1 << 9  // the library may make openat2 (no Android policy blocks it)
 	FlagDirs      = 1 << 10 // not -H: the library may make directory streams (where libc's fstat of one is a stop, and -l's getdents64)
-	FlagLegacy    = 1 << 11 // the app policy blocks x86_64's poll and epoll_wait: the library makes ppoll and epoll_pwait
+	FlagLegacy    = 1 << 11 // the app policy blocks x86_64's poll, epoll_wait and dup2: the library makes ppoll, epoll_pwait and dup3
 	FlagPortShift = 1 << 12 // -p: the tracer shifts AF_INET ports, so addressed sends go to it
 	FlagTrampOpen = 1 << 13 // a test switch: the trampoline page is mapped from an open of the library's file, as before Linux 5.13
 )

@@ -89,7 +89,7 @@ enum {
 	DR_FP_FDGUARD = 1 << 8,    /* the filter traps changes to FP_FD_BASE..FP_FD_END-1 (fp_guard) */
 	DR_FP_OPENAT2 = 1 << 9,    /* openat2 is neither blocked (Android) nor refused here */
 	DR_FP_DIRS = 1 << 10,      /* not -H: directory streams may be made here (where fstat_stops, or -l's getdents64) */
-	DR_FP_LEGACY = 1 << 11,    /* the app policy blocks x86_64's poll and epoll_wait: made as ppoll and epoll_pwait here */
+	DR_FP_LEGACY = 1 << 11,    /* the app policy blocks x86_64's poll, epoll_wait, dup2: made as ppoll, epoll_pwait, dup3 */
 	DR_FP_PORTSHIFT = 1 << 12, /* -p: the tracer shifts AF_INET ports, so addressed sends go to it */
 	DR_FP_TRAMP_OPEN = 1 << 13, /* a test switch: map the trampoline page from an open of the file, as before Linux 5.13 */
 };
@@ -3488,14 +3488,24 @@ static void carry_dir(int old, long new)
  * redirections). */
 static long fp_dup3(int old, int new, int flags, int two)
 {
+	long r;
 #if defined(__x86_64__)
-	long r = two ? raw6(SYS_dup2, old, new, 0, 0, 0, 0) : raw6(SYS_dup3, old, new, flags, 0, 0, 0);
-#else
-	(void)two;
-	long r = raw6(SYS_dup3, old, new, flags, 0, 0, 0); /* arm64 has no dup2 */
+	if (two && !legacy_on()) {
+		r = raw6(SYS_dup2, old, new, 0, 0, 0, 0);
+		if (old != new)
+			carry_dir(old, r);
+		return r;
+	}
+	/* Android's x86_64 app policy blocks dup2 as it does poll (bionic
+	 * makes dup3): a SIGSYS stop each, made as arm64's dup2 below. The
+	 * call is not the trampoline's, so the filter still traps one onto the
+	 * guarded range. */
+	if (two)
+		count(F_LEGACY, W_ANSWERED);
+#endif
+	r = raw6(SYS_dup3, old, new, two ? 0 : flags, 0, 0, 0); /* arm64 has no dup2 */
 	if (two && old == new) /* dup2(fd, fd): the fd if valid (dup3 would say EINVAL) */
 		r = raw6(SYS_fcntl, old, F_GETFD, 0, 0, 0, 0) < 0 ? -EBADF : new;
-#endif
 	if (old != new)
 		carry_dir(old, r);
 	return r;

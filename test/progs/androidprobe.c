@@ -141,6 +141,14 @@ static void legacy(void)
 	show("dup2 same closed", syscall(SYS_dup2, 1000, 1000));
 	show("dup2 other", syscall(SYS_dup2, p[0], 200));
 	show("dup2 bad", syscall(SYS_dup2, 1001, 200));
+	/* libc's dup2 makes the dup2 number here too: the library makes dup3 (FlagLegacy). */
+	show("libc dup2 same open", dup2(p[0], p[0]) == p[0] ? 0 : -1);
+	show("libc dup2 same closed", dup2(1000, 1000));
+	show("libc dup2 other", dup2(p[0], 201) == 201 ? 0 : -1);
+	show("libc dup2 over", dup2(p[1], 201) == 201 ? 0 : -1);
+	show("libc dup2 bad", dup2(1001, 201));
+	show("libc dup2 range", dup2(p[0], 1 << 30));
+	show("close 201", close(201));
 	struct pollfd pf = {.fd = 200, .events = POLLIN};
 	show("poll ready", syscall(SYS_poll, &pf, 1, 1000));
 	printf("  revents %x\n", pf.revents);
