@@ -2393,11 +2393,13 @@ static int pin_ours(struct pinslot *p, unsigned g0)
 }
 
 /* pin_drop empties slot p, held by the caller, whose pin no longer names
- * what its name does (closed if still ours), unless others use it; the
- * caller's reference is dropped either way. */
+ * what its name does (closed if still ours), unless others use it or the
+ * guard word is odd (a vfork child sharing this memory has a descriptor
+ * table of its own: emptying the slot there would lose the parent's
+ * descriptor); the caller's reference is dropped either way. */
 static void pin_drop(struct pinslot *p, unsigned g0)
 {
-	if (!refill_state(&p->state, 1)) {
+	if ((g0 & 1) || !refill_state(&p->state, 1)) {
 		unuse_state(&p->state);
 		return;
 	}
