@@ -36,7 +36,9 @@
 #define SYS_prctl 167
 #define SYS_getppid 173
 #define SYS_sendto 206
+#define SYS_recvfrom 207
 #define SYS_sendmsg 211
+#define SYS_recvmsg 212
 #define SYS_munmap 215
 #define SYS_clone 220
 #define SYS_execve 221

@@ -20,7 +20,9 @@
 #define SYS_pread64 17
 #define SYS_writev 20
 #define SYS_sendto 44
+#define SYS_recvfrom 45
 #define SYS_sendmsg 46
+#define SYS_recvmsg 47
 #define SYS_clone 56
 #define SYS_execve 59
 #define SYS_exit 60

@@ -53,3 +53,40 @@ print(sorted(set(u.recv(64) for i in range(20))))
 			rows["seccomp sendto"], rows["seccomp sendmsg"], counts["sendmsg answered"], counts["sendto answered"], res)
 	}
 }
+
+// TestUnixDatagramNames: recvfrom and recvmsg report the name the sender of
+// a datagram bound, which the kernel keeps as the sun_path given to bind:
+// droidroot gives it the host path, and a chroot's kernel reports the guest
+// path, to which a reply is sent. The fast path library gives the guest path
+// back (an absolute name below the rootfs or a bind); names bound relative
+// come back absolute (the tracer binds them by their host path), unnamed
+// senders as None. Without the library the kernel's host path stays (the
+// filter cannot see recvmsg's name), so the case runs with the library on.
+func TestUnixDatagramNames(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	const script = `
+import os, socket
+os.chdir("/tmp")
+for n in ("rs", "ws", "rel"):
+    try: os.unlink("/tmp/" + n)
+    except OSError: pass
+r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); r.bind("/tmp/rs")
+w = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); w.bind("/tmp/ws")
+w.sendto(b"q", "/tmp/rs"); data, addr = r.recvfrom(64); r.sendto(b"reply", addr)
+print(repr(addr), w.recv(64))
+w.sendto(b"q2", "/tmp/rs"); msg, anc, fl, addr = r.recvmsg(64); r.sendto(b"reply2", addr)
+print(repr(addr), w.recv(64))
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.sendto(b"q3", "/tmp/rs"); print(repr(r.recvfrom(64)[1]))
+b = bytearray(8); w.sendto(b"q4", "/tmp/rs"); n, addr = r.recvfrom_into(b); print(n, repr(addr))
+`
+	want := "'/tmp/ws' b'reply'\n'/tmp/ws' b'reply2'\nNone\n2 '/tmp/ws'\n"
+	if res := viaChroot(t, g, "", "/usr/bin/python3", "-c", script); res.Stdout != want || res.Code != 0 {
+		t.Fatalf("chroot: %s\nwant stdout:\n%s", res, want)
+	}
+	res := runExt(t, []string{"DROIDROOT_FASTPATH=1", "DROIDROOT_FASTPATH_STATS=1"}, nil, g, "", "/usr/bin/python3", "-c", script)
+	counts, _ := fastPathCounters(res.Stderr)
+	if res.Stdout != want || res.Code != 0 || counts["recv answered"] != 3 {
+		t.Errorf("droidroot: %s\nwant stdout:\n%s\nand 3 names given back by the library (recv answered: %d)", res, want, counts["recv answered"])
+	}
+}

@@ -48,6 +48,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/vfs.h>
 #include <string.h>
 
@@ -297,12 +298,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_NFN
+	F_PINS, F_RECV, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins"};
+					    "pins", "recv"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -474,6 +475,8 @@ extern char dr_tramp_page[];
 
 static ssize_t (*real_sendmsg)(int, const struct msghdr *, int);
 static ssize_t (*real_sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+static ssize_t (*real_recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+static ssize_t (*real_recvmsg)(int, struct msghdr *, int);
 
 #if defined(SYS_poll) && defined(SYS_epoll_wait)
 #define FP_LEGACY_CALLS 1
@@ -515,6 +518,8 @@ __attribute__((constructor)) static void fp_init(void)
 	real_getcwd = libc_lookup("getcwd");
 	real_sendmsg = libc_lookup("sendmsg");
 	real_sendto = libc_lookup("sendto");
+	real_recvfrom = libc_lookup("recvfrom");
+	real_recvmsg = libc_lookup("recvmsg");
 #ifdef FP_LEGACY_CALLS
 	real_poll = libc_lookup("poll");
 	real_epoll_wait = libc_lookup("epoll_wait");
@@ -3297,6 +3302,88 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const stru
 	if (real_sendto)
 		return real_sendto(fd, buf, len, flags, to, tolen);
 	return (ssize_t)fp_ret(cancel_sys6(1, 1, SYS_sendto, fd, (long)buf, (long)len, flags, (long)to, tolen));
+}
+
+/* recvfrom and recvmsg report the name a datagram's sender bound, which the
+ * kernel keeps as the sun_path it was given at bind: the host path droidroot
+ * gave it, where a chroot's kernel reports the sender's guest path (a reply
+ * sent to the name received then went to the host path taken as a guest
+ * path: ENOENT). An absolute name below the rootfs or a bind's host is given
+ * back as the guest path it is, as pathmap's ToGuest maps one: the rootfs or
+ * the bind with the longest host prefix, the shorter guest path on a tie.
+ * Names bound relative (the kernel keeps them so), the tracer's short aliases
+ * of long paths and names outside the guest are left as the kernel reports
+ * them; so is every name where the library is off (static programs: the
+ * filter cannot see recvmsg's name to trap it). libc's own calls are made:
+ * cancellation and errno as libc's. */
+static long guest_name(const char *p, size_t n, char *out, size_t size)
+{
+	const char *g = NULL;
+	size_t gl = 0, hl = 0;
+	if (under(p, n, cfg.root, cfg.rootlen))
+		g = "", hl = cfg.rootlen;
+	for (int i = 0; i < cfg.nbinds; i++) {
+		const struct fp_bind *b = &cfg.binds[i];
+		if (b->host && under(p, n, b->host, b->hlen) && (!g || b->hlen > hl || (b->hlen == hl && b->glen < gl)))
+			g = b->guest, gl = b->glen, hl = b->hlen;
+	}
+	if (!g)
+		return -1;
+	size_t len = gl + (n - hl);
+	if (len + 2 > size)
+		return -1;
+	fp_memcpy(out, g, gl);
+	fp_memcpy(out + gl, p + hl, n - hl);
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = 0;
+	return (long)len;
+}
+
+/* name_to_guest rewrites the AF_UNIX name the kernel wrote at addr (its full
+ * length *lenp, of a buffer of cap bytes) to its guest path (above), with
+ * the kernel's own length (the NUL counted) and truncation to cap. */
+static void name_to_guest(void *addr, socklen_t *lenp, socklen_t cap)
+{
+	struct sockaddr_un *sa = addr;
+	socklen_t full = *lenp;
+	size_t off = offsetof(struct sockaddr_un, sun_path);
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp || full > cap || full <= off + 1 ||
+	    full > sizeof *sa || sa->sun_family != AF_UNIX || sa->sun_path[0] != '/')
+		return;
+	size_t n = 0;
+	while (off + n < full && sa->sun_path[n])
+		n++;
+	char g[sizeof sa->sun_path + 1];
+	long gl = guest_name(sa->sun_path, n, g, sizeof g);
+	if (gl < 0 || ((size_t)gl == n && fp_memeq(g, sa->sun_path, n)))
+		return;
+	socklen_t nfull = (socklen_t)(off + (size_t)gl + 1);
+	size_t w = nfull < cap ? nfull : cap;
+	fp_memcpy(sa->sun_path, g, w - off);
+	*lenp = nfull;
+	count(F_RECV, W_ANSWERED);
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
+{
+	socklen_t cap = from && user_ptr(fromlen) ? *fromlen : 0;
+	ssize_t r = real_recvfrom ? real_recvfrom(fd, buf, len, flags, from, fromlen)
+				  : (ssize_t)fp_ret(cancel_sys6(1, 1, SYS_recvfrom, fd, (long)buf, (long)len, flags, (long)from, (long)fromlen));
+	if (r >= 0 && cap)
+		name_to_guest(from, fromlen, cap);
+	return r;
+}
+EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	void *name = NULL;
+	socklen_t cap = 0;
+	if (user_ptr(msg) && user_ptr((char *)msg + sizeof *msg))
+		name = msg->msg_name, cap = msg->msg_namelen;
+	ssize_t r = real_recvmsg ? real_recvmsg(fd, msg, flags) : (ssize_t)fp_ret(cancel_sys(1, 1, SYS_recvmsg, fd, (long)msg, flags, 0));
+	if (r >= 0 && name && cap && msg->msg_name == name)
+		name_to_guest(name, &msg->msg_namelen, cap);
+	return r;
 }
 
 /* x86_64's poll and epoll_wait, which glibc makes with their own numbers.
