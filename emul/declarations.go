@@ -74,6 +74,19 @@ func baseHandler(h tracer.Handler) func(*Emulation, decl) tracer.Handler {
 	return func(*Emulation, decl) tracer.Handler { return h }
 }
 
+// baseExec is execve's (execveat's with at) handler; execve's also follows
+// the run's events for the files both hold open (heldExec): once, since
+// every handler's Events is a hook of its own.
+func baseExec(at bool) func(*Emulation, decl) tracer.Handler {
+	return func(e *Emulation, _ decl) tracer.Handler {
+		h := execHandler(at)
+		if !at {
+			h.Events = e.execEvents
+		}
+		return h
+	}
+}
+
 // baseSocket is a handler of the AF_UNIX emulation, which all socket calls
 // of a run share.
 func baseSocket(f func(s *sockets) tracer.Handler) func(*Emulation, decl) tracer.Handler {
@@ -235,8 +248,8 @@ func declarations() map[string]decl {
 		"swapon":  pathDecl(pathArgAt(0, always)),
 		"swapoff": pathDecl(pathArgAt(0, always)),
 		// exec
-		"execve":   {flagsArg: -1, base: baseHandler(execHandler(false))},
-		"execveat": {flagsArg: -1, base: baseHandler(execHandler(true))},
+		"execve":   {flagsArg: -1, base: baseExec(false)},
+		"execveat": {flagsArg: -1, base: baseExec(true)},
 		// AF_UNIX sockets
 		"bind":        {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.unixAddrHandler(1, 2, pathmap.Entry) })},
 		"connect":     {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.unixAddrHandler(1, 2, pathmap.Follow) })},

@@ -42,11 +42,18 @@ type execPlan struct {
 // execveat relative to a descriptor), and inaccessible says that name dies
 // with the exec (the descriptor is close-on-exec), in which case the kernel
 // refuses a script with ENOENT (fs/binfmt_script.c, BINPRM_FLAGS_PATH_INACCESSIBLE).
-func planExec(c *tracer.Call, dirfdArg int, guest, scriptName string, inaccessible bool, argvAddr uint64) (*execPlan, unix.Errno) {
+//
+// host0, when not "", is the host path of the file itself, which guest only
+// names for /proc/self/exe (execveat of a descriptor whose file no path
+// reaches: a memfd, a file removed since its open; see heldExec).
+func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, inaccessible bool, argvAddr uint64) (*execPlan, unix.Errno) {
 	var argv []string
 	filename := guest
 	for depth := 0; ; depth++ {
-		host, errno := resolveAt(c, dirfdArg, filename, true)
+		host, errno := host0, unix.Errno(0)
+		if depth > 0 || host0 == "" {
+			host, errno = resolveAt(c, dirfdArg, filename, true)
+		}
 		if errno != 0 {
 			return nil, errno
 		}
@@ -117,6 +124,9 @@ func planExec(c *tracer.Call, dirfdArg int, guest, scriptName string, inaccessib
 		}
 		plan := &execPlan{argv: argv, program: host, interpGuest: interpGuest}
 		plan.exe, _ = c.Mapper().ToGuest(host)
+		if depth == 0 && host0 != "" {
+			plan.exe = guest // what the kernel shows: "/memfd:NAME (deleted)", "PATH (deleted)"
+		}
 		if emulationOf(c).l2s != nil && isL2SData(filepath.Base(host)) {
 			// A hard link's name: /proc/self/exe shows the name, not the data file.
 			if r, errno := lookupAt(c, fileDirfd, filename, pathmap.WantGuest); errno == 0 && r.Guest != "" {
@@ -138,6 +148,68 @@ func planExec(c *tracer.Call, dirfdArg int, guest, scriptName string, inaccessib
 		}
 		return plan, 0
 	}
+}
+
+// heldExec gives, for execveat(fd, "", AT_EMPTY_PATH), the host path the
+// loader opens the file by when no path names it (a memfd: runc's, python's
+// and glibc's fexecve; a file removed since its open), "" when its link in
+// /proc names it. The kernel execs the open file, and so must the loader,
+// which opens the program after the exec, when a close-on-exec descriptor
+// is gone: droidroot opens the file itself and hands the loader
+// /proc/<droidroot>/fd/N, as it hands the kernel its pins. The file stays
+// open until the process execs again or is gone (execEvents).
+func heldExec(c *tracer.Call, fd int) (string, unix.Errno) {
+	proc := procFd(c.Tid(), fd)
+	var lst, fst unix.Stat_t
+	if target, err := readlinkHost(proc); err == nil && strings.HasPrefix(target, "/") &&
+		unix.Stat(target, &lst) == nil && unix.Stat(proc, &fst) == nil && lst.Dev == fst.Dev && lst.Ino == fst.Ino {
+		return "", 0
+	}
+	f, err := os.OpenFile(proc, os.O_RDONLY, 0)
+	if err != nil {
+		return "", unix.EBADF
+	}
+	e := emulationOf(c)
+	if e == &noEmulation {
+		f.Close()
+		return "", unix.ENOENT // no run to hold it for (a table used without its Emulation)
+	}
+	if e.execHeld == nil {
+		e.execHeld = map[int]*heldFile{}
+	}
+	if old := e.execHeld[c.Pid()]; old != nil {
+		old.f.Close()
+	}
+	e.execHeld[c.Pid()] = &heldFile{f: f}
+	return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(f.Fd())), 0
+}
+
+// heldFile is a file heldExec keeps open for a process's loader; used says
+// its exec happened (the next one, or the process's end, closes it).
+type heldFile struct {
+	f    *os.File
+	used bool
+}
+
+// execEvents closes the files heldExec keeps once their loader is done with
+// them: at the process's next exec after the one they were for, or its end.
+func (e *Emulation) execEvents(ev *tracer.Event) {
+	h := e.execHeld[ev.Pid]
+	if h == nil {
+		return
+	}
+	switch ev.Kind {
+	case tracer.EventExec:
+		if !h.used {
+			h.used = true
+			return
+		}
+	case tracer.EventProcessGone:
+	default:
+		return
+	}
+	h.f.Close()
+	delete(e.execHeld, ev.Pid)
 }
 
 // openExec opens host for exec with the kernel's checks: a regular file
@@ -400,7 +472,7 @@ func execHandler(at bool) tracer.Handler {
 		// The name the kernel execs under (alloc_bprm): AT_EXECFN, the
 		// script's name for its interpreter and, through AT_EXECFN, the
 		// loader's comm.
-		execfn, inaccessible := guest, false
+		execfn, inaccessible, host0 := guest, false, ""
 		if at && !strings.HasPrefix(guest, "/") && int32(c.Arg(0)) != unix.AT_FDCWD {
 			fd := int(int32(c.Arg(0)))
 			execfn = "/dev/fd/" + strconv.Itoa(fd)
@@ -438,6 +510,10 @@ func execHandler(at bool) tracer.Handler {
 				return
 			}
 			guest, dirfdArg = g, -1
+			if host0, errno = heldExec(c, fd); errno != 0 {
+				c.Fail(errno)
+				return
+			}
 		}
 		if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
 			if h, errno := resolveAt(c, dirfdArg, guest, false); errno == 0 {
@@ -448,7 +524,7 @@ func execHandler(at bool) tracer.Handler {
 				}
 			}
 		}
-		plan, errno := planExec(c, dirfdArg, guest, execfn, inaccessible, c.Arg(argvArg))
+		plan, errno := planExec(c, dirfdArg, guest, host0, execfn, inaccessible, c.Arg(argvArg))
 		if errno != 0 {
 			c.Fail(errno)
 			return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"os"
 	"strings"
 	"testing"
 
@@ -125,4 +126,35 @@ func TestELFInterp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExecEvents: a file held for a process's loader (heldExec) stays open
+// through the exec it was opened for and is closed at the process's next
+// exec, or when the process is gone; other processes' are left alone.
+func TestExecEvents(t *testing.T) {
+	open := func() *os.File {
+		f, err := os.Open("/dev/null")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	closed := func(f *os.File) bool { return f.Close() != nil }
+	e := &Emulation{execHeld: map[int]*heldFile{}}
+	a, b := open(), open()
+	e.execHeld[10], e.execHeld[20] = &heldFile{f: a}, &heldFile{f: b}
+	e.execEvents(&tracer.Event{Kind: tracer.EventExec, Pid: 10, Tid: 10})
+	if e.execHeld[10] == nil {
+		t.Fatal("closed at the exec it was held for")
+	}
+	e.execEvents(&tracer.Event{Kind: tracer.EventThreadGone, Pid: 10, Tid: 11})
+	e.execEvents(&tracer.Event{Kind: tracer.EventExec, Pid: 10, Tid: 10})
+	if e.execHeld[10] != nil || !closed(a) {
+		t.Error("not closed at the process's next exec")
+	}
+	e.execEvents(&tracer.Event{Kind: tracer.EventProcessGone, Pid: 20, Tid: 20})
+	if e.execHeld[20] != nil || !closed(b) {
+		t.Error("not closed when its process is gone")
+	}
+	e.execEvents(&tracer.Event{Kind: tracer.EventExec, Pid: 30, Tid: 30}) // none held: nothing happens
 }

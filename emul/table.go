@@ -143,6 +143,8 @@ type Emulation struct {
 	// waitv answers futex_waitv for library-less processes, nil when the
 	// session does not emulate it (waitv.go).
 	waitv *waitvEmu
+	// execHeld: files droidroot opened for a process's loader (heldExec).
+	execHeld map[int]*heldFile
 }
 
 // New builds the handler table for cfg: every declared syscall's base
