@@ -117,8 +117,9 @@ func TestDebianThreads(t *testing.T) {
 
 // TestExecOpenFile: execveat(fd, "", AT_EMPTY_PATH) (glibc's fexecve) of a file no path
 // names runs as in the chroot: a memfd (runc's and python's way, close-on-exec), a script in
-// one (whose interpreter gets /dev/fd/N), a file removed since its open; /proc/self/exe shows
-// the memfd as the kernel names it. droidroot's loader opens the program after the exec, when a
+// one (whose interpreter gets /dev/fd/N), a file removed since its open; so does an exec of
+// /proc/self/fd/N or /dev/fd/N of a close-on-exec memfd; /proc/self/exe shows the memfd as
+// the kernel names it. droidroot's loader opens the program after the exec, when a
 // close-on-exec descriptor is gone: it gets droidroot's own open of the file.
 func TestExecOpenFile(t *testing.T) {
 	needRoot(t)
@@ -128,7 +129,7 @@ def run(fd, argv):
     pid = os.fork()
     if pid == 0:
         try:
-            os.execve(fd, argv, {"PATH": "/usr/bin:/bin"})
+            os.execve(fd, argv, {"PATH": "/usr/bin:/bin"}) if isinstance(fd, int) else os.execv(fd, argv)
         except OSError as e:
             print(argv[0], "failed", e.errno, flush=True)
             os._exit(99)
@@ -146,8 +147,13 @@ print(run(fd3, ["echo", "removed"]), flush=True)
 fd4 = os.memfd_create("notexec")
 os.write(fd4, b"\x7fELF garbage")
 print(run(fd4, ["garbage"]), flush=True)
+fd5 = os.memfd_create("viaproc")
+os.write(fd5, open("/usr/bin/readlink", "rb").read())
+for p in ("/proc/self/fd/%d" % fd5, "/dev/fd/%d" % fd5):
+    print(run(p, ["readlink", "/proc/self/exe"]), flush=True)
 `
-	want := "/memfd:prog (deleted)\n0\nscript /dev/fd/4 arg\n0\nremoved\n0\ngarbage failed 8\n99\n"
+	want := "/memfd:prog (deleted)\n0\nscript /dev/fd/4 arg\n0\nremoved\n0\ngarbage failed 8\n99\n" +
+		"/memfd:viaproc (deleted)\n0\n/memfd:viaproc (deleted)\n0\n"
 	for _, r := range runners {
 		res := r.Run(t, debianGuest(t), "", "/usr/bin/python3", "-c", script)
 		if res.Stdout != want || res.Code != 0 {

@@ -51,8 +51,19 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 	filename := guest
 	for depth := 0; ; depth++ {
 		host, errno := host0, unix.Errno(0)
-		if depth > 0 || host0 == "" {
+		exeName := ""
+		if depth == 0 && host0 != "" {
+			exeName = guest
+		} else {
 			host, errno = resolveAt(c, dirfdArg, filename, true)
+			if errno == 0 && strings.HasPrefix(host, "/proc/") {
+				// A magic link (/proc/self/fd/N, /dev/fd/N): gone after the
+				// exec if its descriptor is close-on-exec.
+				var held string
+				if held, exeName, errno = heldExecPath(c, host); held != "" {
+					host = held
+				}
+			}
 		}
 		if errno != 0 {
 			return nil, errno
@@ -124,8 +135,8 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 		}
 		plan := &execPlan{argv: argv, program: host, interpGuest: interpGuest}
 		plan.exe, _ = c.Mapper().ToGuest(host)
-		if depth == 0 && host0 != "" {
-			plan.exe = guest // what the kernel shows: "/memfd:NAME (deleted)", "PATH (deleted)"
+		if exeName != "" {
+			plan.exe = exeName // what the kernel shows: "/memfd:NAME (deleted)", "PATH (deleted)"
 		}
 		if emulationOf(c).l2s != nil && isL2SData(filepath.Base(host)) {
 			// A hard link's name: /proc/self/exe shows the name, not the data file.
@@ -159,20 +170,44 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 // /proc/<droidroot>/fd/N, as it hands the kernel its pins. The file stays
 // open until the process execs again or is gone (execEvents).
 func heldExec(c *tracer.Call, fd int) (string, unix.Errno) {
-	proc := procFd(c.Tid(), fd)
+	host, _, errno := heldExecPath(c, procFd(c.Tid(), fd))
+	if errno == unix.ENOENT {
+		errno = unix.EBADF
+	}
+	return host, errno
+}
+
+// heldExecPath is heldExec for a program whose host path is proc, a magic
+// link of the caller's /proc (exec of /proc/self/fd/N or /dev/fd/N, which
+// the kernel opens before a close-on-exec descriptor goes): the path its
+// link names when that is the same file (then the loader opens that), else
+// droidroot's own open of it, and the link's text, which /proc/self/exe
+// shows; "" when proc is no symlink.
+func heldExecPath(c *tracer.Call, proc string) (host, text string, errno unix.Errno) {
+	target, err := readlinkHost(proc)
+	if err != nil {
+		return "", "", 0
+	}
 	var lst, fst unix.Stat_t
-	if target, err := readlinkHost(proc); err == nil && strings.HasPrefix(target, "/") &&
-		unix.Stat(target, &lst) == nil && unix.Stat(proc, &fst) == nil && lst.Dev == fst.Dev && lst.Ino == fst.Ino {
-		return "", 0
+	if err := unix.Stat(proc, &fst); err != nil {
+		return "", "", err.(unix.Errno)
+	}
+	if strings.HasPrefix(target, "/") && unix.Stat(target, &lst) == nil && lst.Dev == fst.Dev && lst.Ino == fst.Ino {
+		return target, guestOrHost(c, target), 0
 	}
 	f, err := os.OpenFile(proc, os.O_RDONLY, 0)
 	if err != nil {
-		return "", unix.EBADF
+		if e, ok := err.(*os.PathError); ok {
+			if en, ok := e.Err.(unix.Errno); ok {
+				return "", "", en
+			}
+		}
+		return "", "", unix.EACCES
 	}
 	e := emulationOf(c)
 	if e == &noEmulation {
 		f.Close()
-		return "", unix.ENOENT // no run to hold it for (a table used without its Emulation)
+		return "", "", unix.ENOENT // no run to hold it for (a table used without its Emulation)
 	}
 	if e.execHeld == nil {
 		e.execHeld = map[int]*heldFile{}
@@ -181,7 +216,7 @@ func heldExec(c *tracer.Call, fd int) (string, unix.Errno) {
 		old.f.Close()
 	}
 	e.execHeld[c.Pid()] = &heldFile{f: f}
-	return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(f.Fd())), 0
+	return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(f.Fd())), target, 0
 }
 
 // heldFile is a file heldExec keeps open for a process's loader; used says
