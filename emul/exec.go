@@ -226,6 +226,14 @@ type heldFile struct {
 	used bool
 }
 
+// dropHeld closes the file held for process pid's loader, if any.
+func (e *Emulation) dropHeld(pid int) {
+	if h := e.execHeld[pid]; h != nil {
+		h.f.Close()
+		delete(e.execHeld, pid)
+	}
+}
+
 // execEvents closes the files heldExec keeps once their loader is done with
 // them: at the process's next exec after the one they were for, or its end.
 func (e *Emulation) execEvents(ev *tracer.Event) {
@@ -243,8 +251,7 @@ func (e *Emulation) execEvents(ev *tracer.Event) {
 	default:
 		return
 	}
-	h.f.Close()
-	delete(e.execHeld, ev.Pid)
+	e.dropHeld(ev.Pid)
 }
 
 // openExec opens host for exec with the kernel's checks: a regular file
@@ -561,6 +568,7 @@ func execHandler(at bool) tracer.Handler {
 		}
 		plan, errno := planExec(c, dirfdArg, guest, host0, execfn, inaccessible, c.Arg(argvArg))
 		if errno != 0 {
+			emulationOf(c).dropHeld(c.Pid()) // no loader will open it
 			c.Fail(errno)
 			return
 		}

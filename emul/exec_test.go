@@ -130,7 +130,8 @@ func TestELFInterp(t *testing.T) {
 
 // TestExecEvents: a file held for a process's loader (heldExec) stays open
 // through the exec it was opened for and is closed at the process's next
-// exec, or when the process is gone; other processes' are left alone.
+// exec, or when the process is gone, or at once when the exec fails
+// (dropHeld); other processes' are left alone.
 func TestExecEvents(t *testing.T) {
 	open := func() *os.File {
 		f, err := os.Open("/dev/null")
@@ -157,4 +158,11 @@ func TestExecEvents(t *testing.T) {
 		t.Error("not closed when its process is gone")
 	}
 	e.execEvents(&tracer.Event{Kind: tracer.EventExec, Pid: 30, Tid: 30}) // none held: nothing happens
+	// An exec that fails before the loader runs drops it at once.
+	c := open()
+	e.execHeld[40] = &heldFile{f: c}
+	e.dropHeld(40)
+	if e.execHeld[40] != nil || !closed(c) {
+		t.Error("dropHeld left it open")
+	}
 }
