@@ -162,9 +162,10 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 }
 
 // heldExec gives, for execveat(fd, "", AT_EMPTY_PATH), the host path the
-// loader opens the file by when no path names it (a memfd: runc's, python's
-// and glibc's fexecve; a file removed since its open), "" when its link in
-// /proc names it. The kernel execs the open file, and so must the loader,
+// loader opens the file by: the path its link in /proc names when that is
+// the same file, else, when no path names it (a memfd: runc's, python's and
+// glibc's fexecve; a file removed since its open), droidroot's own open of
+// it (heldExecPath). The kernel execs the open file, and so must the loader,
 // which opens the program after the exec, when a close-on-exec descriptor
 // is gone: droidroot opens the file itself and hands the loader
 // /proc/<droidroot>/fd/N, as it hands the kernel its pins. The file stays

@@ -342,10 +342,12 @@ func (t *Tracer) opStop(th *Thread, sig syscall.Signal, event int) bool {
 			t.resumeThread(th, unix.PTRACE_SYSCALL, 0)
 			return true
 		}
+		if op.woken {
+			t.answer(th, op, op.result, sig)
+			return true
+		}
 		caught, ignored := sigDisposition(th.Tid, sig)
 		switch {
-		case op.woken:
-			t.answer(th, op, op.result, sig)
 		case caught:
 			t.answer(th, op, op.end(ParkSignal), sig)
 		case op.stopEnds && stopsThread(sig, ignored):
