@@ -122,6 +122,13 @@ struct fp_bind {
 	size_t glen, hlen;
 };
 
+/* FP_HOT places a small variable every process touches at start-up (the
+ * constructor's, libc's functions found then) in .data: the page ld.so
+ * already wrote (its zeroing of .bss's start shares it), where it costs no
+ * page fault of its own. Scattered over .bss, each took one (about 15 us
+ * each on a virtual machine whose faults are slow). */
+#define FP_HOT __attribute__((section(".data")))
+
 static struct {
 	uint32_t flags;
 	uint64_t ttl_ns;
@@ -133,23 +140,25 @@ static struct {
 	const char *libguest;
 	const char *root; /* kernel form */
 	size_t rootlen;
-	int nbinds;
-	struct fp_bind binds[FP_MAX_BINDS];
 	const uint64_t *parents; /* nparents {dev, ino} pairs */
 	const char *empty;       /* droidroot's empty directory (host path), NULL for none */
 	const char *exe;         /* readlink("/proc/self/exe")'s answer, NULL: the tracer's */
 	size_t exelen;
 	uint32_t nparents;
 	uint64_t proc_dev;
+	long (*tramp)(long, long, long, long, long, long, long);
+	int nbinds;
 	/* names: every component of every bind point's guest path (and
 	 * "ashmem" under --ashmem-memfd), the names below which a directory's
 	 * guest view may differ from its host; nnames < 0: too many to list. */
 	int nnames;
+	/* The tables last, the fields above in their first page (one page
+	 * fault at start-up, not one per field's page). */
+	struct fp_bind binds[FP_MAX_BINDS];
 	struct {
 		const char *s;
 		size_t len;
 	} names[FP_MAX_NAMES];
-	long (*tramp)(long, long, long, long, long, long, long);
 } cfg;
 
 /* Directories the guest holds open (by descriptor number) that droidroot
@@ -161,9 +170,9 @@ static struct {
 
 /* libc's own functions, for the calls the library leaves to libc whole
  * (found at start-up: libc_lookup is not async-signal-safe). */
-static FILE *(*real_fopen)(const char *, const char *);
-static int (*real_faccessat)(int, const char *, int, int);
-static int (*real_fchmodat)(int, const char *, mode_t, int);
+static FP_HOT FILE *(*real_fopen)(const char *, const char *);
+static FP_HOT int (*real_faccessat)(int, const char *, int, int);
+static FP_HOT int (*real_fchmodat)(int, const char *, mode_t, int);
 static void *libc_lookup(const char *name);
 /* LIBC(var, name) is libc's function name, looked up into var on first
  * use (NULL if libc has none): the wrappers' way to libc's own. */
@@ -181,7 +190,7 @@ static struct fp_cwd {
 	uint32_t seq, hlen, glen, pad;
 	char host[FP_CWD_MAX], guest[FP_CWD_MAX];
 } cwdrec;
-static char *(*real_getcwd)(char *, size_t);
+static FP_HOT char *(*real_getcwd)(char *, size_t);
 
 /* cwd_id: the kernel's cwd (dev/ino, a directory outside /proc) while the
  * cwd record's seq is cwd_id.seq: the tracer clears the record before any
@@ -197,17 +206,21 @@ static struct {
 	unsigned seq;
 	uint64_t dev, ino;
 } cwd_id;
-static unsigned cwd_lock, cwd_misses, cwd_ask = 16;
+static FP_HOT unsigned cwd_lock, cwd_misses;
+static unsigned cwd_ask = 16;
 
 /* Set to 1 once set up; the tracer writes 0 here when this process installs
  * its own seccomp filter (its traps could see the library's checks). */
-static volatile int fp_enabled;
-static unsigned *fp_changes; /* the session's change counter (cur_gen) */
+static FP_HOT volatile int fp_enabled;
+static FP_HOT unsigned *fp_changes; /* the session's change counter (cur_gen) */
 static unsigned fp_guard = 1; /* the tracer's descriptor guard word (guard_now) */
 
-static char cfgbuf[64 << 10];   /* the handshake's answer */
-static char arena[64 << 10];    /* kernel forms of the rootfs and bind hosts */
-static size_t arena_used;
+/* The handshake's answer (at most FP_CFG_MAX bytes), then the arena: the
+ * kernel forms of the rootfs and bind hosts, from arena_used on, on the
+ * page the answer already touched. */
+#define FP_CFG_MAX (64 << 10)
+static char cfgbuf[2 * FP_CFG_MAX];
+static FP_HOT size_t arena_used;
 
 /* ---- small helpers (no libc calls: async-signal-safe) ---- */
 
@@ -397,11 +410,11 @@ static const char *kernel_form(const char *h, size_t *len)
 		return NULL;
 	size_t n = fd_link(fd, buf);
 	tr(SYS_close, fd, 0, 0, 0, 0, 0);
-	if (n == 0 || arena_used + n + 1 > sizeof arena)
+	if (n == 0 || arena_used + n + 1 > sizeof cfgbuf)
 		return NULL;
 	if (n == 1)
 		n = 0; /* "/": the empty prefix */
-	char *s = arena + arena_used;
+	char *s = cfgbuf + arena_used;
 	fp_memcpy(s, buf, n);
 	s[n] = 0;
 	arena_used += n + 1;
@@ -473,16 +486,16 @@ static void add_names(const char *g, size_t n)
 
 extern char dr_tramp_page[];
 
-static ssize_t (*real_sendmsg)(int, const struct msghdr *, int);
-static ssize_t (*real_sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
-static ssize_t (*real_recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-static ssize_t (*real_recvmsg)(int, struct msghdr *, int);
+static FP_HOT ssize_t (*real_sendmsg)(int, const struct msghdr *, int);
+static FP_HOT ssize_t (*real_sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+static FP_HOT ssize_t (*real_recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+static FP_HOT ssize_t (*real_recvmsg)(int, struct msghdr *, int);
 
 #if defined(SYS_poll) && defined(SYS_epoll_wait)
 #define FP_LEGACY_CALLS 1
-static int (*real_poll)(struct pollfd *, nfds_t, int);
-static int (*real_epoll_wait)(int, void *, int, int);
-static int (*real_poll_chk)(struct pollfd *, nfds_t, int, size_t);
+static FP_HOT int (*real_poll)(struct pollfd *, nfds_t, int);
+static FP_HOT int (*real_epoll_wait)(int, void *, int, int);
+static FP_HOT int (*real_poll_chk)(struct pollfd *, nfds_t, int, size_t);
 #endif
 
 #ifndef MREMAP_DONTUNMAP
@@ -525,7 +538,7 @@ __attribute__((constructor)) static void fp_init(void)
 	real_epoll_wait = libc_lookup("epoll_wait");
 	real_poll_chk = libc_lookup("__poll_chk");
 #endif
-	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, sizeof cfgbuf, (long)&fp_enabled, (long)&cwdrec, sizeof cwdrec, (long)&fp_guard);
+	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, FP_CFG_MAX, (long)&fp_enabled, (long)&cwdrec, sizeof cwdrec, (long)&fp_guard);
 	const struct dr_fp_hdr *h = (const void *)cfgbuf;
 	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
 		return;
@@ -533,6 +546,7 @@ __attribute__((constructor)) static void fp_init(void)
 		return;
 	if (sizeof *h + (size_t)h->nparents * 16 > (size_t)n)
 		return;
+	arena_used = (size_t)n;
 	const char *p = cfgbuf + sizeof *h + (size_t)h->nparents * 16, *end = cfgbuf + n;
 	const char *lib = next_str(&p, end), *root = next_str(&p, end), *reg = next_str(&p, end);
 	const char *empty = next_str(&p, end), *changes = next_str(&p, end);
@@ -548,7 +562,8 @@ __attribute__((constructor)) static void fp_init(void)
 	 * guest path (the tracer translates the ordinary call: a stop) and
 	 * the page mapped from it. */
 	long addr = (h->flags & DR_FP_TRAMP_OPEN) ? -1 : map_tramp_page(h->trampoline);
-	if (addr == -1) {
+	int opened = addr == -1;
+	if (opened) {
 		long fd = raw6(SYS_openat, AT_FDCWD, (long)lib, O_RDONLY | O_CLOEXEC, 0, 0, 0);
 		if (fd < 0)
 			return;
@@ -567,8 +582,10 @@ __attribute__((constructor)) static void fp_init(void)
 		return;
 	}
 	cfg.tramp = (void *)addr;
-	/* The mapping must hold our trampoline (the file was the one we run). */
-	if (!fp_memeq((const char *)addr, dr_tramp_page, 16)) {
+	/* A mapping of the file opened must hold our trampoline (the file was
+	 * the one we run). The page remapped is ours; reading its old place
+	 * would only fault it in again there. */
+	if (opened && !fp_memeq((const char *)addr, dr_tramp_page, 16)) {
 		cfg.tramp = NULL;
 		raw6(SYS_munmap, addr, 4096, 0, 0, 0, 0);
 		return;
@@ -3611,7 +3628,7 @@ EXPORT int dup(int old)
 
 /* fcntl: F_DUPFD and F_DUPFD_CLOEXEC carry the entry like dup; everything
  * is libc's own fcntl (F_SETLKW is a cancellation point there). */
-static int (*real_fcntl)(int, int, ...);
+static FP_HOT int (*real_fcntl)(int, int, ...);
 EXPORT int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
@@ -3919,7 +3936,7 @@ EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("f
 /* fclose: libc's, and then the buffer stdio_buffer gave the stream freed
  * (taken from the table first: once libc's fclose has freed the stream,
  * another thread's fopen may have the same address). */
-static int (*real_fclose)(FILE *);
+static FP_HOT int (*real_fclose)(FILE *);
 EXPORT int fclose(FILE *f)
 {
 	void *buf = sbuf_take(f);
@@ -4049,9 +4066,9 @@ struct fp_dir {
 	char buf[] __attribute__((aligned(8)));
 };
 
-static DIR *(*real_fdopendir)(int);
-static struct dirent *(*real_readdir)(DIR *);
-static int (*real_closedir)(DIR *);
+static FP_HOT DIR *(*real_fdopendir)(int);
+static FP_HOT struct dirent *(*real_readdir)(DIR *);
+static FP_HOT int (*real_closedir)(DIR *);
 
 static int dirs_on(void)
 {
@@ -4301,7 +4318,7 @@ EXPORT struct dirent *readdir(DIR *dir)
 EXPORT struct dirent64 *readdir64(DIR *d) __attribute__((alias("readdir")));
 
 /* readdir_r, deprecated, still exported: glibc's for libc's streams. */
-static int (*real_readdir_r)(DIR *, struct dirent *, struct dirent **);
+static FP_HOT int (*real_readdir_r)(DIR *, struct dirent *, struct dirent **);
 EXPORT int readdir_r(DIR *dir, struct dirent *entry, struct dirent **result)
 {
 	struct fp_dir *f = our_dir(dir);
@@ -4327,7 +4344,7 @@ EXPORT int readdir_r(DIR *dir, struct dirent *entry, struct dirent **result)
 }
 EXPORT int readdir64_r(DIR *d, struct dirent64 *e, struct dirent64 **r) __attribute__((alias("readdir_r")));
 
-static int (*real_dirfd)(DIR *);
+static FP_HOT int (*real_dirfd)(DIR *);
 EXPORT int dirfd(DIR *dir)
 {
 	struct fp_dir *f = our_dir(dir);
@@ -4349,7 +4366,7 @@ static void dir_seek(struct fp_dir *d, long pos)
 	d->filepos = pos;
 }
 
-static void (*real_rewinddir)(DIR *);
+static FP_HOT void (*real_rewinddir)(DIR *);
 EXPORT void rewinddir(DIR *dir)
 {
 	struct fp_dir *f = our_dir(dir);
@@ -4364,7 +4381,7 @@ EXPORT void rewinddir(DIR *dir)
 	dir_unlock(f);
 }
 
-static void (*real_seekdir)(DIR *, long);
+static FP_HOT void (*real_seekdir)(DIR *, long);
 EXPORT void seekdir(DIR *dir, long pos)
 {
 	struct fp_dir *f = our_dir(dir);
@@ -4378,7 +4395,7 @@ EXPORT void seekdir(DIR *dir, long pos)
 	dir_unlock(f);
 }
 
-static long (*real_telldir)(DIR *);
+static FP_HOT long (*real_telldir)(DIR *);
 EXPORT long telldir(DIR *dir)
 {
 	struct fp_dir *f = our_dir(dir);
@@ -4401,7 +4418,7 @@ EXPORT long telldir(DIR *dir)
  * internal readdir, which the library cannot wrap). */
 typedef int (*scan_sel)(const struct dirent *);
 typedef int (*scan_cmp)(const struct dirent **, const struct dirent **);
-static int (*real_scandir)(const char *, struct dirent ***, scan_sel, scan_cmp);
+static FP_HOT int (*real_scandir)(const char *, struct dirent ***, scan_sel, scan_cmp);
 EXPORT int scandir(const char *path, struct dirent ***list, scan_sel sel, scan_cmp cmp)
 {
 	if ((uintptr_t)path < 65536 || (!dirs_on() && !fd_listing(path))) {
@@ -4491,8 +4508,8 @@ EXPORT int closedir(DIR *dir)
  * glibc would make of the same answers. Older glibc (another algorithm),
  * the library off, and names longer than its buffers are libc's own. */
 #define RP_MAX 8192
-static char *(*real_realpath)(const char *, char *);
-static char *(*real_realpath_chk)(const char *, char *, size_t);
+static FP_HOT char *(*real_realpath)(const char *, char *);
+static FP_HOT char *(*real_realpath_chk)(const char *, char *, size_t);
 static int rp_on(void)
 {
 	return glibc_version() >= 233 && cfg.tramp && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE);

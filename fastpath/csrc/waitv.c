@@ -78,7 +78,7 @@ struct fw_waitv {
 	uint32_t flags, reserved;
 };
 
-static struct fw_registry *fw_reg;
+static FP_HOT struct fw_registry *fw_reg;
 
 /* ---- shared file mappings (mmap is tracked while the emulation is on) ---- */
 
