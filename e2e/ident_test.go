@@ -454,3 +454,60 @@ except OSError as e:
 		}
 	}
 }
+
+// fakeRootModes is TestFakeRootModes' script: what real root may do whatever a file's modes
+// say (CAP_DAC_OVERRIDE), with the modes printed after each step.
+const fakeRootModes = `cd /tmp
+echo data > ro; chmod 0444 ro; echo more >> ro; echo "append $?"; cat ro; stat -c %a ro
+chmod 0000 ro; cat ro; echo "read $?"; stat -c %a ro
+: > ro; echo "truncate $?"; stat -c '%a %s' ro
+mkdir d; touch d/f d/f2; chmod 0555 d
+rm d/f; echo "rm $?"; touch d/g; echo "create $?"; mkdir d/s; echo "mkdir $?"; mv d/g d/h; echo "mv $?"
+ln -s x d/l; echo "ln $?"; ls d; stat -c %a d
+rmdir d/s; echo "rmdir $?"; rm -rf d; echo "rm -rf $?"
+mkdir -p m/a/b; touch m/a/b/f; chmod -R a-w m; rm -rf m; echo "rm -rf of a read-only tree $?"; ls
+`
+
+// TestFakeRootModes: a fake root (-0, droidroot running as nobody, who owns the files as an
+// Android app owns its rootfs) writes a 0444 file, reads a 0000 one and makes and removes
+// names in a 0555 directory as root does in a real chroot (the oracle), and the modes are
+// back after each call. In the busybox rootfs every call is traced; in the Debian one the fast
+// path library answers them, and hands the kernel's EACCES to the tracer.
+func TestFakeRootModes(t *testing.T) {
+	needRoot(t)
+	bin := droidrootBin(t)
+	for _, tc := range []struct{ rootfs, fastpath string }{{"busybox", "0"}, {"debian", "1"}, {"debian", "0"}} {
+		t.Run(tc.rootfs+"/fastpath="+tc.fastpath, func(t *testing.T) {
+			root := rootfs(t, tc.rootfs)
+			work := func() string {
+				w := filepath.Join(openTempDir(t), "w")
+				if err := os.Mkdir(w, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				chownTree(t, w)
+				return w
+			}
+			binds := func(w string) []string { return []string{"/proc", "/dev", w + ":/tmp"} }
+			argv := []string{repoPath(t, "test/oracle/chroot.sh"), root}
+			argv = append(append(argv, binds(work())...), "--", "/bin/sh", "-c", fakeRootModes)
+			want := runAs(t, rootLogin, "", argv...)
+			if want.Code != 0 || want.Stderr != "" || !strings.Contains(want.Stdout, "append 0\ndata\nmore\n444\n") {
+				t.Fatalf("the oracle:\n%s", want)
+			}
+			g := guest{Root: root, Binds: binds(work()), Cwd: "/"}
+			argv = withIdentity(droidrootArgs(bin, g, "/bin/sh", "-c", fakeRootModes), "-0")
+			argv = append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + tc.fastpath}, argv...)
+			res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
+			counts, stderr := fastPathCounters(res.Stderr)
+			if res.Code != 0 || stderr != "" {
+				t.Fatalf("droidroot -0:\n%s", res)
+			}
+			if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+				t.Errorf("droidroot -0 as nobody against root in a chroot (-want +got):\n%s", diff)
+			}
+			if tc.fastpath == "1" && (counts["open option"] == 0 || counts["open answered"] == 0) {
+				t.Errorf("the library answered no open, or handed no open's EACCES to the tracer:\n%s", res.Stderr)
+			}
+		})
+	}
+}

@@ -79,6 +79,7 @@ func addIdentity(t *tableBuilder, cfg Config) {
 	accessHandler(t, "access", -1, 0, 1, -1)
 	accessHandler(t, "faccessat", 0, 1, 2, -1)
 	accessHandler(t, "faccessat2", 0, 1, 2, 3)
+	addDacOverride(t, uint32(unix.Geteuid()))
 }
 
 // chainExit adds exit to the handler of name (creating a pass-through

@@ -100,7 +100,12 @@ type Call struct {
 	h   *Handler
 	buf []byte
 	// pre holds paths PrefetchPaths read, by address, for ReadPath.
-	pre  [2]prefetched
+	pre [2]prefetched
+	// known holds the paths ReadPath read and PushString wrote last, by
+	// address, for a later ReadPath of the same call (a layer that checks
+	// what its inner handler handed the kernel); any other write of guest
+	// memory clears it.
+	known [2]prefetched
 	buf2 []byte
 	// sigsys is set while the call is answered at a SIGSYS stop; callAddr
 	// is the address after its syscall instruction.
@@ -141,6 +146,13 @@ func (c *Call) reset(th *Thread) {
 	c.stage = nil
 	c.keepArgs = false
 	c.pre = [2]prefetched{}
+	c.known = [2]prefetched{}
+}
+
+// remember keeps path p at addr in c.known.
+func (c *Call) remember(addr uint64, p string) {
+	c.known[1] = c.known[0]
+	c.known[0] = prefetched{addr: addr, path: p}
 }
 
 // prefetched is a path argument read ahead of its ReadPath.
@@ -313,6 +325,12 @@ func (c *Call) Ret() int64 { return c.Regs.Ret() }
 // NoExit cancels the exit stop for this call.
 func (c *Call) NoExit() { c.noExit = true }
 
+// ExitWanted reports whether the call stops at its exit as things stand:
+// not cancelled (NoExit) nor answered at its entry (Return). A layer that
+// chains an Exit of its own for some calls only asks it of the handler it
+// wraps, whose Exit then runs only where that handler wanted it.
+func (c *Call) ExitWanted() bool { return !c.noExit && !c.skipped }
+
 // WantExit undoes an earlier NoExit of this call's entry (a layer that
 // chained an Exit after a handler that needed none), unless Return
 // answered the call.
@@ -347,15 +365,26 @@ func (c *Call) inExit() bool { return c.atExit || c.th.pendingExit != nil && !c.
 // ReadPath reads a NUL-terminated path argument from guest memory with the
 // kernel's limits (ENAMETOOLONG past PATH_MAX, EFAULT on a bad pointer).
 func (c *Call) ReadPath(addr uint64) (string, error) {
-	for _, p := range c.pre {
-		if p.addr == addr && addr != 0 {
-			return p.path, nil
+	if addr != 0 {
+		for _, p := range c.pre {
+			if p.addr == addr {
+				return p.path, nil
+			}
+		}
+		for _, p := range c.known {
+			if p.addr == addr {
+				return p.path, nil
+			}
 		}
 	}
 	if c.buf == nil {
 		c.buf = make([]byte, PathMax)
 	}
-	return readString(c.th.Tid, addr, PathMax, c.buf)
+	p, err := readString(c.th.Tid, addr, PathMax, c.buf)
+	if err == nil && addr != 0 {
+		c.remember(addr, p)
+	}
+	return p, err
 }
 
 // PrefetchPaths reads the paths at a and b (a call's two path arguments)
@@ -405,6 +434,7 @@ func (c *Call) ReadMem(addr uint64, b []byte) error {
 
 // WriteMem writes b into guest memory at addr.
 func (c *Call) WriteMem(addr uint64, b []byte) error {
+	c.known = [2]prefetched{}
 	if s, err := c.staged(addr, len(b)); s != nil || err != nil {
 		copy(s, b)
 		return err
@@ -421,6 +451,7 @@ func (c *Call) WriteMem(addr uint64, b []byte) error {
 // kernel answers a bad buffer. Only a call answered at its entry (Return)
 // stages.
 func (c *Call) StageMem(addr uint64, b []byte) {
+	c.known = [2]prefetched{}
 	c.stage = append(c.stageBuf[:0], b...)
 	c.stageBuf = c.stage
 	c.stageAddr = addr
@@ -461,6 +492,7 @@ func (c *Call) endStage() {
 // for structures, which the kernel may also write (results); strings go
 // through PushString.
 func (c *Call) Push(b []byte) (uint64, error) {
+	c.known = [2]prefetched{}
 	addr := (c.scratch - uint64(len(b))) &^ 15
 	if err := writeMem(c.th.Tid, addr, b); err != nil {
 		return 0, err
@@ -483,12 +515,17 @@ func (c *Call) pushed(v uint64) bool {
 func (c *Call) PushString(s string) (uint64, error) {
 	b := make([]byte, len(s)+1)
 	copy(b, s)
-	return c.PushInput(b)
+	addr, err := c.PushInput(b)
+	if err == nil {
+		c.remember(addr, s)
+	}
+	return addr, err
 }
 
 // PushInput copies b, which the kernel only reads (a path, a struct
 // sockaddr_un), where PushString copies strings, and returns its address.
 func (c *Call) PushInput(b []byte) (uint64, error) {
+	c.known = [2]prefetched{}
 	if addr, ok := c.pushScratch(b); ok {
 		return addr, nil
 	}

@@ -2835,6 +2835,24 @@ static long open_nolink(int dir, const char *name, int flags, unsigned mode, int
 	return openat2_nolink(dir, name, (unsigned)flags, (flags & O_CREAT) ? mode : 0, block);
 }
 
+/* ids_eacces tells whether answer r is an EACCES the kernel gave the real
+ * user under emulated ids (DR_FP_IDS): a fake root's CAP_DAC_OVERRIDE
+ * (emul/dac.go) may have let the call through, so it goes to the tracer,
+ * made again as the ordinary call (a refusal changed nothing). */
+static int ids_eacces(long r) { return r == -EACCES && (cfg.flags & DR_FP_IDS); }
+
+/* open_answer counts open answer r of fn and returns it, or FP_DEFER for
+ * an EACCES the tracer answers under emulated ids (ids_eacces). */
+static long open_answer(enum fp_fn fn, long r)
+{
+	if (ids_eacces(r)) {
+		count(fn, W_OPTION);
+		return FP_DEFER;
+	}
+	count(fn, W_ANSWERED);
+	return r;
+}
+
 /* open_pinned opens t's last component, which the open follows and may
  * create or truncate, where openat2 cannot: reopened through its O_PATH
  * descriptor (pin_last), whose magic link follows nothing, with the
@@ -2871,6 +2889,8 @@ static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mod
 	} else {
 		r = m;
 	}
+	if (w == W_ANSWERED && ids_eacces(r))
+		w = W_OPTION;
 	count(fn, w);
 	if (w != W_ANSWERED) {
 		if (r >= 0)
@@ -2929,8 +2949,7 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 			remember_dir(r, st.st_dev, st.st_ino); /* a directory's descriptor, for its relative names */
 		else if (r >= 0) /* a directory opens read-only: known as one at its first use (dir_lazy) */
 			remember_dir(r, 0, (flags & O_ACCMODE) == O_RDONLY ? FP_DIR_LAZY : 0);
-		count(fn, W_ANSWERED);
-		return r;
+		return open_answer(fn, r);
 	}
 	int follows = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
 	if (follows && (flags & (O_CREAT | O_TRUNC)))
@@ -2980,8 +2999,7 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	}
 	if (r >= 0)
 		remember_dir(r, isdir ? st.st_dev : 0, isdir ? st.st_ino : 0);
-	count(fn, W_ANSWERED);
-	return r;
+	return open_answer(fn, r);
 }
 
 /* note_open records what a descriptor the tracer opened names: a directory
@@ -4719,7 +4737,7 @@ static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
 		return raw6(SYS_mkdirat, dirfd, (long)path, mode, 0, 0, 0);
 	long r = tr(SYS_mkdirat, t.parent.fd, (long)t.name, mode, 0, 0, 0);
 	release(&t.parent);
-	return r;
+	return ids_eacces(r) ? raw6(SYS_mkdirat, dirfd, (long)path, mode, 0, 0, 0) : r;
 }
 
 /* l2s_link tells, under -l, whether name below dir (its lstat: r, st) is
@@ -4770,7 +4788,7 @@ static long fp_unlinkat(int dirfd, const char *path, int flags)
 		}
 	}
 	count(F_UNLINK, w);
-	if (w != W_ANSWERED)
+	if (w != W_ANSWERED || ids_eacces(r))
 		r = raw6(SYS_unlinkat, dirfd, (long)path, flags, 0, 0, 0);
 	if (r == 0 && moves)
 		changed();
@@ -4815,7 +4833,7 @@ static long fp_renameat2(int olddirfd, const char *old, int newdirfd, const char
 		release(&a.parent);
 	}
 	count(F_RENAME, w);
-	if (w != W_ANSWERED)
+	if (w != W_ANSWERED || ids_eacces(r))
 		r = raw6(SYS_renameat2, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
 	if (r == 0 && moves)
 		changed();
@@ -4831,7 +4849,7 @@ static long fp_symlinkat(const char *target, int dirfd, const char *path)
 		return raw6(SYS_symlinkat, (long)target, dirfd, (long)path, 0, 0, 0);
 	long r = tr(SYS_symlinkat, (long)target, t.parent.fd, (long)t.name, 0, 0, 0);
 	release(&t.parent);
-	return r;
+	return ids_eacces(r) ? raw6(SYS_symlinkat, (long)target, dirfd, (long)path, 0, 0, 0) : r;
 }
 
 static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *new, int flags)
@@ -4868,7 +4886,7 @@ static long fp_linkat(int olddirfd, const char *old, int newdirfd, const char *n
 		release(&a.parent);
 	}
 	count(F_LINK, w);
-	if (w != W_ANSWERED)
+	if (w != W_ANSWERED || ids_eacces(r))
 		return raw6(SYS_linkat, olddirfd, (long)old, newdirfd, (long)new, flags, 0);
 	return r;
 }
@@ -4996,7 +5014,7 @@ static long fp_truncate(const char *path, long len)
 	enum fp_why w = map_attr(AT_FDCWD, path, &t);
 	long r = w == W_ANSWERED ? attr_call(&t, SYS_truncate, len, 0, &w) : FP_DEFER;
 	count(F_TRUNCATE, w);
-	return r == FP_DEFER ? raw6(SYS_truncate, (long)path, len, 0, 0, 0, 0) : r;
+	return r == FP_DEFER || ids_eacces(r) ? raw6(SYS_truncate, (long)path, len, 0, 0, 0, 0) : r;
 }
 
 /* The path forms of the xattr calls that follow the last component

@@ -1,0 +1,249 @@
+package emul
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/droidroot/droidroot/tracer"
+	tt "github.com/droidroot/droidroot/tracer/tracertest"
+)
+
+func TestKernelPath(t *testing.T) {
+	for _, tc := range []struct {
+		dirfd int32
+		s     string
+		want  string
+	}{
+		{unix.AT_FDCWD, "/abs/x", "/abs/x"},
+		{5, "/abs/x", "/abs/x"},
+		{unix.AT_FDCWD, "rel/x", "/proc/42/cwd/rel/x"},
+		{7, "x", "/proc/42/fd/7/x"},
+	} {
+		if got := kernelPath(42, tc.dirfd, tc.s); got != tc.want {
+			t.Errorf("kernelPath(42, %d, %q) = %q, want %q", tc.dirfd, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestParentPath(t *testing.T) {
+	for p, want := range map[string]string{
+		"/a/b/c":  "/a/b",
+		"/a/b/":   "/a",
+		"/a//":    "/",
+		"/a":      "/",
+		"/":       "",
+		"/proc/9": "/proc",
+	} {
+		if got := parentPath(p); got != want {
+			t.Errorf("parentPath(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+func TestOpenNeed(t *testing.T) {
+	for _, tc := range []struct {
+		flags   uint64
+		bits    uint32
+		creates bool
+		ok      bool
+	}{
+		{unix.O_RDONLY, 0o400, false, true},
+		{unix.O_WRONLY, 0o200, false, true},
+		{unix.O_RDWR, 0o600, false, true},
+		{unix.O_RDONLY | unix.O_TRUNC, 0o600, false, true},
+		{unix.O_WRONLY | unix.O_CREAT | unix.O_APPEND, 0o200, true, true},
+		{unix.O_PATH, 0, false, false},
+		{3, 0, false, false}, // no access mode the kernel takes for a check
+	} {
+		bits, creates, ok := openNeed(tc.flags)
+		if bits != tc.bits || creates != tc.creates || ok != tc.ok {
+			t.Errorf("openNeed(%#o) = %#o, %v, %v; want %#o, %v, %v", tc.flags, bits, creates, ok, tc.bits, tc.creates, tc.ok)
+		}
+	}
+}
+
+func modeOf(t *testing.T, p string) uint32 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode & 0o7777
+}
+
+// TestDacRaise: the owner bits a call needs are raised once per file
+// however many calls in flight need them, and put back when the last of
+// those calls is done; a file that has them, a symlink, a file of another
+// owner and a missing one are left alone.
+func TestDacRaise(t *testing.T) {
+	dir := t.TempDir()
+	ro := filepath.Join(dir, "ro")
+	mustWrite(t, ro, "x")
+	sub := filepath.Join(dir, "sub")
+	mustMkdir(t, sub)
+	must(t, os.Chmod(ro, 0o444))
+	must(t, os.Chmod(sub, 0o555))
+	must(t, os.Symlink("ro", filepath.Join(dir, "link")))
+	d := newDacOverride(uint32(os.Geteuid()))
+
+	// Two threads' calls write ro; one more makes a name in sub.
+	d.pending[1] = &dacPending{raised: []*dacRaised{d.raiseFor(1, unix.AT_FDCWD, ro, dacWrite, 0)}}
+	d.pending[2] = &dacPending{raised: []*dacRaised{d.raiseFor(2, unix.AT_FDCWD, ro, dacOpen, unix.O_RDWR)}}
+	d.pending[3] = &dacPending{raised: []*dacRaised{d.raiseFor(3, unix.AT_FDCWD, sub+"/new", dacOpen, unix.O_WRONLY|unix.O_CREAT)}}
+	for tid := 1; tid <= 3; tid++ {
+		if d.pending[tid].raised[0] == nil {
+			t.Fatalf("thread %d's call raised nothing", tid)
+		}
+	}
+	if m := modeOf(t, ro); m != 0o644 {
+		t.Errorf("ro while written and read: mode %#o, want 0644", m)
+	}
+	if m := modeOf(t, sub); m != 0o755 {
+		t.Errorf("sub while a name is made in it: mode %#o, want 0755", m)
+	}
+	if d.pending[1].raised[0] != d.pending[2].raised[0] || d.pending[2].raised[0].refs != 2 {
+		t.Errorf("ro raised twice, or not counted twice")
+	}
+	d.done(1)
+	if m := modeOf(t, ro); m != 0o644 {
+		t.Errorf("ro after one of its calls: mode %#o, want 0644 still", m)
+	}
+	d.done(2)
+	d.done(3)
+	d.done(3) // nothing pending: no-op
+	if m, s := modeOf(t, ro), modeOf(t, sub); m != 0o444 || s != 0o555 {
+		t.Errorf("after the calls: ro %#o, sub %#o; want 0444, 0555", m, s)
+	}
+	if len(d.raised) != 0 || len(d.pending) != 0 {
+		t.Errorf("state left: %d raised, %d pending", len(d.raised), len(d.pending))
+	}
+
+	// Nothing to raise.
+	mustWrite(t, filepath.Join(dir, "rw"), "x")
+	for _, tc := range []struct {
+		name  string
+		path  string
+		need  dacNeed
+		flags uint64
+	}{
+		{"has the bits", filepath.Join(dir, "rw"), dacOpen, unix.O_RDWR},
+		{"read of a 0444 file", ro, dacOpen, unix.O_RDONLY},
+		{"O_PATH", ro, dacOpen, unix.O_PATH | unix.O_WRONLY},
+		{"O_EXCL of an existing name", ro, dacOpen, unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL},
+		{"missing without O_CREAT", filepath.Join(dir, "none"), dacOpen, unix.O_WRONLY},
+		{"a name in a writable directory", filepath.Join(dir, "x"), dacParent, 0},
+		{"symlink not followed", filepath.Join(dir, "link"), dacOpen, unix.O_WRONLY | unix.O_NOFOLLOW},
+		{"root's parent", "/", dacParent, 0},
+	} {
+		if r := d.raiseFor(1, unix.AT_FDCWD, tc.path, tc.need, tc.flags); r != nil {
+			t.Errorf("%s: raised %+v", tc.name, *r)
+			d.pending[1] = &dacPending{raised: []*dacRaised{r}}
+			d.done(1)
+		}
+	}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(dir, "other")
+		mustWrite(t, other, "x")
+		must(t, os.Chmod(other, 0o444))
+		must(t, os.Chown(other, 4242, 4242))
+		if r := d.raiseFor(1, unix.AT_FDCWD, other, dacWrite, 0); r != nil || modeOf(t, other) != 0o444 {
+			t.Errorf("a file of another owner was raised")
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDacHandlers: a fake root's calls through the handler table. A call
+// that needs bits the modes lack stops at its exit, the bits raised while
+// the kernel runs it (seen at its entry stop) and put back at its exit;
+// one that needs none has no exit stop. (droidroot adds the override only
+// when it runs as an ordinary user; as root the kernel grants these calls
+// anyway, so the raise is seen from the handler's side.)
+func TestDacHandlers(t *testing.T) {
+	g := newGuestFS(t)
+	ro := filepath.Join(g.root, "tmp/ro")
+	mustWrite(t, ro, "x")
+	must(t, os.Chmod(ro, 0o444))
+	sealed := filepath.Join(g.root, "tmp/sealed")
+	mustMkdir(t, sealed)
+	mustWrite(t, filepath.Join(sealed, "f"), "x")
+	must(t, os.Chmod(sealed, 0o555))
+	cfg := Config{Identity: &Identity{}}
+	em := New(cfg)
+	b := &tableBuilder{t: em.Table, e: em, decls: declarations(), layer: "test"}
+	addDacOverride(b, uint32(os.Geteuid()))
+	seen := map[int]uint32{} // step -> mode of its file at the entry stop
+	watch := map[int]string{1: ro, 2: ro, 3: sealed, 4: sealed}
+	observe := func(c *tracer.Call, s *tt.Stop) {
+		if p, ok := watch[s.Step]; ok && !s.Exit {
+			var st unix.Stat_t
+			if unix.Stat(p, &st) == nil {
+				seen[s.Step] = st.Mode & 0o7777
+			}
+		}
+	}
+	r := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Creds: InitialCreds(cfg), Observe: observe},
+		openat(cwdFD, "/tmp/ro", unix.O_RDONLY),                                      // 0: needs nothing
+		openat(cwdFD, "/tmp/ro", unix.O_WRONLY|unix.O_APPEND),                        // 1
+		tt.Call("truncate", tt.Str("/tmp/ro"), tt.Int(0)),                            // 2 (x86_64)
+		tt.Call("unlinkat", cwdFD, tt.Str("/tmp/sealed/f"), tt.Int(0)),               // 3
+		tt.Call("mkdirat", cwdFD, tt.Str("/tmp/sealed/d"), tt.Int(0o755)),            // 4
+		tt.Call("unlinkat", cwdFD, tt.Str("/tmp/sealed/none"), tt.Int(0)),            // 5: ENOENT, raised all the same
+		tt.Call("renameat", cwdFD, tt.Str("/tmp/sealed/d"), cwdFD, tt.Str("/tmp/d")), // 6
+	)
+	hasTruncate := tt.Has("truncate")
+	for k, want := range []int64{0, 0, 0, 0, 0, -int64(unix.ENOENT), 0} {
+		if k == 2 && !hasTruncate {
+			continue
+		}
+		if k == 0 || k == 1 {
+			if (r.Steps[k].Ret < 0) != (want < 0) {
+				t.Errorf("step %d: %d", k, r.Steps[k].Ret)
+			}
+			continue
+		}
+		if r.Steps[k].Ret != want {
+			t.Errorf("step %d: %d, want %d", k, r.Steps[k].Ret, want)
+		}
+	}
+	exits := func(k int) bool {
+		for _, s := range r.StopsOf(k) {
+			if s.Exit {
+				return true
+			}
+		}
+		return false
+	}
+	if exits(0) {
+		t.Error("a read of a 0444 file stopped at its exit: nothing to raise")
+	}
+	for _, k := range []int{1, 3, 4, 5, 6} {
+		if !exits(k) {
+			t.Errorf("step %d raised a mode but had no exit stop", k)
+		}
+	}
+	want := map[int]uint32{1: 0o644, 3: 0o755, 4: 0o755}
+	if hasTruncate {
+		want[2] = 0o644
+	}
+	for k, m := range want {
+		if seen[k] != m {
+			t.Errorf("step %d: mode %#o while the kernel ran it, want %#o", k, seen[k], m)
+		}
+	}
+	if m, s := modeOf(t, ro), modeOf(t, sealed); m != 0o444 || s != 0o555 {
+		t.Errorf("after the calls: %#o and %#o, want 0444 and 0555", m, s)
+	}
+	if _, err := os.Stat(filepath.Join(g.root, "tmp/d")); err != nil {
+		t.Errorf("the rename out of the sealed directory: %v", err)
+	}
+}
