@@ -106,7 +106,7 @@ type Call struct {
 	// what its inner handler handed the kernel); any other write of guest
 	// memory clears it.
 	known [2]prefetched
-	buf2 []byte
+	buf2  []byte
 	// sigsys is set while the call is answered at a SIGSYS stop; callAddr
 	// is the address after its syscall instruction.
 	sigsys   bool
