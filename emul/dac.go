@@ -1,6 +1,7 @@
 package emul
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,9 @@ type dacPath struct {
 type dacCall struct {
 	paths    []dacPath
 	flagsArg int // open's flags (dacOpen), -1 otherwise
+	// how: flagsArg points to openat2's struct open_how, whose first
+	// field is the flags (unless the handler made the call an openat).
+	how bool
 }
 
 // dacCalls are the calls a fake root's override serves, by native name.
@@ -63,6 +67,7 @@ func dacCalls() map[string]dacCall {
 	return map[string]dacCall{
 		"open":      {paths: []dacPath{{-1, 0, dacOpen}}, flagsArg: 1},
 		"openat":    {paths: []dacPath{{0, 1, dacOpen}}, flagsArg: 2},
+		"openat2":   {paths: []dacPath{{0, 1, dacOpen}}, flagsArg: 2, how: true},
 		"creat":     {paths: []dacPath{{-1, 0, dacCreat}}, flagsArg: -1},
 		"truncate":  {paths: []dacPath{{-1, 0, dacWrite}}, flagsArg: -1},
 		"unlink":    parent(-1, 0),
@@ -231,6 +236,13 @@ func (d *dacOverride) enter(c *tracer.Call, dc dacCall) []*dacRaised {
 		var flags uint64
 		if dc.flagsArg >= 0 {
 			flags = c.Regs.Arg(dc.flagsArg)
+		}
+		if dc.how && c.Nr() == nrOf("openat2") {
+			var b [8]byte
+			if c.ReadMem(flags, b[:]) != nil {
+				continue
+			}
+			flags = binary.LittleEndian.Uint64(b[:])
 		}
 		if r := d.raiseFor(c.Tid(), dirfd, s, pa.need, flags); r != nil {
 			out = append(out, r)

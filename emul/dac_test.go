@@ -1,6 +1,7 @@
 package emul
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -182,7 +183,9 @@ func TestDacHandlers(t *testing.T) {
 	b := &tableBuilder{t: em.Table, e: em, decls: declarations(), layer: "test"}
 	addDacOverride(b, uint32(os.Geteuid()))
 	seen := map[int]uint32{} // step -> mode of its file at the entry stop
-	watch := map[int]string{1: ro, 2: ro, 3: sealed, 4: sealed}
+	watch := map[int]string{1: ro, 2: ro, 3: sealed, 4: sealed, 7: ro}
+	how := make([]byte, 24) // struct open_how: flags, mode, resolve
+	binary.LittleEndian.PutUint64(how, unix.O_WRONLY|unix.O_CLOEXEC)
 	observe := func(c *tracer.Call, s *tt.Stop) {
 		if p, ok := watch[s.Step]; ok && !s.Exit {
 			var st unix.Stat_t
@@ -199,13 +202,14 @@ func TestDacHandlers(t *testing.T) {
 		tt.Call("mkdirat", cwdFD, tt.Str("/tmp/sealed/d"), tt.Int(0o755)),            // 4
 		tt.Call("unlinkat", cwdFD, tt.Str("/tmp/sealed/none"), tt.Int(0)),            // 5: ENOENT, raised all the same
 		tt.Call("renameat", cwdFD, tt.Str("/tmp/sealed/d"), cwdFD, tt.Str("/tmp/d")), // 6
+		tt.Call("openat2", cwdFD, tt.Str("/tmp/ro"), tt.In(how), tt.Int(24)),         // 7
 	)
 	hasTruncate := tt.Has("truncate")
-	for k, want := range []int64{0, 0, 0, 0, 0, -int64(unix.ENOENT), 0} {
+	for k, want := range []int64{0, 0, 0, 0, 0, -int64(unix.ENOENT), 0, 0} {
 		if k == 2 && !hasTruncate {
 			continue
 		}
-		if k == 0 || k == 1 {
+		if k == 0 || k == 1 || k == 7 {
 			if (r.Steps[k].Ret < 0) != (want < 0) {
 				t.Errorf("step %d: %d", k, r.Steps[k].Ret)
 			}
@@ -226,12 +230,12 @@ func TestDacHandlers(t *testing.T) {
 	if exits(0) {
 		t.Error("a read of a 0444 file stopped at its exit: nothing to raise")
 	}
-	for _, k := range []int{1, 3, 4, 5, 6} {
+	for _, k := range []int{1, 3, 4, 5, 6, 7} {
 		if !exits(k) {
 			t.Errorf("step %d raised a mode but had no exit stop", k)
 		}
 	}
-	want := map[int]uint32{1: 0o644, 3: 0o755, 4: 0o755}
+	want := map[int]uint32{1: 0o644, 3: 0o755, 4: 0o755, 7: 0o644}
 	if hasTruncate {
 		want[2] = 0o644
 	}
