@@ -466,6 +466,8 @@ rm d/f; echo "rm $?"; touch d/g; echo "create $?"; mkdir d/s; echo "mkdir $?"; m
 ln -s x d/l; echo "ln $?"; ls d; stat -c %a d
 rmdir d/s; echo "rmdir $?"; rm -rf d; echo "rm -rf $?"
 mkdir -p m/a/b; touch m/a/b/f; chmod -R a-w m; rm -rf m; echo "rm -rf of a read-only tree $?"; ls
+echo a > a; mkdir l; chmod 0555 l; ln a l/b; echo "link $?"; cat l/b; stat -c '%a %h' a l/b
+mv l/b l/c; echo "mv link $?"; rm l/c; echo "rm link $?"; ls l; stat -c '%a %h' a l
 `
 
 // TestFakeRootModes: a fake root (-0, droidroot running as nobody, who owns the files as an
@@ -476,8 +478,19 @@ mkdir -p m/a/b; touch m/a/b/f; chmod -R a-w m; rm -rf m; echo "rm -rf of a read-
 func TestFakeRootModes(t *testing.T) {
 	needRoot(t)
 	bin := droidrootBin(t)
-	for _, tc := range []struct{ rootfs, fastpath string }{{"busybox", "0"}, {"debian", "1"}, {"debian", "0"}} {
-		t.Run(tc.rootfs+"/fastpath="+tc.fastpath, func(t *testing.T) {
+	for _, tc := range []struct {
+		rootfs, fastpath string
+		opts             []string // after -0
+		env              []string
+	}{
+		{rootfs: "busybox", fastpath: "0"},
+		{rootfs: "debian", fastpath: "1"},
+		{rootfs: "debian", fastpath: "0"},
+		// -l with the links refused, as on Android's app storage: the
+		// tracer makes the emulated links' names itself.
+		{rootfs: "debian", fastpath: "1", opts: []string{"-l"}, env: []string{"DROIDROOT_FAIL_LINK=1"}},
+	} {
+		t.Run(tc.rootfs+"/fastpath="+tc.fastpath+strings.Join(tc.opts, ""), func(t *testing.T) {
 			root := rootfs(t, tc.rootfs)
 			work := func() string {
 				w := filepath.Join(openTempDir(t), "w")
@@ -495,8 +508,9 @@ func TestFakeRootModes(t *testing.T) {
 				t.Fatalf("the oracle:\n%s", want)
 			}
 			g := guest{Root: root, Binds: binds(work()), Cwd: "/"}
-			argv = withIdentity(droidrootArgs(bin, g, "/bin/sh", "-c", fakeRootModes), "-0")
-			argv = append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + tc.fastpath}, argv...)
+			argv = withIdentity(droidrootArgs(bin, g, "/bin/sh", "-c", fakeRootModes), append([]string{"-0"}, tc.opts...)...)
+			env := append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + tc.fastpath}, tc.env...)
+			argv = append(env, argv...)
 			res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
 			counts, stderr := fastPathCounters(res.Stderr)
 			if res.Code != 0 || stderr != "" {

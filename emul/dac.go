@@ -154,9 +154,11 @@ func newDacOverride(uid uint32) *dacOverride {
 }
 
 // addDacOverride wraps the handlers of t's calls in dacCalls (those the
-// host ABI has) with the override, for real user uid.
+// host ABI has) with the override, for real user uid, and keeps it in the
+// Emulation for the calls the tracer makes itself (dacAround).
 func addDacOverride(t *tableBuilder, uid uint32) {
 	d := newDacOverride(uid)
+	t.e.dac = d
 	first := true
 	for name, dc := range dacCalls() {
 		h, ok := t.get(name)
@@ -383,6 +385,24 @@ func (d *dacOverride) raise(p string, follow bool, bits uint32, pre *unix.Stat_t
 	return r
 }
 
+// dacAround runs fn, a call's work the tracer makes itself with the
+// host's paths (-l's emulated links), with the write and search bits of
+// directories dirs raised as for the kernel's calls, for a fake root.
+func dacAround(c *tracer.Call, fn func() int64, dirs ...string) int64 {
+	d := emulationOf(c).dac
+	if d == nil || !c.Creds().Capable(ident.CapDacOverride) {
+		return fn()
+	}
+	var raised []*dacRaised
+	for _, dir := range dirs {
+		if r := d.raiseDir(dir); r != nil {
+			raised = append(raised, r)
+		}
+	}
+	defer d.release(raised)
+	return fn()
+}
+
 // done puts back what thread tid's call raised, where no other call in
 // flight still needs it.
 func (d *dacOverride) done(tid int) {
@@ -391,7 +411,13 @@ func (d *dacOverride) done(tid int) {
 		return
 	}
 	delete(d.pending, tid)
-	for _, r := range p.raised {
+	d.release(p.raised)
+}
+
+// release drops one use of each of raised, putting back the modes no call
+// uses any more.
+func (d *dacOverride) release(raised []*dacRaised) {
+	for _, r := range raised {
 		r.refs--
 		if r.refs > 0 {
 			continue

@@ -251,3 +251,54 @@ func TestDacHandlers(t *testing.T) {
 		t.Errorf("the rename out of the sealed directory: %v", err)
 	}
 }
+
+// TestDacAround: under -l with the links refused, the tracer makes an
+// emulated link's names itself (link, and the rename and unlink of such a
+// name); a fake root's override raises the directories for that work and
+// puts them back before the call returns.
+func TestDacAround(t *testing.T) {
+	g := newGuestFS(t)
+	sealed := filepath.Join(g.root, "tmp/sealed")
+	mustMkdir(t, sealed)
+	mustWrite(t, filepath.Join(g.root, "tmp/a"), "x")
+	must(t, os.Chmod(sealed, 0o555))
+	cfg := Config{Identity: &Identity{}, Link2Symlink: true, FailLink: true}
+	em := New(cfg)
+	b := &tableBuilder{t: em.Table, e: em, decls: declarations(), layer: "test"}
+	addDacOverride(b, uint32(os.Geteuid()))
+	var modes []uint32 // the modes set, in order
+	chmod := em.dac.ops.chmod
+	em.dac.ops.chmod = func(fd int, mode uint32) error {
+		modes = append(modes, mode)
+		return chmod(fd, mode)
+	}
+	at := func(name, old, new string) tt.Step {
+		return tt.Call(name, cwdFD, tt.Str(old), cwdFD, tt.Str(new), tt.Int(0))
+	}
+	r := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Creds: InitialCreds(cfg)},
+		at("linkat", "/tmp/a", "/tmp/sealed/b"),
+		at("renameat2", "/tmp/sealed/b", "/tmp/sealed/c"),
+		tt.Call("unlinkat", cwdFD, tt.Str("/tmp/sealed/c"), tt.Int(0)),
+	)
+	for k, s := range r.Steps {
+		if s.Ret != 0 {
+			t.Errorf("step %d: %d", k, s.Ret)
+		}
+	}
+	// Each step raised the sealed directory once and put it back.
+	want := []uint32{0o755, 0o555, 0o755, 0o555, 0o755, 0o555}
+	if len(modes) != len(want) {
+		t.Fatalf("modes set %#o, want %#o", modes, want)
+	}
+	for i := range want {
+		if modes[i] != want[i] {
+			t.Fatalf("modes set %#o, want %#o", modes, want)
+		}
+	}
+	if m := modeOf(t, sealed); m != 0o555 {
+		t.Errorf("the directory after the calls: %#o, want 0555", m)
+	}
+	if len(em.dac.raised) != 0 {
+		t.Errorf("%d raises left", len(em.dac.raised))
+	}
+}

@@ -348,7 +348,7 @@ func (l *link2symlink) linkHandler(oldA, newA pathArg, flagsArg int) tracer.Hand
 			writeArgs(c, []pathArg{oldA, newA}, ts[:])
 			return
 		}
-		c.Return(l.link(c, old.host, nw.host))
+		c.Return(dacAround(c, func() int64 { return l.link(c, old.host, nw.host) }, filepath.Dir(old.host), filepath.Dir(nw.host)))
 	}}
 }
 
@@ -517,8 +517,14 @@ func (l *link2symlink) unlinkHandler(a pathArg, flagsArg int) tracer.Handler {
 			plain.Enter(c)
 			return
 		}
-		if err := unix.Unlinkat(unix.AT_FDCWD, t.host, 0); err != nil {
-			c.Fail(err.(unix.Errno))
+		unlink := func() int64 {
+			if err := unix.Unlinkat(unix.AT_FDCWD, t.host, 0); err != nil {
+				return -int64(err.(unix.Errno))
+			}
+			return 0
+		}
+		if r := dacAround(c, unlink, filepath.Dir(t.host)); r != 0 {
+			c.Return(r)
 			return
 		}
 		dropName(data)
@@ -564,21 +570,22 @@ func (l *link2symlink) renameHandler(oldA, newA pathArg, flagsArg int) tracer.Ha
 			c.Return(0)
 			return
 		}
-		if err := unix.Renameat2(unix.AT_FDCWD, ts[0].host, unix.AT_FDCWD, ts[1].host, flags); err != nil {
-			c.Fail(err.(unix.Errno))
-			return
-		}
-		if flags&unix.RENAME_EXCHANGE != 0 {
-			if newName {
-				l.repoint(c, ts[0].host, newData)
+		c.Return(dacAround(c, func() int64 {
+			if err := unix.Renameat2(unix.AT_FDCWD, ts[0].host, unix.AT_FDCWD, ts[1].host, flags); err != nil {
+				return -int64(err.(unix.Errno))
 			}
-		} else if newName {
-			dropName(newData)
-		}
-		if oldName {
-			l.repoint(c, ts[1].host, oldData)
-		}
-		c.Return(0)
+			if flags&unix.RENAME_EXCHANGE != 0 {
+				if newName {
+					l.repoint(c, ts[0].host, newData)
+				}
+			} else if newName {
+				dropName(newData)
+			}
+			if oldName {
+				l.repoint(c, ts[1].host, oldData)
+			}
+			return 0
+		}, filepath.Dir(ts[0].host), filepath.Dir(ts[1].host)))
 	}}
 }
 

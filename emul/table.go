@@ -145,6 +145,8 @@ type Emulation struct {
 	waitv *waitvEmu
 	// execHeld: files droidroot opened for a process's loader (heldExec).
 	execHeld map[int]*heldFile
+	// dac: a fake root's mode override (dac.go), nil when off.
+	dac *dacOverride
 }
 
 // New builds the handler table for cfg: every declared syscall's base
