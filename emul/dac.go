@@ -159,14 +159,13 @@ func newDacOverride(uid uint32) *dacOverride {
 func addDacOverride(t *tableBuilder, uid uint32) {
 	d := newDacOverride(uid)
 	t.e.dac = d
-	first := true
 	for name, dc := range dacCalls() {
 		h, ok := t.get(name)
 		if !ok || h.Enter == nil {
 			continue
 		}
 		h = d.wrap(h, dc)
-		if first {
+		if name == "mkdirat" { // one handler of both ABIs, which no later layer replaces
 			// Modes a thread's call raised go back if it dies in the
 			// call, its exit never seen.
 			prev := h.Events
@@ -178,7 +177,6 @@ func addDacOverride(t *tableBuilder, uid uint32) {
 					d.done(e.Tid)
 				}
 			}
-			first = false
 		}
 		t.set(name, h)
 	}

@@ -301,4 +301,23 @@ func TestDacAround(t *testing.T) {
 	if len(em.dac.raised) != 0 {
 		t.Errorf("%d raises left", len(em.dac.raised))
 	}
+
+	// A thread that dies in a call that raised a mode puts it back when
+	// it is reaped (its exit stop never comes).
+	ev := em.Table["mkdirat"].Events
+	if ev == nil {
+		t.Fatal("no Events hook on mkdirat")
+	}
+	em.dac.pending[99] = &dacPending{raised: []*dacRaised{em.dac.raiseFor(99, unix.AT_FDCWD, sealed+"/x", dacParent, 0)}}
+	if m := modeOf(t, sealed); m != 0o755 {
+		t.Fatalf("raised: %#o", m)
+	}
+	ev(&tracer.Event{Kind: tracer.EventExec, Tid: 99, Pid: 99})
+	if m := modeOf(t, sealed); m != 0o755 {
+		t.Errorf("an exec put the mode back: %#o", m)
+	}
+	ev(&tracer.Event{Kind: tracer.EventThreadGone, Tid: 99, Pid: 99})
+	if m := modeOf(t, sealed); m != 0o555 || len(em.dac.pending) != 0 {
+		t.Errorf("after the thread is gone: %#o, %d pending", m, len(em.dac.pending))
+	}
 }
