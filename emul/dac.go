@@ -223,6 +223,17 @@ func (d *dacOverride) wrap(h tracer.Handler, dc dacCall) tracer.Handler {
 // enter raises what call c (as translated: its registers now) needs of the
 // real user's modes, returning what it raised.
 func (d *dacOverride) enter(c *tracer.Call, dc dacCall) []*dacRaised {
+	var flags uint64
+	if dc.flagsArg >= 0 {
+		flags = c.Regs.Arg(dc.flagsArg)
+	}
+	if dc.how && c.Nr() == nrOf("openat2") {
+		var b [8]byte
+		if c.ReadMem(flags, b[:]) != nil {
+			return nil
+		}
+		flags = binary.LittleEndian.Uint64(b[:])
+	}
 	var out []*dacRaised
 	for _, pa := range dc.paths {
 		s, err := c.ReadPath(c.Regs.Arg(pa.path))
@@ -232,17 +243,6 @@ func (d *dacOverride) enter(c *tracer.Call, dc dacCall) []*dacRaised {
 		dirfd := int32(unix.AT_FDCWD)
 		if pa.dirfd >= 0 {
 			dirfd = int32(c.Regs.Arg(pa.dirfd))
-		}
-		var flags uint64
-		if dc.flagsArg >= 0 {
-			flags = c.Regs.Arg(dc.flagsArg)
-		}
-		if dc.how && c.Nr() == nrOf("openat2") {
-			var b [8]byte
-			if c.ReadMem(flags, b[:]) != nil {
-				continue
-			}
-			flags = binary.LittleEndian.Uint64(b[:])
 		}
 		if r := d.raiseFor(c.Tid(), dirfd, s, pa.need, flags); r != nil {
 			out = append(out, r)
@@ -258,9 +258,9 @@ func kernelPath(tid int, dirfd int32, s string) string {
 	case strings.HasPrefix(s, "/"):
 		return s
 	case dirfd == unix.AT_FDCWD:
-		return "/proc/" + strconv.Itoa(tid) + "/cwd/" + s
+		return procCwd(tid) + "/" + s
 	default:
-		return "/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.Itoa(int(dirfd)) + "/" + s
+		return procFd(tid, int(dirfd)) + "/" + s
 	}
 }
 

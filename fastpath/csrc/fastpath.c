@@ -2604,6 +2604,13 @@ static __attribute__((noinline)) long access_follow(int dirfd, const char *path,
 	return access_pinned(t, mode, flags, w);
 }
 
+/* ids_eacces tells whether answer r is an EACCES the kernel gave the real
+ * user under emulated ids (DR_FP_IDS), which goes to the tracer, made
+ * again as the ordinary call (a refusal changed nothing): access's answer
+ * is the emulated ids' (ident.go's accessHandler), and a fake root's
+ * CAP_DAC_OVERRIDE (emul/dac.go) may let the other calls through. */
+static int ids_eacces(long r) { return r == -EACCES && (cfg.flags & DR_FP_IDS); }
+
 /* Under emulated ids (DR_FP_IDS) the kernel checks the real ids, as it
  * does for the traced call, and the tracer changes only its EACCES (a fake
  * root's answer: ident.go's accessHandler): every other answer is the
@@ -2661,7 +2668,7 @@ static long fp_access_k(int dirfd, const char *path, int mode, int flags)
 	}
 	if (w == W_ANSWERED && ((r == -ENOENT && t.ancestor) || (r < 0 && r != -ENOENT && r != -EACCES && r != -EROFS)))
 		w = W_ERRNO;
-	if (w == W_ANSWERED && r == -EACCES && (cfg.flags & DR_FP_IDS))
+	if (w == W_ANSWERED && ids_eacces(r))
 		w = W_OPTION;
 	count(F_ACCESS, w);
 	return w == W_ANSWERED ? r : FP_DEFER;
@@ -2834,12 +2841,6 @@ static long open_nolink(int dir, const char *name, int flags, unsigned mode, int
 		return -ENOSYS;
 	return openat2_nolink(dir, name, (unsigned)flags, (flags & O_CREAT) ? mode : 0, block);
 }
-
-/* ids_eacces tells whether answer r is an EACCES the kernel gave the real
- * user under emulated ids (DR_FP_IDS): a fake root's CAP_DAC_OVERRIDE
- * (emul/dac.go) may have let the call through, so it goes to the tracer,
- * made again as the ordinary call (a refusal changed nothing). */
-static int ids_eacces(long r) { return r == -EACCES && (cfg.flags & DR_FP_IDS); }
 
 /* open_answer counts open answer r of fn and returns it, or FP_DEFER for
  * an EACCES the tracer answers under emulated ids (ids_eacces). */
