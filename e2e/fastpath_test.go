@@ -345,6 +345,26 @@ func TestFastPathAnswers(t *testing.T) {
 			"access /fx/scratch/d/h x\nchmod d/h 700\naccess /fx/scratch/d/h x\nls /proc/self/fd\nunlink d/h\nrmdir d\n",
 			map[string]int{"access": 15, "pins": 7, "pins unverified": 2},
 			map[string]int{"access": 15, "pins": 7, "pins unverified": 2}},
+		// access with R_OK or X_OK that every class of the file's modes
+		// grants (0755), on a name whose pin the kernel granted it through
+		// before, with the ctime the file had when pinned: answered with
+		// the lstat alone ("grants"). A mode not granted before (rx after
+		// x), W_OK, a chmod (the ctime) and an ACL (a named user's entry
+		// may refuse what the modes grant: never granted so) are the
+		// kernel's check.
+		{"access-granted", "cd /fx/scratch\nwrite f x\nchmod f 755\naccess f x\naccess f x\naccess f x\n" +
+			"access f rx\naccess f rx\naccess f w\naccess f w\nchmod f 750\naccess f x\naccess f x\n" +
+			"write g y\nchmod g 755\nacl g 65534 0\naccess g x\naccess g x\naccess g x\n" +
+			"acl f 65534 0\naccess f x\n",
+			map[string]int{"access": 13, "grants": 2, "pins": 7}, nil},
+		// The same with the ids changed after a grant (setuid; not under
+		// Android's policy, whose set*id changes no id): the ACL's user is
+		// refused, a 0750 file too, a 0755 one still granted.
+		{"access-granted-ids", "cd /fx/scratch\nwrite f x\nchmod f 750\naccess f x\naccess f x\naccess f x\n" +
+			"write g y\nchmod g 755\nacl g 65534 0\naccess g x\naccess g x\naccess g x\n" +
+			"write h z\nchmod h 755\naccess h x\naccess h x\nsetuid 65534\naccess g x\naccess f x\n" +
+			"access h x\naccess h x\naccess h r\n",
+			map[string]int{"access": 13, "grants": 2, "pins": 5}, nil},
 		{"tails", tailsOps,
 			map[string]int{"stat": 22, "lstat": 2, "fstatat": 5, "statx": 1, "access": 4, "open": 12}, nil},
 		// A symlink as the last component of stat, statx or access:
@@ -441,7 +461,19 @@ func TestFastPathAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			want := probe(t, "chroot", viaChroot, base, "pathprobe.dyn", tc.name, tc.ops)
-			argv := droidrootArgs(droidrootBin(t), oracleGuest(t, base), "/progs/pathprobe.dyn", "-f", "-")
+			g := oracleGuest(t, base)
+			if strings.Contains(tc.ops, "\nsetuid ") {
+				if os.Getenv("DROIDROOT_ANDROID_POLICY") != "" {
+					t.Skip("Android's policy emulates set*id without changing an id")
+				}
+				// Another user's calls walk the host path to the rootfs.
+				for d := filepath.Dir(g.Root); d != filepath.Dir(d) && d != os.TempDir(); d = filepath.Dir(d) {
+					if err := os.Chmod(d, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			argv := droidrootArgs(droidrootBin(t), g, "/progs/pathprobe.dyn", "-f", "-")
 			env := []string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}
 			if _, opt, ok := strings.Cut(tc.name, " "); ok {
 				// "name -l": with those options, -l's links emulated as

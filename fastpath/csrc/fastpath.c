@@ -311,12 +311,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_RECV, F_NFN
+	F_PINS, F_RECV, F_GRANTS, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins", "recv"};
+					    "pins", "recv", "grants"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -680,6 +680,11 @@ struct pinslot {
 	unsigned guard; /* fp_guard when last known ours (odd: never) */
 	int fd;         /* -1 or 0: empty */
 	uint64_t dev, ino, pdev, pino, stamp;
+	/* The file's ctime when pinned, and whether its modes alone decide
+	 * (pin_plain); granted: the modes (R_OK, X_OK) the kernel granted
+	 * through the pin while the ctime was that one (access_granted). */
+	int64_t ctime_sec, ctime_nsec;
+	unsigned plain, granted;
 	char name[P_NAME];
 };
 static struct pinslot pins[P_SLOTS];
@@ -2446,10 +2451,95 @@ static struct pinslot *pin_find(uint64_t pdev, uint64_t pino, const char *name, 
 	return NULL;
 }
 
+/* ---- granted answers ----
+ *
+ * A mode every class of the file's modes grants (owner, group and others:
+ * 0644 for R_OK, 0755 for X_OK) is granted to any ids and capabilities
+ * the caller may have: the kernel's answer does not depend on the caller's
+ * credentials, only on the file (modes, ACL, security label: a change to
+ * any of them changes its ctime) and its mount (noexec for X_OK, and the
+ * security module's policy). So a pin remembers the modes the kernel
+ * granted through it (R_OK and X_OK; never W_OK, whose EROFS a remount
+ * changes), and a later access of the name whose lstat finds the pinned
+ * file with the ctime it had when pinned is answered 0 with that lstat
+ * alone: one system call, where the kernel's own access walks the whole
+ * path. Only where the modes alone decide (pin_plain): no POSIX ACL (a
+ * named user's entry may refuse what the modes grant) on a local
+ * filesystem whose permission checks are the kernel's generic ones (not
+ * FUSE, NFS or 9p, whose server may answer differently at any time). A
+ * change in the same tick of the coarse clock as the pin keeps its ctime,
+ * and a remount changes none: both show when the pin expires, within the
+ * TTL, as a host's mount over a cached directory does. */
+
+/* plain_fs: f_type of a filesystem whose permission checks are the
+ * kernel's generic ones over the inode's modes and ACL. */
+static int plain_fs(long type)
+{
+	switch ((unsigned long)type & 0xffffffffu) {
+	case 0xEF53:     /* ext2/3/4 */
+	case 0xF2F52010: /* f2fs (Android's /data) */
+	case 0x58465342: /* xfs */
+	case 0x9123683E: /* btrfs */
+	case 0x01021994: /* tmpfs */
+	case 0xE0F5E1E2: /* erofs (Android's system images) */
+		return 1;
+	}
+	return 0;
+}
+
+/* pin_plain tells whether pinned file m's modes alone decide an access:
+ * a plain_fs and no POSIX ACL (none there, or none supported). */
+static int pin_plain(long m)
+{
+	struct statfs sf;
+	char proc[32];
+	if (tr(SYS_fstatfs, m, (long)&sf, 0, 0, 0, 0) != 0 || !plain_fs((long)sf.f_type))
+		return 0;
+	fmt_procfd(proc, (int)m);
+	long r = tr(SYS_getxattr, (long)proc, (long)"system.posix_acl_access", 0, 0, 0, 0);
+	return r == -ENODATA || r == -EOPNOTSUPP;
+}
+
+/* every_class is the modes of mode (R_OK, X_OK) that every class of file
+ * mode st_mode grants. */
+static unsigned every_class(unsigned st_mode, int mode)
+{
+	unsigned g = 0;
+	if ((mode & R_OK) && (st_mode & (S_IRUSR | S_IRGRP | S_IROTH)) == (S_IRUSR | S_IRGRP | S_IROTH))
+		g |= R_OK;
+	if ((mode & X_OK) && (st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == (S_IXUSR | S_IXGRP | S_IXOTH))
+		g |= X_OK;
+	return g;
+}
+
+/* same_ctime: st's ctime is pin p's. */
+static int same_ctime(const struct pinslot *p, const struct stat *st)
+{
+	return p->plain && (int64_t)st->st_ctim.tv_sec == p->ctime_sec && (int64_t)st->st_ctim.tv_nsec == p->ctime_nsec;
+}
+
+/* grant_note records that the kernel granted mode through pin p, whose
+ * name's lstat before the check was st. */
+static void grant_note(struct pinslot *p, const struct stat *st, int mode)
+{
+	unsigned g = every_class(st->st_mode, mode);
+	if (mode && (unsigned)mode == g && same_ctime(p, st))
+		__atomic_fetch_or(&p->granted, g, __ATOMIC_RELAXED);
+}
+
+/* access_granted: mode is one the kernel granted through p for the name's
+ * lstat st (see above). */
+static int access_granted(struct pinslot *p, const struct stat *st, int mode)
+{
+	unsigned g = every_class(st->st_mode, mode);
+	return mode && (unsigned)mode == g && same_ctime(p, st) && (__atomic_load_n(&p->granted, __ATOMIC_RELAXED) & g) == g;
+}
+
 /* pin_keep keeps pin m of name below pdev/pino (taken under guard word g0)
  * in a slot, at the name's second access: 1 if it did (m is then the
- * slot's, moved into the guarded range), 0 if the caller closes m. */
-static int pin_keep(uint64_t pdev, uint64_t pino, const char *name, size_t nl, long m, unsigned g0)
+ * slot's, moved into the guarded range), 0 if the caller closes m. granted
+ * is the mode the kernel granted through m, 0 if none. */
+static int pin_keep(uint64_t pdev, uint64_t pino, const char *name, size_t nl, long m, unsigned g0, int granted)
 {
 	uint32_t h = pin_hash(pdev, pino, name, nl);
 	uint32_t *seen = &pin_seen[h % 64];
@@ -2489,6 +2579,10 @@ static int pin_keep(uint64_t pdev, uint64_t pino, const char *name, size_t nl, l
 		tr(SYS_close, v->fd, 0, 0, 0, 0, 0);
 	v->dev = st.st_dev, v->ino = st.st_ino;
 	v->pdev = pdev, v->pino = pino;
+	v->ctime_sec = (int64_t)st.st_ctim.tv_sec, v->ctime_nsec = (int64_t)st.st_ctim.tv_nsec;
+	v->plain = (unsigned)pin_plain(hi);
+	v->granted = 0;
+	grant_note(v, &st, granted);
 	fp_memcpy(v->name, name, nl + 1);
 	v->stamp = now_ns();
 	v->guard = guard_for((int)hi, g0);
@@ -2520,8 +2614,15 @@ static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
 			if (r == 0 && !S_ISLNK(st.st_mode) && st.st_dev == p->dev && st.st_ino == p->ino &&
 			    now_ns() - p->stamp < cfg.fresh_ns && pin_ours(p, g0)) {
 				release(&t->parent);
+				if (access_granted(p, &st, mode)) {
+					unuse_state(&p->state);
+					count(F_GRANTS, W_ANSWERED);
+					return 0;
+				}
 				fmt_procfd(proc, p->fd);
 				r = access_on(p->fd, proc, mode, flags);
+				if (r == 0)
+					grant_note(p, &st, mode);
 				unuse_state(&p->state);
 				count(F_PINS, r == FP_DEFER ? W_FLAGS : W_ANSWERED);
 				if (r == FP_DEFER)
@@ -2545,7 +2646,7 @@ static long access_pinned(struct target *t, int mode, int flags, enum fp_why *w)
 	r = access_on(m, proc, mode, flags);
 	if (r == FP_DEFER)
 		*w = W_FLAGS;
-	else if (cacheable && !(g0 & 1) && pin_keep(pdev, pino, t->name, nl, m, g0))
+	else if (cacheable && !(g0 & 1) && pin_keep(pdev, pino, t->name, nl, m, g0, r == 0 ? mode : 0))
 		return r;
 	tr(SYS_close, m, 0, 0, 0, 0, 0);
 	return r;

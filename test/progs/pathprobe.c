@@ -36,6 +36,10 @@
  *   truncate P LEN | write P TEXT | cat P | ls P (sorted names, / for dirs, @ for symlinks)
  *   getxattr P NAME | lgetxattr P NAME | setxattr P NAME VALUE | listxattr P (names, comma-separated)
  *   | removexattr P NAME | fstatfs P (its file system's type, from a descriptor)
+ *   acl P UID PERM           a POSIX access ACL on P: its modes' owner, group and other
+ *                            entries, a mask rwx and user UID with PERM (octal, 0-7)
+ *   setuid UID               setgroups (none), setresgid and setresuid to UID (for good:
+ *                            the lines after run as that user)
  *   fd N P FLAGS             open P and keep it as descriptor N (dup2), print fstat
  *   close N
  *   openat2 P FLAGS RESOLVE [MODE]  openat2(2); RESOLVE: comma list of noxdev nomagiclinks
@@ -86,6 +90,7 @@
 #include <sys/inotify.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <grp.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -332,6 +337,31 @@ static int okay(int r)
 		return fail();
 	printf("ok");
 	return 0;
+}
+
+/* do_acl sets P's POSIX access ACL (the kernel's xattr form, struct
+ * posix_acl_xattr_header and entries): owner, group and other from P's
+ * modes, user uid with perm, and a mask rwx. */
+static int do_acl(const char *p, uint32_t uid, uint16_t perm)
+{
+	struct stat st;
+	if (stat(p, &st) != 0)
+		return okay(-1);
+	struct {
+		uint16_t tag, perm;
+		uint32_t id;
+	} e[5] = {
+		{0x01 /* ACL_USER_OBJ */, (uint16_t)((st.st_mode >> 6) & 7), 0xffffffffu},
+		{0x02 /* ACL_USER */, perm, uid},
+		{0x04 /* ACL_GROUP_OBJ */, (uint16_t)((st.st_mode >> 3) & 7), 0xffffffffu},
+		{0x10 /* ACL_MASK */, 7, 0xffffffffu},
+		{0x20 /* ACL_OTHER */, (uint16_t)(st.st_mode & 7), 0xffffffffu},
+	};
+	char buf[4 + sizeof e];
+	uint32_t version = 2;
+	memcpy(buf, &version, 4);
+	memcpy(buf + 4, e, sizeof e);
+	return okay(setxattr(p, "system.posix_acl_access", buf, sizeof buf, 0));
 }
 
 /* ---- argument parsing ---------------------------------------------------------------------- */
@@ -881,6 +911,17 @@ static int run(int argc, char **argv)
 	if (!strcmp(op, "chmod")) {
 		NEED(2);
 		return okay(chmod(argv[1], (mode_t)strtol(argv[2], NULL, 8)));
+	}
+	if (!strcmp(op, "acl")) {
+		NEED(3);
+		return do_acl(argv[1], (uint32_t)strtoul(argv[2], NULL, 10), (uint16_t)strtoul(argv[3], NULL, 8));
+	}
+	if (!strcmp(op, "setuid")) {
+		NEED(1);
+		unsigned id = (unsigned)strtoul(argv[1], NULL, 10);
+		if (setgroups(0, NULL) != 0 || setresgid(id, id, id) != 0)
+			return okay(-1);
+		return okay(setresuid(id, id, id));
 	}
 	if (!strcmp(op, "truncate")) {
 		NEED(2);
