@@ -239,9 +239,23 @@ static int fp_streq(const char *a, const char *b)
 	return *a == *b;
 }
 
+/* load8 reads the 8 bytes at p, aligned or not, in one load. */
+static inline uint64_t load8(const char *p)
+{
+	uint64_t w;
+	__builtin_memcpy(&w, p, 8);
+	return w;
+}
+
+/* fp_memeq, fp_memcpy and hash_of take 8 bytes at a time: the keys and
+ * paths of every call are tens of bytes. */
 static int fp_memeq(const char *a, const char *b, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		if (load8(a + i) != load8(b + i))
+			return 0;
+	for (; i < n; i++)
 		if (a[i] != b[i])
 			return 0;
 	return 1;
@@ -256,7 +270,13 @@ static int under(const char *p, size_t n, const char *pre, size_t pl)
 
 static void fp_memcpy(char *d, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	if (d + n <= s || s + n <= d) /* apart: 8 bytes at a time; else forwards, byte by byte */
+		for (; i + 8 <= n; i += 8) {
+			uint64_t w = load8(s + i);
+			__builtin_memcpy(d + i, &w, 8);
+		}
+	for (; i < n; i++)
 		d[i] = s[i];
 }
 
@@ -773,10 +793,15 @@ static uint64_t now_ns(void)
 
 static uint32_t hash_of(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		h = (h ^ load8(s + i)) * 0x100000001b3ull;
+	for (; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	h ^= h >> 29; /* the high bits' mixing into the low ones */
+	h *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 /* verify opens host directory dir (len bytes, NUL-terminated) O_PATH and
@@ -1469,11 +1494,9 @@ static enum fp_why map_path(const char *g, struct target *t, int how)
 	 * trailing slash, "." or ".." there (the tail) goes to the tracer but
 	 * for M_DOT's calls, where "P/", "P/." and "P/.." are the directory
 	 * the whole path resolves to: "." below it. */
-	size_t n = 0;
 	int dots = 0, dotdot = 0, tail = 0;
-	for (const char *p = g; *p; p++, n++) {
-		if (*p != '/')
-			continue;
+	const char *p = g; /* at a '/' (g[0] is one), then after each component */
+	while (*p) {
 		const char *c = p + 1;
 		size_t cl = 0;
 		while (c[cl] && c[cl] != '/')
@@ -1485,7 +1508,9 @@ static enum fp_why map_path(const char *g, struct target *t, int how)
 			dots = 1;
 			dotdot |= cl == 2;
 		}
+		p = c + cl;
 	}
+	size_t n = (size_t)(p - g);
 	if (n >= FP_PATH_MAX)
 		return W_LONG;
 	const char *norm = g;
