@@ -679,7 +679,6 @@ __attribute__((constructor)) static void fp_init(void)
  * without the cache. */
 #define S_BUSY 0x40000000u
 struct slot {
-	unsigned state;
 	unsigned gen; /* cur_gen() when verified */
 	unsigned guard; /* fp_guard when last known ours (odd: never) */
 	int fd;   /* -1: empty */
@@ -689,6 +688,13 @@ struct slot {
 	char key[C_KEY];
 };
 static struct slot slots[C_SLOTS];
+/* The slots' state words, each on a cache line of its own: every call
+ * writes one (a reader's reference), and its slot's fields, which calls
+ * only read, then stay shared between the CPUs of threads using it. */
+static struct {
+	unsigned v;
+} __attribute__((aligned(64))) slot_states[C_SLOTS];
+static unsigned *state_of(struct slot *s) { return &slot_states[s - slots].v; }
 
 /* The pins access keeps (access_pinned): a file's O_PATH descriptor in the
  * guarded range, with the file's dev/ino and the parent directory and name
@@ -771,13 +777,13 @@ static int refill_state(unsigned *state, unsigned have)
 }
 
 /* use takes a reader's reference on s, unless it is being refilled. */
-static int use(struct slot *s) { return use_state(&s->state); }
-static void unuse(struct slot *s) { unuse_state(&s->state); }
+static int use(struct slot *s) { return use_state(state_of(s)); }
+static void unuse(struct slot *s) { unuse_state(state_of(s)); }
 /* refill makes the caller s's only writer, from `have` references (0, or
  * the caller's own 1); done hands it back with the caller holding one. */
-static int refill(struct slot *s, unsigned have) { return refill_state(&s->state, have); }
-static void done(struct slot *s) { __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE); }
-static void cancel(struct slot *s) { __atomic_store_n(&s->state, 0, __ATOMIC_RELEASE); }
+static int refill(struct slot *s, unsigned have) { return refill_state(state_of(s), have); }
+static void done(struct slot *s) { __atomic_store_n(state_of(s), 1, __ATOMIC_RELEASE); }
+static void cancel(struct slot *s) { __atomic_store_n(state_of(s), 0, __ATOMIC_RELEASE); }
 
 /* now_ns is the coarse monotonic clock (the vDSO's last tick, no counter
  * read: a few ns where CLOCK_MONOTONIC costs tens), which lags the real
