@@ -247,6 +247,35 @@ static inline uint64_t load8(const char *p)
 	return w;
 }
 
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "comp_end reads words as little-endian (x86_64 and arm64 are)"
+#endif
+#define ONES8 0x0101010101010101ull
+
+/* zero_bytes has the high bit of the lowest zero byte of v set (and maybe
+ * of higher bytes: a borrow; never of a lower one). */
+static inline uint64_t zero_bytes(uint64_t v) { return (v - ONES8) & ~v & (ONES8 * 0x80); }
+
+/* comp_end returns the first '/' or NUL at or after s, 8 bytes at a time.
+ * It reads whole aligned words, which never cross a page boundary: only
+ * pages that hold bytes of the string up to its NUL. */
+static const char *comp_end(const char *s)
+{
+	uintptr_t a = (uintptr_t)s & ~(uintptr_t)7;
+	unsigned off = (unsigned)((uintptr_t)s & 7);
+	uint64_t w;
+	__builtin_memcpy(&w, (const void *)a, 8);
+	if (off)
+		w |= ~0ull >> (64 - 8 * off); /* the bytes before s: 0xff, neither '/' nor NUL */
+	for (;;) {
+		uint64_t m = zero_bytes(w) | zero_bytes(w ^ (ONES8 * '/'));
+		if (m)
+			return (const char *)a + (__builtin_ctzll(m) >> 3);
+		a += 8;
+		__builtin_memcpy(&w, (const void *)a, 8);
+	}
+}
+
 /* fp_memeq, fp_memcpy and hash_of take 8 bytes at a time: the keys and
  * paths of every call are tens of bytes. */
 static int fp_memeq(const char *a, const char *b, size_t n)
@@ -1504,9 +1533,7 @@ static enum fp_why map_path(const char *g, struct target *t, int how)
 	const char *p = g; /* at a '/' (g[0] is one), then after each component */
 	while (*p) {
 		const char *c = p + 1;
-		size_t cl = 0;
-		while (c[cl] && c[cl] != '/')
-			cl++;
+		size_t cl = (size_t)(comp_end(c) - c);
 		if (cl == 0 || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.')) {
 			if (c[cl] == 0 && !(how & M_DOT))
 				return W_DOTS;
