@@ -300,7 +300,7 @@ static int under(const char *p, size_t n, const char *pre, size_t pl)
 static void fp_memcpy(char *d, const char *s, size_t n)
 {
 	size_t i = 0;
-	if (d + n <= s || s + n <= d) /* apart: 8 bytes at a time; else forwards, byte by byte */
+	if ((uintptr_t)d + n <= (uintptr_t)s || (uintptr_t)s + n <= (uintptr_t)d) /* apart: 8 bytes at a time; else forwards, byte by byte */
 		for (; i + 8 <= n; i += 8) {
 			uint64_t w = load8(s + i);
 			__builtin_memcpy(d + i, &w, 8);
