@@ -23,7 +23,9 @@ const Stage2Name = "droidroot-stage2"
 // program (os.Args[1]) with argv os.Args[2:]. The exec itself is the first
 // traced call, so the guest path is translated like any other exec. A
 // program the kernel cannot exec (ENOEXEC: a script without #!) runs as
-// /bin/sh os.Args[1] os.Args[3:]..., as execvp runs it.
+// /bin/sh os.Args[1] os.Args[3:]..., as execvp runs it. It must run on the
+// process's main thread, the one the tracer seized (the caller's init locks
+// it there: runtime.LockOSThread); elsewhere it exits 125.
 func Stage2() {
 	f := os.NewFile(3, "stage2")
 	var hdr [4]byte
@@ -37,6 +39,12 @@ func Stage2() {
 		os.Exit(125)
 	}
 	f.Close()
+	if unix.Gettid() != unix.Getpid() {
+		// Not the thread the tracer seized (main's init locks it there):
+		// a filter installed here would not be the exec's.
+		fmt.Fprintf(os.Stderr, "droidroot: stage 2 runs on thread %d, not its main thread %d\n", unix.Gettid(), unix.Getpid())
+		os.Exit(125)
+	}
 	if n > 0 {
 		prog := make([]unix.SockFilter, n/8)
 		for i := range prog {

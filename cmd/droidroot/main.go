@@ -26,6 +26,19 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
+// init keeps stage 2 (droidroot re-executed to install the filter and exec
+// the guest, tracer.Stage2) on the startup thread, the one the tracer
+// seized: init functions run there, and main then too. Without it the
+// goroutine may resume on a thread the runtime made before the seize after
+// its blocking read of the filter, install the filter there and exec from a
+// thread no tracer watches (the kernel fails the traced execve with
+// ENOSYS), or move between the install and the exec.
+func init() {
+	if filepath.Base(os.Args[0]) == tracer.Stage2Name {
+		runtime.LockOSThread()
+	}
+}
+
 func main() {
 	base := filepath.Base(os.Args[0])
 	if base == tracer.Stage2Name {
