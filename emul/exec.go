@@ -70,15 +70,13 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 		}
 		fileDirfd := dirfdArg
 		dirfdArg = -1 // interpreters resolve against the cwd
-		f, errno := openExec(host)
+		files := execFilesOf(emulationOf(c))
+		ef, errno := files.program(host)
 		if errno != 0 {
 			return nil, errno
 		}
-		var head [binprmBufSize]byte
-		n, _ := io.ReadFull(f, head[:])
-		hd := head[:n]
+		hd := ef.head
 		if bytes.HasPrefix(hd, []byte("#!")) {
-			f.Close()
 			if depth >= maxScriptDepth {
 				return nil, unix.ELOOP
 			}
@@ -115,21 +113,17 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 			continue
 		}
 		if !bytes.HasPrefix(hd, []byte(elf.ELFMAG)) {
-			f.Close()
 			return nil, unix.ENOEXEC
 		}
-		if q := emulationOf(c).qemu; q != nil && foreignELF(f) {
-			f.Close()
+		if q := emulationOf(c).qemu; q != nil && foreignELFAt(host) {
 			return q.plan(c, host, argv, argvAddr)
 		}
-		if n > 19 && elf.Class(hd[elf.EI_CLASS]) == elf.ELFCLASS32 &&
+		if len(hd) > 19 && elf.Class(hd[elf.EI_CLASS]) == elf.ELFCLASS32 &&
 			elf.Machine(binary.LittleEndian.Uint16(hd[18:])) == tracer.ELFMachine32 {
-			f.Close()
 			c.Tracer().WarnOnce("32-bit", "%s: a 32-bit program: droidroot runs 64-bit programs only (PROOT_LOADER_32 is accepted and not used)", filename)
 			return nil, unix.ENOEXEC
 		}
-		interpGuest, errno := elfInterp(f)
-		f.Close()
+		interpGuest, errno := ef.interp, ef.errno
 		if errno != 0 {
 			return nil, errno
 		}
@@ -152,7 +146,7 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 			if errno != 0 {
 				return nil, errno
 			}
-			if _, errno := openExecInterp(ih); errno != 0 {
+			if errno := files.interpreter(ih); errno != 0 {
 				return nil, errno
 			}
 			plan.interp = ih
@@ -278,16 +272,6 @@ func openExec(host string) (*os.File, unix.Errno) {
 		return nil, unix.EACCES
 	}
 	return os.NewFile(uintptr(fd), host), 0
-}
-
-// openExecInterp checks the ELF interpreter can be opened.
-func openExecInterp(host string) (bool, unix.Errno) {
-	fd, err := unix.Open(host, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, err.(unix.Errno)
-	}
-	unix.Close(fd)
-	return true, 0
 }
 
 // parseShebang splits a #! line as fs/binfmt_script.c's load_script does,

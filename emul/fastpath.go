@@ -44,6 +44,8 @@ type fastPathState struct {
 	cwdSeq     uint32 // the last seq written into a cwd record
 	procs      map[int]*fastPathProc
 	files      map[string]string // merged preload content -> its file in Dir
+	byID       map[fileID]string // the guest preload file's fileID -> its merged file (merged)
+	lastMerged string            // the last merged file made or found, "" before the first
 	dir        string
 	// changes is the session's change counter (fastpath.Config.Changes),
 	// nil for none.
@@ -556,7 +558,12 @@ func (s *fastPathState) preloadHandler(inner tracer.Handler, a pathArg, isOpen b
 		if isOpen {
 			p.armed = false
 		}
-		host, err := s.merged(c)
+		// The access before the open only asks whether the file can be
+		// read: any merged file can (no guest file is read for it).
+		host, err := s.lastMerged, error(nil)
+		if isOpen || host == "" {
+			host, err = s.merged(c)
+		}
 		if err != nil {
 			inner.Enter(c)
 			return
@@ -575,12 +582,35 @@ func (s *fastPathState) preloadHandler(inner tracer.Handler, a pathArg, isOpen b
 // merged returns the file holding the guest's /etc/ld.so.preload with the
 // library added.
 func (s *fastPathState) merged(c *tracer.Call) (string, error) {
+	host, errno := resolveAt(c, -1, preloadPath, true)
+	if errno != 0 {
+		host = ""
+	}
+	return s.mergedOf(host)
+}
+
+// mergedOf is merged for the guest file at host ("" for none). The merged
+// file is found again by the guest file's fileID (the zero fileID when it
+// has none): a stat instead of a read at each process's start.
+func (s *fastPathState) mergedOf(host string) (string, error) {
 	var own []byte
-	if host, errno := resolveAt(c, -1, preloadPath, true); errno == 0 {
+	var id fileID
+	var st unix.Stat_t
+	if host != "" && unix.Stat(host, &st) == nil {
+		id = idOf(&st)
+	}
+	if f, ok := s.byID[id]; ok {
+		return f, nil
+	}
+	if id != (fileID{}) {
 		own, _ = os.ReadFile(host)
+		if unix.Stat(host, &st) != nil || idOf(&st) != id {
+			id = fileID{dev: ^uint64(0)} // changed while read: not kept
+		}
 	}
 	content := fastpath.MergePreload(own)
 	if f, ok := s.files[string(content)]; ok {
+		s.remember(id, f)
 		return f, nil
 	}
 	sum := sha256.Sum256(content)
@@ -589,5 +619,18 @@ func (s *fastPathState) merged(c *tracer.Call) (string, error) {
 		return "", err
 	}
 	s.files[string(content)] = f
+	s.remember(id, f)
 	return f, nil
+}
+
+// remember notes that the guest preload file id merges into file f.
+func (s *fastPathState) remember(id fileID, f string) {
+	if id.dev == ^uint64(0) {
+		return
+	}
+	if s.byID == nil || len(s.byID) >= maxExecFiles {
+		s.byID = map[fileID]string{}
+	}
+	s.byID[id] = f
+	s.lastMerged = f
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -333,5 +334,48 @@ func TestHandshakeBlobExe(t *testing.T) {
 		if got := tc.s.handshakeBlob(tc.pr); string(got) != string(blob) {
 			t.Errorf("%s: handshakeBlob = %q, want the session's", tc.name, got)
 		}
+	}
+}
+
+// TestFastPathMergedOf: the merged preload file holds the guest's file with
+// the library added, is found again while the guest's file is unchanged,
+// and is made again from the new content once it changes; a guest without
+// the file gets the library alone.
+func TestFastPathMergedOf(t *testing.T) {
+	s := &fastPathState{files: map[string]string{}, dir: t.TempDir()}
+	own := filepath.Join(t.TempDir(), "ld.so.preload")
+	lib := fastpath.GuestPath + "\n"
+	read := func(name, host, want string) string {
+		t.Helper()
+		f, err := s.mergedOf(host)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %s holds %q (%v), want %q", name, f, b, err, want)
+		}
+		return f
+	}
+	none := read("no guest file", "", lib)
+	if f := read("a missing guest file", own, lib); f != none {
+		t.Errorf("a missing guest file merges into %s, not %s", f, none)
+	}
+	mustWrite(t, own, "/usr/lib/libshim.so\n")
+	first := read("the guest's file", own, "/usr/lib/libshim.so\n"+lib)
+	if f := read("unchanged", own, "/usr/lib/libshim.so\n"+lib); f != first {
+		t.Errorf("an unchanged guest file merges into %s, not %s", f, first)
+	}
+	mustWrite(t, own, "/usr/lib/libother.so\n")
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(own, later, later); err != nil {
+		t.Fatal(err)
+	}
+	read("changed", own, "/usr/lib/libother.so\n"+lib)
+	if err := os.Remove(own); err != nil {
+		t.Fatal(err)
+	}
+	if f := read("removed", own, lib); f != none {
+		t.Errorf("a removed guest file merges into %s, not %s", f, none)
 	}
 }

@@ -22,6 +22,17 @@ type qemu struct {
 	cmd []string // host path of the emulator, then its arguments
 }
 
+// foreignELFAt is foreignELF of the file at host (false if it cannot be
+// opened).
+func foreignELFAt(host string) bool {
+	f, err := os.Open(host)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return foreignELF(f)
+}
+
 // foreignELF reports whether f is a 64- or 32-bit ELF of another machine.
 func foreignELF(f *os.File) bool {
 	ef, err := elf.NewFile(f)

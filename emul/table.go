@@ -136,6 +136,9 @@ type Emulation struct {
 	l2s    *link2symlink // -l, nil when off
 	qemu   *qemu         // -q, nil when off
 	uname  *Uname        // -k, nil when off
+	// execFiles keeps what exec read of programs and interpreters
+	// (execfiles.go), made on first use.
+	execFiles *execFiles
 	// fastPath is the fast path layer's state, nil when off.
 	fastPath *fastPathState
 	// realIDs: the threads whose paths are not pinned (pincreds.go).
