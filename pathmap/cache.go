@@ -300,6 +300,13 @@ func (c *cache) close() {
 	c.mu.Unlock()
 }
 
+// fd is the inotify descriptor, -1 once disabled.
+func (c *cache) fd() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ifd
+}
+
 func (c *cache) stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()

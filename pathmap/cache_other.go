@@ -16,6 +16,7 @@ func newCache(tops []string, maxDirs, maxEntries int) (*cache, error) {
 }
 
 func (*cache) close()                                       {}
+func (*cache) fd() int                                      { return -1 }
 func (*cache) stats() CacheStats                            { return CacheStats{} }
 func (*cache) lstat(w *walker, path []byte) (uint32, error) { return sysLstat(w.cbuf) }
 func (*cache) readlink(w *walker, path []byte) (int, error) { return sysReadlink(w.cbuf, w.lbuf) }

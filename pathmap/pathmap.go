@@ -401,6 +401,20 @@ func (m *Mapper) CacheStats() CacheStats {
 	return m.cache.stats()
 }
 
+// CacheFD returns the lookup cache's inotify descriptor, -1 without one.
+// Its last close waits until the kernel has freed the cache's watches
+// (fsnotify's mark reaper waits for an SRCU grace period: 10-15 ms on a
+// virtual machine), and a process's exit closes it before its parent can
+// see the exit. A caller about to exit can have that wait happen elsewhere:
+// it leaves a duplicate of the descriptor with a process that outlives it,
+// then calls Close.
+func (m *Mapper) CacheFD() int {
+	if m.cache == nil {
+		return -1
+	}
+	return m.cache.fd()
+}
+
 // Close releases the lookup cache's file descriptors and watches; m keeps
 // working, without the cache. It is a no-op for a Mapper without a cache,
 // and always returns nil.

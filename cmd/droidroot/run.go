@@ -132,6 +132,7 @@ func runMain(args []string, edit func(tracer.Table)) int {
 	}
 	ignoreSignals()
 	status, err := t.Run()
+	lingerClose(cfg.Mapper, cfg.Stage2)
 	for _, f := range cleanups {
 		f()
 	}
