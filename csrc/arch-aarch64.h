@@ -82,6 +82,7 @@
 #define SYS_getxattr 8
 #define SYS_listxattr 11
 #define SYS_removexattr 14
+#define SYS_statfs 43
 #define SYS_fstatfs 44
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

@@ -96,6 +96,7 @@
 #define SYS_getxattr 191
 #define SYS_listxattr 194
 #define SYS_removexattr 197
+#define SYS_statfs 137
 #define SYS_fstatfs 138
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

@@ -407,6 +407,12 @@ func TestFastPathAnswers(t *testing.T) {
 		// TestProcMountsAndShm).
 		{"fstatfs", "fstatfs /fx/dir/file\nfstatfs /fx/dir\nfstatfs /mnt/b1/f\nfstatfs /proc/self/status\n" +
 			"fstatfs /\n", map[string]int{"fstatfs": 5}, nil},
+		// statfs: fstatfs of the name's pin in-process; /dev/shm (the
+		// tracer's tmpfs answer: TestProcMountsAndShm), a symlink, a bind
+		// point's ancestor, /proc, "/" and relative paths go to the tracer.
+		{"statfs", "statfs /fx/dir/file\nstatfs /fx/dir\nstatfs /mnt/b1/f\nstatfs /fx/dir/nope\nstatfs /fx/dir/file/x\n" +
+			"statfs /fx/filelink\nstatfs /proc/self/status\nstatfs /\nstatfs /mnt\ncd /fx/dir\nstatfs file\n",
+			map[string]int{"statfs": 4}, nil},
 		// The root itself ("/", or only slashes): the stat family's
 		// answer is the rootfs's own (python's imports stat the cwd, "/"
 		// when that is the cwd); "/." and "/.." are it too (tails), for
@@ -615,6 +621,32 @@ func TestFastPathPreloadReaders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastPathEarlyCalls: a library's constructor that ld.so runs before
+// the fast path library's (libselinux's, in Debian's coreutils: statfs of
+// its file systems' mount points, access of its config) calls the
+// library's wrappers before its own constructor; the first such call sets
+// the library up, and the calls are answered in-process: no statfs or
+// faccessat stop in ls.
+func TestFastPathEarlyCalls(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	argv := droidrootArgs(droidrootBin(t), g, "/bin/ls", "/")
+	res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1", "DROIDROOT_STOPS=1"}, argv...)...)
+	answered, rest := fastPathStats(res.Stderr)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "etc\n") {
+		t.Fatalf("%s", res)
+	}
+	if answered["statfs"] < 2 || answered["access"] < 1 {
+		t.Errorf("ls's early statfs and access were not answered in-process: %v", answered)
+	}
+	// ld.so's access of /etc/ld.so.preload stops, as in every process.
+	for _, call := range []string{"statfs", "faccessat"} {
+		if m := regexp.MustCompile(`(?m)^\s*\d+\s+seccomp\s+` + call + `$`).FindString(rest); m != "" {
+			t.Errorf("ls's %s stopped: %q\n%s", call, m, rest)
+		}
 	}
 }
 

@@ -360,12 +360,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_RECV, F_GRANTS, F_NFN
+	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins", "recv", "grants"};
+					    "pins", "recv", "grants", "statfs"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -572,6 +572,25 @@ static long map_tramp_page(uint64_t want)
 	return -1;
 }
 
+/* fp_setup sets the library up (the handshake, the trampoline, the
+ * configuration), once: from its constructor, or from the first wrapper
+ * called before that (fp_on). Async-signal-safe: system calls and the
+ * handshake's answer only. */
+static FP_HOT int fp_started;
+static void fp_setup(void);
+
+/* fp_on tells whether the library answers calls in this process. A wrapper
+ * called before its constructor has run (from another library's constructor
+ * that ld.so runs first: libselinux's statfs and access at the start of
+ * every program linked with it, Debian's coreutils) sets it up then: its
+ * calls are the library's from the first one. */
+static int fp_on(void)
+{
+	if (!__atomic_load_n(&fp_started, __ATOMIC_ACQUIRE))
+		fp_setup();
+	return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp;
+}
+
 __attribute__((constructor)) static void fp_init(void)
 {
 	real_fopen = libc_lookup("fopen");
@@ -587,6 +606,15 @@ __attribute__((constructor)) static void fp_init(void)
 	real_epoll_wait = libc_lookup("epoll_wait");
 	real_poll_chk = libc_lookup("__poll_chk");
 #endif
+	fp_setup();
+}
+
+static void fp_setup(void)
+{
+	/* Once: a thread (or a signal handler) that finds it started while it
+	 * runs finds the library off until it is done, and calls the tracer. */
+	if (__atomic_exchange_n(&fp_started, 1, __ATOMIC_ACQ_REL))
+		return;
 	long n = raw6(DR_SYS_FASTPATH, (long)cfgbuf, FP_CFG_MAX, (long)&fp_enabled, (long)&cwdrec, sizeof cwdrec, (long)&fp_guard);
 	const struct dr_fp_hdr *h = (const void *)cfgbuf;
 	if (n < (long)sizeof *h || h->magic != DR_FP_MAGIC || h->version != DR_FP_VERSION || h->size != (uint32_t)n)
@@ -1518,7 +1546,7 @@ static int tail_ok(void)
  * (resolve_parent) and the resolution remembered for the TTL. */
 static enum fp_why map_path(const char *g, struct target *t, int how)
 {
-	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+	if (!fp_on())
 		return W_OFF;
 	if (!user_ptr(g)) /* the tracer's, where the kernel may answer EFAULT */
 		return W_FLAGS;
@@ -1881,7 +1909,7 @@ static enum fp_why map_at_how(int dirfd, const char *g, struct target *t, int ho
 	t->unchecked = 0;
 	t->hops = 0;
 	t->pdev = t->pino = 0;
-	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+	if (!fp_on())
 		return W_OFF;
 	if (!user_ptr(g))
 		return W_FLAGS;
@@ -3425,6 +3453,7 @@ static long fp_fchmodat(int dirfd, const char *path, unsigned mode);
 static long fp_fchownat(int dirfd, const char *path, unsigned uid, unsigned gid, int flags);
 static long fp_utimensat(int dirfd, const char *path, const struct timespec *ts, int flags);
 static long fp_truncate(const char *path, long len);
+static long fp_statfs(const char *path, void *sf);
 static long fp_mknodat(int dirfd, const char *path, unsigned mode, unsigned long dev);
 
 /* is_change: syscall number nr renames or removes a name (fp_gen). */
@@ -3689,6 +3718,9 @@ EXPORT long syscall(long nr, ...)
 		break;
 	case SYS_truncate:
 		r = fp_truncate((const char *)a, b);
+		break;
+	case SYS_statfs:
+		r = fp_statfs((const char *)a, (void *)b);
 		break;
 	case SYS_mknodat:
 		r = fp_mknodat((int)a, (const char *)b, (unsigned)c, (unsigned)d);
@@ -5177,6 +5209,44 @@ static long fp_truncate(const char *path, long len)
 	return r == FP_DEFER || ids_eacces(r) ? raw6(SYS_truncate, (long)path, len, 0, 0, 0, 0) : r;
 }
 
+/* statfs: fstatfs of the name's pin (pin_follow), which walks no path: the
+ * file system the path's lookup ends on. Where the guest may see the file
+ * in /dev/shm (shm_visible), the tracer's answer (TMPFS_MAGIC, as for
+ * fstatfs); a symlink there, a bind point's guest ancestor, -l's names and
+ * /proc go to the tracer, and so does a relative path (its host path,
+ * which shm_visible needs, is not at hand). libselinux asks at every
+ * start of a program linked with it (Debian's coreutils), Wine for its
+ * drives. */
+static long fp_statfs(const char *path, void *sf)
+{
+	struct target t;
+	enum fp_why w = user_ptr(path) && path[0] == '/' ? map_attr(AT_FDCWD, path, &t) : W_RELATIVE;
+	long r = FP_DEFER;
+	if (w == W_ANSWERED) {
+		/* The file's host path: the parent's, its NUL back to '/'. */
+		size_t n = t.parentlen + 1 + fp_strlen(t.name);
+		t.host[t.parentlen] = '/';
+		int shm = shm_visible(t.host, n);
+		t.host[t.parentlen] = 0;
+		if (shm) {
+			release(&t.parent);
+			w = W_OPTION;
+		}
+	}
+	if (w == W_ANSWERED) {
+		char proc[32];
+		long m = pin_follow(&t, proc, &w);
+		if (m == -ENOENT) {
+			r = m;
+		} else if (m >= 0) {
+			r = tr(SYS_fstatfs, m, (long)sf, 0, 0, 0, 0);
+			tr(SYS_close, m, 0, 0, 0, 0, 0);
+		}
+	}
+	count(F_STATFS, w);
+	return r == FP_DEFER ? raw6(SYS_statfs, (long)path, (long)sf, 0, 0, 0, 0) : r;
+}
+
 /* The path forms of the xattr calls that follow the last component
  * (getxattr, setxattr, listxattr, removexattr: Wine reads and writes its
  * DOS attributes as user.DOSATTRIB by path) are made on the name's pin,
@@ -5248,6 +5318,8 @@ static long fp_mknodat(int dirfd, const char *path, unsigned mode, unsigned long
 	return r;
 }
 
+EXPORT int statfs(const char *path, struct statfs *sf) { return (int)fp_ret(fp_statfs(path, sf)); }
+EXPORT int statfs64(const char *path, struct statfs64 *sf) { return (int)fp_ret(fp_statfs(path, sf)); }
 EXPORT int truncate(const char *path, off_t len) { return (int)fp_ret(fp_truncate(path, len)); }
 EXPORT int truncate64(const char *path, off_t len) __attribute__((alias("truncate")));
 EXPORT int mknod(const char *path, mode_t mode, dev_t dev) { return (int)fp_ret(fp_mknodat(AT_FDCWD, path, mode, dev)); }

@@ -36,6 +36,7 @@
  *   truncate P LEN | write P TEXT | cat P | ls P (sorted names, / for dirs, @ for symlinks)
  *   getxattr P NAME | lgetxattr P NAME | setxattr P NAME VALUE | listxattr P (names, comma-separated)
  *   | removexattr P NAME | fstatfs P (its file system's type, from a descriptor)
+ *   | statfs P (its file system's type, from the path)
  *   acl P UID PERM           a POSIX access ACL on P: its modes' owner, group and other
  *                            entries, a mask rwx and user UID with PERM (octal, 0-7)
  *   setuid UID               setgroups (none), setresgid and setresuid to UID (for good:
@@ -953,6 +954,14 @@ static int run(int argc, char **argv)
 			return fail();
 		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(v + i) + 1)
 			printf(i ? ",%s" : "%s", v + i);
+		return 0;
+	}
+	if (!strcmp(op, "statfs")) {
+		struct statfs sf;
+		NEED(1);
+		if (statfs(argv[1], &sf) < 0)
+			return fail();
+		printf("type=%#lx", (unsigned long)sf.f_type);
 		return 0;
 	}
 	if (!strcmp(op, "fstatfs")) {
