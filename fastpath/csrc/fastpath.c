@@ -2598,27 +2598,30 @@ static unsigned every_class(unsigned st_mode, int mode)
 	return g;
 }
 
-/* same_ctime: st's ctime is pin p's. */
-static int same_ctime(const struct pinslot *p, const struct stat *st)
+/* grantable: mode (not 0) is one whose answer through pin p cannot depend
+ * on who asks (see above): R_OK and X_OK only, each granted by all three
+ * classes of the file's modes in st (the name's lstat), on a pin whose
+ * file's modes alone decide (plain) and whose ctime is still the one the
+ * pin was taken with. */
+static int grantable(const struct pinslot *p, const struct stat *st, int mode)
 {
-	return p->plain && (int64_t)st->st_ctim.tv_sec == p->ctime_sec && (int64_t)st->st_ctim.tv_nsec == p->ctime_nsec;
+	return mode && (unsigned)mode == every_class(st->st_mode, mode) && p->plain &&
+	       (int64_t)st->st_ctim.tv_sec == p->ctime_sec && (int64_t)st->st_ctim.tv_nsec == p->ctime_nsec;
 }
 
 /* grant_note records that the kernel granted mode through pin p, whose
  * name's lstat before the check was st. */
 static void grant_note(struct pinslot *p, const struct stat *st, int mode)
 {
-	unsigned g = every_class(st->st_mode, mode);
-	if (mode && (unsigned)mode == g && same_ctime(p, st))
-		__atomic_fetch_or(&p->granted, g, __ATOMIC_RELAXED);
+	if (grantable(p, st, mode))
+		__atomic_fetch_or(&p->granted, (unsigned)mode, __ATOMIC_RELAXED);
 }
 
 /* access_granted: mode is one the kernel granted through p for the name's
- * lstat st (see above). */
+ * lstat st. */
 static int access_granted(struct pinslot *p, const struct stat *st, int mode)
 {
-	unsigned g = every_class(st->st_mode, mode);
-	return mode && (unsigned)mode == g && same_ctime(p, st) && (__atomic_load_n(&p->granted, __ATOMIC_RELAXED) & g) == g;
+	return grantable(p, st, mode) && (__atomic_load_n(&p->granted, __ATOMIC_RELAXED) & (unsigned)mode) == (unsigned)mode;
 }
 
 /* pin_keep keeps pin m of name below pdev/pino (taken under guard word g0)
