@@ -253,25 +253,43 @@ func (e *Emulation) execEvents(ev *tracer.Event) {
 // with execute permission.
 func openExec(host string) (*os.File, unix.Errno) {
 	var st unix.Stat_t
-	if err := unix.Stat(host, &st); err != nil {
-		return nil, err.(unix.Errno)
+	if errno := execCheck(host, &st); errno != 0 {
+		return nil, errno
+	}
+	fd, errno := openRead(host)
+	if errno != 0 {
+		return nil, errno
+	}
+	return os.NewFile(uintptr(fd), host), 0
+}
+
+// execCheck makes the kernel's checks of a file exec'd: a regular file with
+// execute permission; st gets its stat.
+func execCheck(host string, st *unix.Stat_t) unix.Errno {
+	if err := unix.Stat(host, st); err != nil {
+		return err.(unix.Errno)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, unix.EACCES
+		return unix.EACCES
 	}
 	if err := unix.Access(host, unix.X_OK); err != nil {
-		return nil, err.(unix.Errno)
+		return err.(unix.Errno)
 	}
-	// Not os.Open, which offers the descriptor to Go's poller (four
-	// system calls more, for a regular file that is never polled).
+	return 0
+}
+
+// openRead opens host read-only and close-on-exec. Not os.Open, which
+// offers the descriptor to Go's poller (four system calls more, for a
+// regular file that is never polled).
+func openRead(host string) (int, unix.Errno) {
 	fd, err := unix.Open(host, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if e, ok := err.(unix.Errno); ok {
-			return nil, e
+			return -1, e
 		}
-		return nil, unix.EACCES
+		return -1, unix.EACCES
 	}
-	return os.NewFile(uintptr(fd), host), 0
+	return fd, 0
 }
 
 // parseShebang splits a #! line as fs/binfmt_script.c's load_script does,

@@ -63,14 +63,8 @@ func execFilesOf(e *Emulation) *execFiles {
 // and, for an ELF file, its interpreter.
 func (x *execFiles) program(host string) (*execFile, unix.Errno) {
 	var st unix.Stat_t
-	if err := unix.Stat(host, &st); err != nil {
-		return nil, err.(unix.Errno)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, unix.EACCES
-	}
-	if err := unix.Access(host, unix.X_OK); err != nil {
-		return nil, err.(unix.Errno)
+	if errno := execCheck(host, &st); errno != 0 {
+		return nil, errno
 	}
 	id := idOf(&st)
 	if x != nil {
@@ -78,12 +72,9 @@ func (x *execFiles) program(host string) (*execFile, unix.Errno) {
 			return f, 0
 		}
 	}
-	fd, err := unix.Open(host, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if e, ok := err.(unix.Errno); ok {
-			return nil, e
-		}
-		return nil, unix.EACCES
+	fd, errno := openRead(host)
+	if errno != 0 {
+		return nil, errno
 	}
 	defer unix.Close(fd)
 	r := fdReader(fd)
@@ -113,9 +104,9 @@ func (x *execFiles) interpreter(host string) unix.Errno {
 			return 0
 		}
 	}
-	fd, err := unix.Open(host, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err.(unix.Errno)
+	fd, errno := openRead(host)
+	if errno != 0 {
+		return errno
 	}
 	var now unix.Stat_t
 	if x != nil && unix.Fstat(fd, &now) == nil && now.Mode&unix.S_IFMT == unix.S_IFREG {
