@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/droidroot/droidroot/loader"
+	"github.com/droidroot/droidroot/tmpdir"
 )
 
 // alive reports whether pid exists and is not a zombie.
@@ -46,11 +48,17 @@ func waitGone(pid int, d time.Duration) bool {
 // namespace).
 func startBackground(t *testing.T, extra ...string) (*exec.Cmd, int) {
 	t.Helper()
-	g := busyboxGuest(t)
+	return startBackgroundIn(t, busyboxGuest(t), nil, extra...)
+}
+
+// startBackgroundIn is startBackground in g, with env added to the guest
+// environment.
+func startBackgroundIn(t *testing.T, g guest, env []string, extra ...string) (*exec.Cmd, int) {
+	t.Helper()
 	argv := droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", "sleep 60 & echo $!; exec sleep 60")
 	argv = append(argv[:2], append(extra, argv[2:]...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = guestEnv()
+	cmd.Env = append(guestEnv(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -363,5 +371,72 @@ func TestStage2(t *testing.T) {
 		if res.Code != 126 || res.Stderr != "droidroot: /etc/passwd: permission denied\n" {
 			t.Errorf("PROOT_LOADER=%q, a file that is not executable: %s\nwant exit 126 and the kernel's error", l, res)
 		}
+	}
+}
+
+// sessionDirs lists the directories droidroot's sessions keep in tmp
+// (tmpdir.Make's names), sorted.
+func sessionDirs(t *testing.T, tmp string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		for _, p := range tmpdir.Prefixes {
+			if e.IsDir() && strings.HasPrefix(e.Name(), p+".") {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
+}
+
+// TestKilledSessionSwept: the directories a session keeps in PROOT_TMP_DIR
+// outlive a droidroot killed with SIGKILL (what Android does to an app),
+// and the next session removes them once they are older than
+// tmpdir.MinAge; a live session's stay, whatever their age.
+func TestKilledSessionSwept(t *testing.T) {
+	tmp := t.TempDir()
+	env := []string{"PROOT_TMP_DIR=" + tmp}
+	g := busyboxGuest(t) // with binds: a bind points' tree
+	killed, _ := startBackgroundIn(t, g, env)
+	dead := sessionDirs(t, tmp)
+	live, livePid := startBackgroundIn(t, g, env)
+	defer func() {
+		live.Process.Kill()
+		live.Wait()
+		waitGone(livePid, 5*time.Second)
+	}()
+	alive := sessionDirs(t, tmp)
+	if len(dead) == 0 || len(alive) != 2*len(dead) {
+		t.Fatalf("sessions' directories: %v then %v, want some, then twice as many", dead, alive)
+	}
+	killed.Process.Signal(syscall.SIGKILL)
+	killed.Wait()
+	if got := sessionDirs(t, tmp); !cmp.Equal(got, alive) {
+		t.Fatalf("after SIGKILL: %v, want %v (left behind)", got, alive)
+	}
+	old := time.Now().Add(-2 * tmpdir.MinAge)
+	for _, d := range alive {
+		if err := os.Chtimes(filepath.Join(tmp, d), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	argv := droidrootArgs(droidrootBin(t), g, "/bin/true")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(guestEnv(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("a session after: %v\n%s", err, out)
+	}
+	var want []string
+	for _, d := range alive {
+		if !slices.Contains(dead, d) {
+			want = append(want, d)
+		}
+	}
+	if diff := cmp.Diff(want, sessionDirs(t, tmp)); diff != "" {
+		t.Errorf("after the next session (-want +got; the killed session's swept, the live one's kept):\n%s", diff)
 	}
 }

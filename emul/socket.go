@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/pathmap"
+	"github.com/droidroot/droidroot/tmpdir"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -94,7 +95,7 @@ func (s *sockets) alias(target string) (string, unix.Errno) {
 		if tmp == "" {
 			tmp = os.TempDir()
 		}
-		d, err := os.MkdirTemp(tmp, "drs")
+		d, err := tmpdir.Make(tmp, "drs")
 		if err != nil {
 			return "", unix.ENAMETOOLONG
 		}

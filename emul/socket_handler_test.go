@@ -153,3 +153,33 @@ func TestSocketFullSunPath(t *testing.T) {
 		})
 	}
 }
+
+// TestSocketAliasesClosed: the aliases' directory is made in Config.TmpDir
+// on first use, locked as a session's (tmpdir), and Close removes it.
+func TestSocketAliasesClosed(t *testing.T) {
+	tmp := t.TempDir()
+	e := New(Config{TmpDir: tmp})
+	e.Close() // nothing made yet
+	a, errno := e.socks.alias("/some/long/dir")
+	if errno != 0 {
+		t.Fatalf("alias: %v", errno)
+	}
+	dir := filepath.Dir(a)
+	if filepath.Dir(dir) != tmp || !strings.HasPrefix(filepath.Base(dir), "drs.") {
+		t.Errorf("alias %s, want one in %s/drs.N", a, tmp)
+	}
+	if target, err := os.Readlink(a); err != nil || target != "/some/long/dir" {
+		t.Errorf("readlink %s: %q, %v", a, target, err)
+	}
+	if b, _ := e.socks.alias("/some/long/dir"); b != a {
+		t.Errorf("alias again: %s, want %s", b, a)
+	}
+	e.Close()
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("after Close: %v, want %s gone", err, dir)
+	}
+	if b, errno := e.socks.alias("/other"); errno != 0 || filepath.Dir(filepath.Dir(b)) != tmp {
+		t.Errorf("alias after Close: %s, %v", b, errno)
+	}
+	e.Close()
+}

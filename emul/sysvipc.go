@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/sysvipc"
+	"github.com/droidroot/droidroot/tmpdir"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -309,7 +310,7 @@ func (b *fileBacking) Create(size uint64) (string, error) {
 		if tmp == "" {
 			tmp = os.TempDir()
 		}
-		dir, err := os.MkdirTemp(tmp, "droidroot-shm-")
+		dir, err := tmpdir.Make(tmp, "droidroot-shm")
 		if err != nil {
 			return "", err
 		}
@@ -333,7 +334,7 @@ func (b *fileBacking) Free(path string) { os.Remove(path) }
 
 func (b *fileBacking) removeAll() {
 	if b.dir != "" {
-		os.RemoveAll(b.dir)
+		tmpdir.Remove(b.dir)
 		b.dir = ""
 	}
 }

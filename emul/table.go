@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tmpdir"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -187,6 +188,16 @@ func New(cfg Config) *Emulation {
 // A table whose -l, -q or -k handlers run needs its Emulation as the
 // tracer's State.
 func Table(cfg Config) tracer.Table { return New(cfg).Table }
+
+// Close removes the files e made for the session (the unix socket
+// aliases' directory) once no guest process is left to use them.
+func (e *Emulation) Close() {
+	if e.socks.dir != "" {
+		tmpdir.Remove(e.socks.dir)
+		e.socks.dir = ""
+		e.socks.aliases = map[string]string{}
+	}
+}
 
 // Config returns the configuration e was built from.
 func (e *Emulation) Config() Config { return e.cfg }

@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/droidroot/droidroot/emul"
+	"github.com/droidroot/droidroot/tmpdir"
 )
 
 // cleanups run when the guest tree has finished.
@@ -25,11 +26,11 @@ func at2Config(o *Options, tmpDir string, cfg *emul.Config) int {
 	if err != nil {
 		return errorf("%v", err)
 	}
-	dir, err := os.MkdirTemp(tmpDir, "droidroot-uts-")
+	dir, err := tmpdir.Make(tmpDir, "droidroot-uts")
 	if err != nil {
 		return errorf("cannot create the -k files in %s: %v (set PROOT_TMP_DIR to a writable directory)", tmpDir, err)
 	}
-	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+	cleanups = append(cleanups, func() { tmpdir.Remove(dir) })
 	if err := u.Setup(dir); err != nil {
 		return errorf("cannot write the -k files in %s: %v (set PROOT_TMP_DIR to a writable directory)", dir, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tmpdir"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -209,6 +210,14 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest), NoDeref: b.NoDeref})
 	}
 	tmpDir := tmpDirOf()
+	// The directories of sessions killed before they could remove them,
+	// swept while this one starts; its exit waits for the sweep.
+	swept := make(chan struct{})
+	go func() {
+		tmpdir.Sweep(tmpDir, time.Now())
+		close(swept)
+	}()
+	cleanups = append(cleanups, func() { <-swept })
 	noSeccomp := os.Getenv("PROOT_NO_SECCOMP") != "" && os.Getenv("PROOT_NO_SECCOMP") != "0"
 	if !noSeccomp && !seccomp.Available() {
 		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
@@ -228,7 +237,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	if len(binds) > 0 {
 		if vtree, err := virtualTree(root, binds, tmpDir); err == nil {
 			opts = append(opts, pathmap.WithVirtualTree(vtree))
-			cleanups = append(cleanups, func() { os.RemoveAll(vtree) })
+			cleanups = append(cleanups, func() { tmpdir.Remove(vtree) })
 		} else {
 			warnf("cannot make the directories of the bind points in %s: %v (they will list as empty)", tmpDir, err)
 		}
@@ -321,8 +330,8 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 
 	var fp *emul.FastPath
 	if fpLib != "" {
-		if dir, err := os.MkdirTemp(tmpDir, "droidroot-fastpath-"); err == nil {
-			cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		if dir, err := tmpdir.Make(tmpDir, "droidroot-fastpath"); err == nil {
+			cleanups = append(cleanups, func() { tmpdir.Remove(dir) })
 			fp = fastPathConfig(m, dir, futexWaitvEmulated(android), openat2Allowed(android))
 		} else {
 			warnf("cannot make a directory in %s: %v (the fast path is off)", tmpDir, err)
@@ -332,6 +341,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	if em == nil {
 		return nil, code
 	}
+	cleanups = append(cleanups, em.Close)
 	var trampoline uint64
 	if fp != nil {
 		trampoline = fp.Lib.Trampoline
@@ -458,12 +468,12 @@ func virtualTree(root string, binds []pathmap.Binding, tmpDir string) (string, e
 	if m == nil {
 		return "", errors.New("no mapper")
 	}
-	dir, err := os.MkdirTemp(tmpDir, "droidroot-binds-")
+	dir, err := tmpdir.Make(tmpDir, "droidroot-binds")
 	if err != nil {
 		return "", err
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
-		os.RemoveAll(dir)
+		tmpdir.Remove(dir)
 		return "", err
 	}
 	for _, e := range m.VirtualTree() {
@@ -477,7 +487,7 @@ func virtualTree(root string, binds []pathmap.Binding, tmpDir string) (string, e
 			err = os.WriteFile(p, nil, 0o644)
 		}
 		if err != nil && !os.IsExist(err) {
-			os.RemoveAll(dir)
+			tmpdir.Remove(dir)
 			return "", err
 		}
 	}
