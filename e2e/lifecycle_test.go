@@ -375,19 +375,17 @@ func TestStage2(t *testing.T) {
 }
 
 // sessionDirs lists the directories droidroot's sessions keep in tmp
-// (tmpdir.Make's names), sorted.
+// (in tmpdir.Dir's directory), sorted.
 func sessionDirs(t *testing.T, tmp string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(tmp)
+	ents, err := os.ReadDir(filepath.Join(tmp, tmpdir.DirPrefix+strconv.Itoa(os.Geteuid())))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, e := range ents {
-		for _, p := range tmpdir.Prefixes {
-			if e.IsDir() && strings.HasPrefix(e.Name(), p+".") {
-				out = append(out, e.Name())
-			}
+		if e.IsDir() {
+			out = append(out, e.Name())
 		}
 	}
 	return out
@@ -420,7 +418,7 @@ func TestKilledSessionSwept(t *testing.T) {
 	}
 	old := time.Now().Add(-2 * tmpdir.MinAge)
 	for _, d := range alive {
-		if err := os.Chtimes(filepath.Join(tmp, d), old, old); err != nil {
+		if err := os.Chtimes(filepath.Join(tmp, tmpdir.DirPrefix+strconv.Itoa(os.Geteuid()), d), old, old); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -37,7 +37,7 @@ var layerOrder = []layer{
 		}
 	}},
 	{"sysvipc", func(c Config) bool { return c.SysVIPC }, func(e *Emulation, b *tableBuilder) {
-		addSysvIPC(b, e.cfg.TmpDir)
+		addSysvIPC(b, e.cfg.sessionDir())
 	}},
 	{"robust-list", func(c Config) bool { return c.EmulateRobustList }, func(_ *Emulation, b *tableBuilder) {
 		addRobustList(b)

@@ -154,11 +154,11 @@ func TestSocketFullSunPath(t *testing.T) {
 	}
 }
 
-// TestSocketAliasesClosed: the aliases' directory is made in Config.TmpDir
+// TestSocketAliasesClosed: the aliases' directory is made in Config.SessionDir
 // on first use, locked as a session's (tmpdir), and Close removes it.
 func TestSocketAliasesClosed(t *testing.T) {
 	tmp := t.TempDir()
-	e := New(Config{TmpDir: tmp})
+	e := New(Config{TmpDir: t.TempDir(), SessionDir: tmp})
 	e.Close() // nothing made yet
 	a, errno := e.socks.alias("/some/long/dir")
 	if errno != 0 {

@@ -310,7 +310,7 @@ func (b *fileBacking) Create(size uint64) (string, error) {
 		if tmp == "" {
 			tmp = os.TempDir()
 		}
-		dir, err := tmpdir.Make(tmp, "droidroot-shm")
+		dir, err := tmpdir.Make(tmp, "shm")
 		if err != nil {
 			return "", err
 		}

@@ -83,6 +83,10 @@ type Config struct {
 	// generated /proc mount tables, the short aliases of socket paths too
 	// long for sun_path, and what -H hides.
 	TmpDir string
+	// SessionDir is where the session makes its own directories
+	// (tmpdir.Make: SysV shared memory's files, the socket aliases), ""
+	// for TmpDir.
+	SessionDir string
 	// PortShift moves AF_INET/AF_INET6 ports below 1024 up by 2000 (-p).
 	PortShift bool
 	// LstatLinkSize makes lstat of a symlink report the length of its
@@ -160,7 +164,7 @@ func New(cfg Config) *Emulation {
 		layers: map[string][]string{},
 		cfg:    cfg,
 		views:  &procViews{tmpDir: cfg.TmpDir, ashmem: cfg.AshmemMemfd},
-		socks:  newSockets(cfg.TmpDir),
+		socks:  newSockets(cfg.sessionDir()),
 		uname:  cfg.Uname,
 	}
 	if len(cfg.Qemu) > 0 {
@@ -188,6 +192,14 @@ func New(cfg Config) *Emulation {
 // A table whose -l, -q or -k handlers run needs its Emulation as the
 // tracer's State.
 func Table(cfg Config) tracer.Table { return New(cfg).Table }
+
+// sessionDir is SessionDir, or TmpDir where it is not set.
+func (c Config) sessionDir() string {
+	if c.SessionDir != "" {
+		return c.SessionDir
+	}
+	return c.TmpDir
+}
 
 // Close removes the files e made for the session (the unix socket
 // aliases' directory) once no guest process is left to use them.

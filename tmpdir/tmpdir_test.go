@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 // it makes a directory there, prints its path and waits to be killed.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("TMPDIR_TEST_MAKE"); dir != "" {
-		p, err := Make(dir, "droidroot-binds")
+		p, err := Make(dir, "binds")
 		if err != nil {
 			os.Stdout.WriteString("error " + err.Error() + "\n")
 			os.Exit(1)
@@ -32,12 +33,12 @@ func TestMain(m *testing.M) {
 
 func TestMakeRemove(t *testing.T) {
 	dir := t.TempDir()
-	p, err := Make(dir, "droidroot-uts")
+	p, err := Make(dir, "uts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(filepath.Base(p), "droidroot-uts.") || filepath.Dir(p) != dir {
-		t.Errorf("Make gave %s, want %s/droidroot-uts.N", p, dir)
+	if !strings.HasPrefix(filepath.Base(p), "uts.") || filepath.Dir(p) != dir {
+		t.Errorf("Make gave %s, want %s/uts.N", p, dir)
 	}
 	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o700 || !st.IsDir() {
 		t.Errorf("stat %s: %v %v, want a 0700 directory", p, st, err)
@@ -74,6 +75,55 @@ func locked(t *testing.T, path string) bool {
 	return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == unix.EWOULDBLOCK
 }
 
+func TestDir(t *testing.T) {
+	tmp := t.TempDir()
+	want := filepath.Join(tmp, DirPrefix+strconv.Itoa(os.Geteuid()))
+	for i := 0; i < 2; i++ { // made, then found
+		d, ok := Dir(tmp)
+		if d != want || !ok {
+			t.Fatalf("Dir: %s, %v; want %s, true", d, ok, want)
+		}
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+			t.Fatalf("%s: %v, %v; want a 0700 directory", d, st, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		make func(p string) error
+	}{
+		{"a symlink", func(p string) error { return os.Symlink(t.TempDir(), p) }},
+		{"a file", func(p string) error { return os.WriteFile(p, nil, 0o600) }},
+		{"others may write", func(p string) error {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o777)
+		}},
+		{"another user's", func(p string) error {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				return err
+			}
+			return os.Lchown(p, os.Geteuid()+1, -1)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "another user's" && os.Geteuid() != 0 {
+				t.Skip("chown needs root")
+			}
+			tmp := t.TempDir()
+			if err := tc.make(filepath.Join(tmp, DirPrefix+strconv.Itoa(os.Geteuid()))); err != nil {
+				t.Fatal(err)
+			}
+			if d, ok := Dir(tmp); d != tmp || ok {
+				t.Errorf("Dir: %s, %v; want %s, false", d, ok, tmp)
+			}
+		})
+	}
+	if d, ok := Dir(filepath.Join(tmp, "missing")); ok {
+		t.Errorf("Dir of a missing directory: %s, true", d)
+	}
+}
+
 func TestSweep(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
@@ -88,23 +138,22 @@ func TestSweep(t *testing.T) {
 		}
 		return p
 	}
-	for _, p := range Prefixes {
-		mk(p+".123", old) // an ended session's: removed
+	for _, p := range []string{"binds.1", "fastpath.2", "uts.3", "shm.4", "drs.5"} {
+		mk(p, old) // an ended session's: removed
 	}
-	mk("droidroot-binds.young", now.Add(-MinAge/2)) // just made: kept
-	mk("droidroot-binds-123", old)                  // an earlier version's, maybe live: kept
-	mk("droidroot-empty-0", old)                    // not a session's: kept
-	mk("droidroot-binds.", old)                     // no number: kept
-	mk("drs", old)
-	mk("other.1", old)
-	if err := os.WriteFile(filepath.Join(dir, "droidroot-shm.file"), nil, 0o600); err != nil {
+	mk("binds.young", now.Add(-MinAge/2)) // just made: kept
+	if err := os.WriteFile(filepath.Join(dir, "shm.file"), nil, 0o600); err != nil {
 		t.Fatal(err) // not a directory: kept
 	}
-	if err := os.Symlink(mk("target", old), filepath.Join(dir, "droidroot-uts.link")); err != nil {
+	target := t.TempDir()
+	if err := os.Symlink(target, filepath.Join(dir, "uts.link")); err != nil {
 		t.Fatal(err) // a symlink: kept, and its target too
 	}
+	if err := os.Chtimes(target, old, old); err != nil {
+		t.Fatal(err)
+	}
 	// A live session's, locked by another open file description: kept.
-	live := mk("droidroot-fastpath.live", old)
+	live := mk("fastpath.live", old)
 	fd, err := unix.Open(live, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -113,14 +162,25 @@ func TestSweep(t *testing.T) {
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-
-	if n := Sweep(dir, now); n != len(Prefixes) {
-		t.Errorf("Sweep removed %d, want %d", n, len(Prefixes))
+	if os.Geteuid() == 0 {
+		other := mk("binds.other", old) // another user's: kept
+		if err := os.Chown(other, 1, -1); err != nil {
+			t.Fatal(err)
+		}
 	}
-	want := []string{"droidroot-binds-123", "droidroot-binds.", "droidroot-binds.young", "droidroot-empty-0",
-		"droidroot-fastpath.live", "droidroot-shm.file", "droidroot-uts.link", "drs", "other.1", "target"}
+
+	if n := Sweep(dir, now); n != 5 {
+		t.Errorf("Sweep removed %d, want 5", n)
+	}
+	want := []string{"binds.young", "fastpath.live", "shm.file", "uts.link"}
+	if os.Geteuid() == 0 {
+		want = append([]string{"binds.other"}, want...)
+	}
 	if diff := cmp.Diff(want, names(t, dir)); diff != "" {
 		t.Errorf("left after Sweep (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("a symlink's target: %v", err)
 	}
 	if n := Sweep(filepath.Join(dir, "missing"), now); n != 0 {
 		t.Errorf("Sweep of a missing directory: %d", n)
@@ -156,7 +216,7 @@ func TestSweepKilled(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, dir+"/droidroot-binds.") {
+	if err != nil || !strings.HasPrefix(line, dir+"/binds.") {
 		t.Fatalf("child said %q, %v", line, err)
 	}
 	p := strings.TrimSpace(line)

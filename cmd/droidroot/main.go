@@ -20,6 +20,7 @@ import (
 	"github.com/droidroot/droidroot/fastpath"
 	"github.com/droidroot/droidroot/loader"
 	"github.com/droidroot/droidroot/seccomp"
+	"github.com/droidroot/droidroot/tmpdir"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -132,7 +133,8 @@ func debugFilter(c *cli.Context) error {
 			t = fastpath.ChooseTrampoline()
 		}
 	}
-	em, code := emulation(o, tmpDir, android, fp)
+	sessDir, _ := tmpdir.Dir(tmpDir)
+	em, code := emulation(o, tmpDir, sessDir, android, fp)
 	for _, f := range cleanups {
 		f()
 	}

@@ -210,14 +210,18 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		binds = append(binds, pathmap.Binding{Host: host, Guest: filepath.Clean(guest), NoDeref: b.NoDeref})
 	}
 	tmpDir := tmpDirOf()
-	// The directories of sessions killed before they could remove them,
-	// swept while this one starts; its exit waits for the sweep.
-	swept := make(chan struct{})
-	go func() {
-		tmpdir.Sweep(tmpDir, time.Now())
-		close(swept)
-	}()
-	cleanups = append(cleanups, func() { <-swept })
+	// The session's own directories go into this user's directory of
+	// them, where those of sessions killed before they could remove
+	// theirs are swept while this one starts; its exit waits for the sweep.
+	sessDir, sweep := tmpdir.Dir(tmpDir)
+	if sweep {
+		swept := make(chan struct{})
+		go func() {
+			tmpdir.Sweep(sessDir, time.Now())
+			close(swept)
+		}()
+		cleanups = append(cleanups, func() { <-swept })
+	}
 	noSeccomp := os.Getenv("PROOT_NO_SECCOMP") != "" && os.Getenv("PROOT_NO_SECCOMP") != "0"
 	if !noSeccomp && !seccomp.Available() {
 		warnf("this kernel has no seccomp filters; every syscall will stop (slower, like PROOT_NO_SECCOMP=1)")
@@ -235,7 +239,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		opts = append(opts, pathmap.WithVirtualDir(vdir))
 	}
 	if len(binds) > 0 {
-		if vtree, err := virtualTree(root, binds, tmpDir); err == nil {
+		if vtree, err := virtualTree(root, binds, sessDir); err == nil {
 			opts = append(opts, pathmap.WithVirtualTree(vtree))
 			cleanups = append(cleanups, func() { tmpdir.Remove(vtree) })
 		} else {
@@ -330,14 +334,14 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 
 	var fp *emul.FastPath
 	if fpLib != "" {
-		if dir, err := tmpdir.Make(tmpDir, "droidroot-fastpath"); err == nil {
+		if dir, err := tmpdir.Make(sessDir, "fastpath"); err == nil {
 			cleanups = append(cleanups, func() { tmpdir.Remove(dir) })
 			fp = fastPathConfig(m, dir, futexWaitvEmulated(android), openat2Allowed(android))
 		} else {
 			warnf("cannot make a directory in %s: %v (the fast path is off)", tmpDir, err)
 		}
 	}
-	em, code := emulation(o, tmpDir, android, fp)
+	em, code := emulation(o, tmpDir, sessDir, android, fp)
 	if em == nil {
 		return nil, code
 	}
@@ -459,16 +463,16 @@ func lookPath(m *pathmap.Mapper, cwd, name string, env []string) string {
 	return ""
 }
 
-// virtualTree makes, in a new directory of tmpDir, the directories a real
+// virtualTree makes, in a new directory of sessDir, the directories a real
 // chroot would need for binds' mount points whose guest parents the rootfs
 // lacks (mode 0755, as mkdir -p makes them, each holding the entries on
 // the way to the mount points), and returns it (pathmap.WithVirtualTree).
-func virtualTree(root string, binds []pathmap.Binding, tmpDir string) (string, error) {
+func virtualTree(root string, binds []pathmap.Binding, sessDir string) (string, error) {
 	m, _ := pathmap.New(root, binds, nil) // the canonical mount points; errors are reported later
 	if m == nil {
 		return "", errors.New("no mapper")
 	}
-	dir, err := tmpdir.Make(tmpDir, "droidroot-binds")
+	dir, err := tmpdir.Make(sessDir, "binds")
 	if err != nil {
 		return "", err
 	}
@@ -512,16 +516,16 @@ func virtualDir(tmpDir string) (string, error) {
 // emulation builds the handler table of o's run (the one `droidroot debug
 // filter` shows too), or prints why it cannot and returns a nil one and the
 // exit status.
-func emulation(o *Options, tmpDir string, android *seccomp.AndroidPolicy, fp *emul.FastPath) (*emul.Emulation, int) {
-	ecfg := emulConfig(o, tmpDir).WithAndroid(android)
+func emulation(o *Options, tmpDir, sessDir string, android *seccomp.AndroidPolicy, fp *emul.FastPath) (*emul.Emulation, int) {
+	ecfg := emulConfig(o, tmpDir, sessDir).WithAndroid(android)
 	ecfg.FastPath = fp
-	if code := at2Config(o, tmpDir, &ecfg); code != 0 {
+	if code := at2Config(o, &ecfg); code != 0 {
 		return nil, code
 	}
 	return emul.New(ecfg), 0
 }
 
-func emulConfig(o *Options, tmpDir string) emul.Config {
+func emulConfig(o *Options, tmpDir, sessDir string) emul.Config {
 	c := emul.Config{
 		SysVIPC: o.SysVIPC,
 		// Test-only switch until the Android policy turns it on (e2e/doc.go).
@@ -532,6 +536,7 @@ func emulConfig(o *Options, tmpDir string) emul.Config {
 		TrampolineByOpen:  os.Getenv("DROIDROOT_FASTPATH_REMAP") == "0",
 		HideOwnFiles:      o.HideProot,
 		TmpDir:            tmpDir,
+		SessionDir:        sessDir,
 		PortShift:         o.PortShift,
 		LstatLinkSize:     o.LstatSize,
 		AshmemMemfd:       o.AshmemMemfd,
