@@ -1092,3 +1092,41 @@ func TestFastPathProcSelf(t *testing.T) {
 		})
 	}
 }
+
+// TestFastPathOtherUID: a process that changed its ids for real (a
+// droidroot run as root; apt's sandbox user, su) reads the merged preload
+// file like every other, so ld.so loads the library, which stays off there
+// (it cannot map the session's shared files, which are root's); the
+// program itself then reads the guest's own /etc/ld.so.preload, as in a
+// chroot. The merged file was out of its reach, and the program read it in
+// ld.so's place: EACCES.
+func TestFastPathOtherUID(t *testing.T) {
+	needRoot(t)
+	if os.Getenv("DROIDROOT_ANDROID_POLICY") != "" {
+		t.Skip("Android's policy emulates set*id without changing an id")
+	}
+	g := debianGuest(t)
+	g.Cwd = "/" // the bound /tmp's host parents are root's alone
+	script := `cat /etc/ld.so.preload; echo "cat $?"; id -u; ls -d /etc/apt /mnt/work`
+	cmd := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script}
+	want := viaChroot(t, g, "", cmd...)
+	if want.Code != 0 || !strings.Contains(want.Stdout, "cat 1\n65534\n") {
+		t.Fatalf("chroot: %s", want)
+	}
+	argv := droidrootArgs(droidrootBin(t), g, cmd...)
+	got := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+	counts, rest := fastPathCounters(got.Stderr)
+	got.Stderr = rest
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
+	}
+	answered := 0
+	for k, n := range counts {
+		if strings.HasSuffix(k, " answered") {
+			answered += n
+		}
+	}
+	if counts["open off"] == 0 || answered != 0 {
+		t.Errorf("the library should load and stay off in the processes: counters %v", counts)
+	}
+}

@@ -40,14 +40,19 @@ var (
 )
 
 // Dir returns the directory in tmp that holds this user's sessions'
-// directories, tmp/droidroot-run-EUID, made with mode 0700 if missing, and
-// true. Where that name is not a directory of this user's that no one
+// directories, tmp/droidroot-run-EUID, made with mode 0711 if missing, and
+// true. Others may not list it, but may pass through it to a directory
+// whose own mode lets them in: the bind points' tree (0755) is reached by
+// guest processes that changed their ids for real (apt's sandbox user
+// under a droidroot run as root), as when it was made in tmp itself. Where that name is not a directory of this user's that no one
 // else may write (another user made it first in a shared /tmp), it returns
 // tmp itself and false: Make works there, Sweep must not run there.
 func Dir(tmp string) (string, bool) {
 	euid := os.Geteuid()
 	dir := filepath.Join(tmp, DirPrefix+strconv.Itoa(euid))
-	if err := unix.Mkdir(dir, 0o700); err != nil && err != unix.EEXIST {
+	if err := unix.Mkdir(dir, 0o711); err == nil {
+		unix.Chmod(dir, 0o711) // whatever the umask
+	} else if err != unix.EEXIST {
 		return tmp, false
 	}
 	var st unix.Stat_t

@@ -83,8 +83,8 @@ func TestDir(t *testing.T) {
 		if d != want || !ok {
 			t.Fatalf("Dir: %s, %v; want %s, true", d, ok, want)
 		}
-		if st, err := os.Lstat(d); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
-			t.Fatalf("%s: %v, %v; want a 0700 directory", d, st, err)
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() || st.Mode().Perm() != 0o711 {
+			t.Fatalf("%s: %v, %v; want a 0711 directory", d, st, err)
 		}
 	}
 	for _, tc := range []struct {

@@ -336,6 +336,11 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	if fpLib != "" {
 		if dir, err := tmpdir.Make(sessDir, "fastpath"); err == nil {
 			cleanups = append(cleanups, func() { tmpdir.Remove(dir) })
+			// ld.so of a process that changed its ids for real (under a
+			// droidroot run as root) reads the merged preload file (0444)
+			// here too; the shared files stay 0600 (the library stays off
+			// in such a process).
+			os.Chmod(dir, 0o711)
 			fp = fastPathConfig(m, dir, futexWaitvEmulated(android), openat2Allowed(android))
 		} else {
 			warnf("cannot make a directory in %s: %v (the fast path is off)", tmpDir, err)

@@ -498,17 +498,18 @@ static int bind_name(const char *name, size_t n)
 }
 
 /* changes_setup maps the session's change counter (host path path, a
- * 4 KiB file: fastpath.Config.Changes) shared. */
-static void changes_setup(const char *path)
+ * 4 KiB file: fastpath.Config.Changes) shared; -1 if it cannot. */
+static int changes_setup(const char *path)
 {
 	long fd = tr(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0, 0, 0);
 	if (fd < 0)
-		return;
+		return -1;
 	long addr = raw6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	tr(SYS_close, fd, 0, 0, 0, 0, 0);
 	if (addr < 0 && addr > -4096)
-		return;
+		return -1;
 	fp_changes = (unsigned *)addr;
+	return 0;
 }
 
 /* add_names adds the components of guest path g (n bytes) to cfg.names,
@@ -712,10 +713,15 @@ static void fp_setup(void)
 	}
 	if (cfg.flags & DR_FP_ASHMEM)
 		add_names("ashmem", 6);
-	if ((cfg.flags & DR_FP_WAITV) && reg[0])
-		fw_setup(reg);
-	if (changes[0])
-		changes_setup(changes);
+	/* The session's shared files are droidroot's user's alone: a process
+	 * that changed its ids for real (apt's sandbox user under a droidroot
+	 * run as root) cannot map them, and without them it would see other
+	 * processes' renames late and miss their futex_waitv wakes. The
+	 * library stays off there; the tracer answers everything. */
+	if ((cfg.flags & DR_FP_WAITV) && reg[0] && fw_setup(reg) < 0)
+		return;
+	if (changes[0] && changes_setup(changes) < 0)
+		return;
 	if (cfg.flags & DR_FP_FDGUARD)
 		__atomic_store_n(&fp_guard, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&fp_enabled, 1, __ATOMIC_RELEASE);

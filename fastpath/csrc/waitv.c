@@ -413,25 +413,27 @@ static long fw_wake(uint32_t *addr, int op, int n)
 	return k;
 }
 
-/* fw_setup maps the session's registry (host path reg) for the emulation. */
-static void fw_setup(const char *reg)
+/* fw_setup maps the session's registry (host path reg) for the emulation;
+ * -1 if it cannot. */
+static int fw_setup(const char *reg)
 {
 	long fd = tr(SYS_openat, AT_FDCWD, (long)reg, O_RDWR | O_CLOEXEC, 0, 0, 0);
 	if (fd < 0)
-		return;
+		return -1;
 	struct stat st;
 	long addr = -1;
 	if (tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && (uint64_t)st.st_size >= sizeof(struct fw_registry))
 		addr = raw6(SYS_mmap, 0, sizeof(struct fw_registry), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	tr(SYS_close, fd, 0, 0, 0, 0, 0);
 	if (addr < 0 && addr > -4096)
-		return;
+		return -1;
 	struct fw_registry *r = (void *)addr;
 	uint32_t zero = 0;
 	__atomic_compare_exchange_n(&r->magic, &zero, FW_MAGIC, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != FW_MAGIC) {
 		raw6(SYS_munmap, addr, sizeof(struct fw_registry), 0, 0, 0, 0);
-		return;
+		return -1;
 	}
 	fw_reg = r;
+	return 0;
 }
