@@ -374,11 +374,16 @@ func TestStage2(t *testing.T) {
 	}
 }
 
+// runDir is tmpdir.Dir's directory in tmp, where sessions keep theirs.
+func runDir(tmp string) string {
+	return filepath.Join(tmp, tmpdir.DirPrefix+strconv.Itoa(os.Geteuid()))
+}
+
 // sessionDirs lists the directories droidroot's sessions keep in tmp
-// (in tmpdir.Dir's directory), sorted.
+// (in runDir), sorted.
 func sessionDirs(t *testing.T, tmp string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(tmp, tmpdir.DirPrefix+strconv.Itoa(os.Geteuid())))
+	ents, err := os.ReadDir(runDir(tmp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +423,7 @@ func TestKilledSessionSwept(t *testing.T) {
 	}
 	old := time.Now().Add(-2 * tmpdir.MinAge)
 	for _, d := range alive {
-		if err := os.Chtimes(filepath.Join(tmp, tmpdir.DirPrefix+strconv.Itoa(os.Geteuid()), d), old, old); err != nil {
+		if err := os.Chtimes(filepath.Join(runDir(tmp), d), old, old); err != nil {
 			t.Fatal(err)
 		}
 	}

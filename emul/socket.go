@@ -30,7 +30,7 @@ type sockets struct {
 }
 
 // newSockets returns an empty sockets whose aliases go into a directory
-// made in tmpDir (Config.TmpDir; "" means os.TempDir()).
+// made in tmpDir (Config.SessionDir; "" means os.TempDir()).
 func newSockets(tmpDir string) *sockets {
 	return &sockets{names: map[string]string{}, aliases: map[string]string{}, tmpDir: tmpDir}
 }
@@ -84,6 +84,15 @@ func (s *sockets) shortPath(c *tracer.Call, host string, bind bool) (sunAddr, un
 	return sunAddr{path: tmp, rename: host}, 0
 }
 
+// removeAliases removes the aliases directory and forgets its aliases.
+func (s *sockets) removeAliases() {
+	if s.dir != "" {
+		tmpdir.Remove(s.dir)
+		s.dir = ""
+		s.aliases = map[string]string{}
+	}
+}
+
 // alias returns a short symlink to target in the aliases directory, made on
 // first use.
 func (s *sockets) alias(target string) (string, unix.Errno) {
@@ -91,11 +100,7 @@ func (s *sockets) alias(target string) (string, unix.Errno) {
 		return a, 0
 	}
 	if s.dir == "" {
-		tmp := s.tmpDir
-		if tmp == "" {
-			tmp = os.TempDir()
-		}
-		d, err := tmpdir.Make(tmp, "drs")
+		d, err := tmpdir.Make(s.tmpDir, "drs")
 		if err != nil {
 			return "", unix.ENAMETOOLONG
 		}

@@ -306,11 +306,7 @@ type fileBacking struct {
 
 func (b *fileBacking) Create(size uint64) (string, error) {
 	if b.dir == "" {
-		tmp := b.tmpDir
-		if tmp == "" {
-			tmp = os.TempDir()
-		}
-		dir, err := tmpdir.Make(tmp, "shm")
+		dir, err := tmpdir.Make(b.tmpDir, "shm")
 		if err != nil {
 			return "", err
 		}

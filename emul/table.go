@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/seccomp"
-	"github.com/droidroot/droidroot/tmpdir"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -80,8 +79,7 @@ type Config struct {
 	// HideOwnFiles hides droidroot's files from directory listings (-H).
 	HideOwnFiles bool
 	// TmpDir is where droidroot writes its files (PROOT_TMP_DIR): the
-	// generated /proc mount tables, the short aliases of socket paths too
-	// long for sun_path, and what -H hides.
+	// generated /proc mount tables, and what -H hides.
 	TmpDir string
 	// SessionDir is where the session makes its own directories
 	// (tmpdir.Make: SysV shared memory's files, the socket aliases), ""
@@ -203,13 +201,7 @@ func (c Config) sessionDir() string {
 
 // Close removes the files e made for the session (the unix socket
 // aliases' directory) once no guest process is left to use them.
-func (e *Emulation) Close() {
-	if e.socks.dir != "" {
-		tmpdir.Remove(e.socks.dir)
-		e.socks.dir = ""
-		e.socks.aliases = map[string]string{}
-	}
-}
+func (e *Emulation) Close() { e.socks.removeAliases() }
 
 // Config returns the configuration e was built from.
 func (e *Emulation) Config() Config { return e.cfg }

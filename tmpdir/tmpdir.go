@@ -63,8 +63,8 @@ func Dir(tmp string) (string, bool) {
 	return dir, true
 }
 
-// Make creates a new directory in dir named prefix + "." + a random number
-// (os.MkdirTemp's pattern), with mode 0700, and locks it for as long as
+// Make creates a new directory in dir (os.TempDir() for "") named prefix +
+// "." + a random number (os.MkdirTemp's pattern), with mode 0700, and locks it for as long as
 // this process lives or until Remove. It returns the directory's path.
 func Make(dir, prefix string) (string, error) {
 	path, err := os.MkdirTemp(dir, prefix+".")

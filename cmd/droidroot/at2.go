@@ -13,8 +13,8 @@ var cleanups []func()
 // at2Config fills the -k / --kernel-release and the *at2 emulation parts
 // of the handler configuration. DROIDROOT_EMULATE_AT2=1 (a test switch)
 // turns on the emulation of faccessat2, fchmodat2, openat2 and close_range
-// that an Android policy needs. -k's files go into cfg.SessionDir. It returns a non-zero status after
-// printing why it cannot.
+// that an Android policy needs. -k's files go into cfg.SessionDir. It
+// returns a non-zero status after printing why it cannot.
 func at2Config(o *Options, cfg *emul.Config) int {
 	if os.Getenv("DROIDROOT_EMULATE_AT2") == "1" {
 		cfg.EmulateAt2 = true
