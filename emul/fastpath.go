@@ -146,7 +146,7 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 	var fl uint32
 	fl, lib.RealUID, lib.RealGID, lib.FakeUID, lib.FakeGID = fastPathFlags(e.cfg)
 	lib.Flags |= fl | fastpath.FlagFDGuard
-	blob, err := lib.Encode()
+	blob, err := lib.WithKernelForms().Encode()
 	if err != nil {
 		return // too many binds for the library: it stays off (no handshake)
 	}

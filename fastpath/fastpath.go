@@ -287,7 +287,9 @@ type Config struct {
 	// owned by the real ids show the fake ones.
 	RealUID, RealGID, FakeUID, FakeGID uint32
 	// Root is the rootfs's host path; Binds the binds, in any order (the
-	// library picks the longest guest prefix, the last one on a tie).
+	// library picks the longest guest prefix, the last one on a tie). The
+	// library takes these host paths as the kernel prints them, "" for one
+	// that does not open (WithKernelForms).
 	Root  string
 	Binds []Bind
 	// BindParents are the host directories (by device and inode) that are
@@ -364,7 +366,7 @@ type DevIno struct{ Dev, Ino uint64 }
 // Header constants (fastpath.c's struct dr_fp_hdr).
 const (
 	magic   = 0x50465244 // "DRFP"
-	version = 1
+	version = 2
 	hdrSize = 64
 )
 

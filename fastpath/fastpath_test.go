@@ -38,7 +38,7 @@ func TestEncode(t *testing.T) {
 		"nparents": uint64(le.Uint32(b[52:])), "procdev": le.Uint64(b[56:]),
 		"p0dev": le.Uint64(b[64:]), "p0ino": le.Uint64(b[72:]), "p1dev": le.Uint64(b[80:]), "p1ino": le.Uint64(b[88:]),
 	}
-	want := map[string]uint64{"magic": 0x50465244, "version": 1, "size": uint64(len(b)), "flags": FlagStats | FlagOwner,
+	want := map[string]uint64{"magic": 0x50465244, "version": version, "size": uint64(len(b)), "flags": FlagStats | FlagOwner,
 		"trampoline": 0x12340000, "ttl": 5e8, "ruid": 1000, "rgid": 1001, "fuid": 0, "fgid": 2, "nbinds": 2,
 		"nparents": 2, "procdev": 22, "p0dev": 1, "p0ino": 2, "p1dev": 3, "p1ino": 4}
 	if diff := cmp.Diff(want, hdr); diff != "" {
@@ -356,5 +356,51 @@ func TestFlagsMatchC(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("fastpath.c's flags (-fastpath.go +fastpath.c):\n%s", diff)
+	}
+	if m := regexp.MustCompile(`(?m)^#define DR_FP_VERSION (\d+)$`).FindSubmatch(src); m == nil || string(m[1]) != strconv.Itoa(version) {
+		t.Errorf("fastpath.c's DR_FP_VERSION %q, fastpath.go's version %d", m, version)
+	}
+}
+
+func TestKernelForm(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ in, want string }{
+		{"/", "/"},
+		{real, real},
+		{real + "/", real},
+		{filepath.Join(dir, "link"), real},
+		{filepath.Join(dir, "link", "..", "real"), real},
+		{filepath.Join(real, "file"), filepath.Join(real, "file")},
+		{filepath.Join(dir, "missing"), ""},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := KernelForm(tc.in); got != tc.want {
+			t.Errorf("KernelForm(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+
+	c := Config{Root: filepath.Join(dir, "link"), Binds: []Bind{{"/proc", "/proc"}, {"/x", "/proc/self/fd"},
+		{"/a", filepath.Join(dir, "link")}, {"/m", filepath.Join(dir, "missing")}}}
+	got := c.WithKernelForms()
+	want := Config{Root: real, Binds: []Bind{{"/proc", "/proc"}, {"/x", "/proc/self/fd"}, {"/a", real}, {"/m", ""}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("WithKernelForms (-want +got):\n%s", diff)
+	}
+	if c.Binds[2].Host != filepath.Join(dir, "link") {
+		t.Errorf("WithKernelForms changed its receiver's binds: %v", c.Binds)
 	}
 }

@@ -77,7 +77,7 @@ static inline int user_ptr(const void *p) { return (uintptr_t)p >= 65536 && !((u
  * sizeof cwdrec, &fp_guard) -> bytes written or -errno. Keep in step with fastpath/config.go. */
 #define DR_SYS_FASTPATH 25714
 #define DR_FP_MAGIC 0x50465244u /* "DRFP" */
-#define DR_FP_VERSION 1
+#define DR_FP_VERSION 2
 enum {
 	DR_FP_STATS = 1 << 0,      /* DROIDROOT_FASTPATH_STATS=1 */
 	DR_FP_L2S = 1 << 1,        /* -l: link2symlink */
@@ -104,7 +104,9 @@ struct dr_fp_hdr {
 	 * that are a bind point's guest ancestors (relative names in them go to
 	 * the tracer); then NUL-terminated strings: the library's guest path,
 	 * the rootfs's host path, the futex_waitv registry's, the empty
-	 * directory's ("" for none), and per bind its guest path and host path;
+	 * directory's ("" for none), the change counter's, and per bind its
+	 * guest path and host path (the rootfs's and the binds' host paths as
+	 * the kernel prints them, "" where they do not open: host_form);
 	 * then, where the guest's /proc is the host's (bound at /proc), the
 	 * process's program as the tracer answers readlink("/proc/self/exe")
 	 * (its record of the program, not the loader the kernel names). */
@@ -215,12 +217,9 @@ static FP_HOT volatile int fp_enabled;
 static FP_HOT unsigned *fp_changes; /* the session's change counter (cur_gen) */
 static unsigned fp_guard = 1; /* the tracer's descriptor guard word (guard_now) */
 
-/* The handshake's answer (at most FP_CFG_MAX bytes), then the arena: the
- * kernel forms of the rootfs and bind hosts, from arena_used on, on the
- * page the answer already touched. */
+/* The handshake's answer (at most FP_CFG_MAX bytes). */
 #define FP_CFG_MAX (64 << 10)
-static char cfgbuf[2 * FP_CFG_MAX];
-static FP_HOT size_t arena_used;
+static char cfgbuf[FP_CFG_MAX];
 
 /* ---- small helpers (no libc calls: async-signal-safe) ---- */
 
@@ -449,26 +448,18 @@ static size_t fd_link(long fd, char *buf)
 	return (size_t)n;
 }
 
-/* kernel_form stores the path the kernel prints for host directory or file
- * h (its O_PATH descriptor's /proc/self/fd link), or returns NULL. */
-static const char *kernel_form(const char *h, size_t *len)
+/* host_form takes host path h of the handshake's answer, which the tracer
+ * sends as the kernel prints it (its O_PATH descriptor's /proc/self/fd
+ * link: /data/user/0 is /data/data on Android), "" where it does not open:
+ * NULL for that, else h, with "/" the empty prefix. Nothing to ask the
+ * kernel here: a launcher's 25 binds were 75 system calls at every start. */
+static const char *host_form(const char *h, size_t *len)
 {
-	char buf[FP_PATH_MAX];
-	long fd = tr(SYS_openat, AT_FDCWD, (long)h, O_PATH | O_CLOEXEC, 0, 0, 0);
-	if (fd < 0)
+	size_t n = fp_strlen(h);
+	if (n == 0 || h[0] != '/')
 		return NULL;
-	size_t n = fd_link(fd, buf);
-	tr(SYS_close, fd, 0, 0, 0, 0, 0);
-	if (n == 0 || arena_used + n + 1 > sizeof cfgbuf)
-		return NULL;
-	if (n == 1)
-		n = 0; /* "/": the empty prefix */
-	char *s = cfgbuf + arena_used;
-	fp_memcpy(s, buf, n);
-	s[n] = 0;
-	arena_used += n + 1;
-	*len = n;
-	return s;
+	*len = n == 1 ? 0 : n;
+	return h;
 }
 
 static const char *next_str(const char **p, const char *end)
@@ -624,7 +615,6 @@ static void fp_setup(void)
 		return;
 	if (sizeof *h + (size_t)h->nparents * 16 > (size_t)n)
 		return;
-	arena_used = (size_t)n;
 	const char *p = cfgbuf + sizeof *h + (size_t)h->nparents * 16, *end = cfgbuf + n;
 	const char *lib = next_str(&p, end), *root = next_str(&p, end), *reg = next_str(&p, end);
 	const char *empty = next_str(&p, end), *changes = next_str(&p, end);
@@ -689,7 +679,7 @@ static void fp_setup(void)
 	cfg.parents = (const uint64_t *)(cfgbuf + sizeof *h);
 	cfg.nparents = h->nparents;
 	cfg.proc_dev = h->proc_dev;
-	cfg.root = kernel_form(root, &cfg.rootlen);
+	cfg.root = host_form(root, &cfg.rootlen);
 	if (!cfg.root)
 		return;
 	for (uint32_t i = 0; i < h->nbinds; i++) {
@@ -703,7 +693,7 @@ static void fp_setup(void)
 			b->glen = 0; /* "/" */
 		/* A bind whose host the tracer resolves per process (/proc/self/...)
 		 * or that does not open here: every path under it goes to the tracer. */
-		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : kernel_form(hh, &b->hlen);
+		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : host_form(hh, &b->hlen);
 		add_names(b->guest, b->glen);
 	}
 	const char *exe = p < end ? next_str(&p, end) : NULL;
