@@ -84,6 +84,18 @@
 #define SYS_removexattr 14
 #define SYS_statfs 43
 #define SYS_fstatfs 44
+/* calls that make a descriptor (the fast path's shed) */
+#define SYS_socket 198
+#define SYS_socketpair 199
+#define SYS_accept 202
+#define SYS_accept4 242
+#define SYS_pipe2 59
+#define SYS_eventfd2 19
+#define SYS_signalfd4 74
+#define SYS_timerfd_create 85
+#define SYS_epoll_create1 20
+#define SYS_inotify_init1 26
+#define SYS_memfd_create 279
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {

@@ -98,6 +98,23 @@
 #define SYS_removexattr 197
 #define SYS_statfs 137
 #define SYS_fstatfs 138
+/* calls that make a descriptor (the fast path's shed) */
+#define SYS_socket 41
+#define SYS_socketpair 53
+#define SYS_accept 43
+#define SYS_accept4 288
+#define SYS_pipe 22
+#define SYS_pipe2 293
+#define SYS_eventfd 284
+#define SYS_eventfd2 290
+#define SYS_signalfd 282
+#define SYS_signalfd4 289
+#define SYS_timerfd_create 283
+#define SYS_epoll_create 213
+#define SYS_epoll_create1 291
+#define SYS_inotify_init 253
+#define SYS_inotify_init1 294
+#define SYS_memfd_create 319
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {

@@ -1130,3 +1130,55 @@ func TestFastPathOtherUID(t *testing.T) {
 		t.Errorf("the library should load and stay off in the processes: counters %v", counts)
 	}
 }
+
+// TestFastPathFDLimit: a program that fills its descriptor table up to
+// RLIMIT_NOFILE gets as many descriptors as in a chroot, by open, socketpair,
+// pipe and dup: the library's cached directories (about 40 here, at 768 and
+// up, below the limit of 1024) are given back at the first EMFILE and the
+// call made again (fastpath.c's shed).
+func TestFastPathFDLimit(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	script := `
+import errno, os, resource, socket
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (1024, max(hard, 1024)))
+# names below many directories, twice: the library caches the directories
+dirs = sorted(e.path for e in os.scandir("/usr/share") if e.is_dir(follow_symlinks=False))[:90]
+for _ in range(2):
+    for d in dirs:
+        os.path.exists(d + "/no-such-file")
+    os.path.exists("/no/such/dir/file")  # a parent proven missing: the empty directory's
+def fill(make):
+    got = []
+    try:
+        while True:
+            got.extend(make())
+    except OSError as e:
+        if e.errno != errno.EMFILE:
+            raise
+    for fd in got:
+        os.close(fd)
+    return len(got)
+print("open", fill(lambda: [os.open("/dev/null", os.O_RDONLY)]))
+print("socketpair", fill(lambda: [s.detach() for s in socket.socketpair()]))
+print("pipe", fill(lambda: list(os.pipe())))
+print("dup", fill(lambda: [os.dup(0)]))
+`
+	cmd := []string{"/usr/bin/python3", "-c", script}
+	want := viaChroot(t, g, "", cmd...)
+	if want.Code != 0 {
+		t.Fatalf("chroot: %s", want)
+	}
+	got := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH=1"}, droidrootArgs(droidrootBin(t), g, cmd...)...)...)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
+	}
+	// The same with the counters on (whose copy of stderr is one
+	// descriptor more): the library did give descriptors back.
+	res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, droidrootArgs(droidrootBin(t), g, cmd...)...)...)
+	counts, _ := fastPathCounters(res.Stderr)
+	if res.Code != 0 || counts["shed answered"] == 0 || counts["dirs answered"] == 0 {
+		t.Errorf("with the counters: exit %d, counters %v (want shed and dirs answered)", res.Code, counts)
+	}
+}

@@ -359,12 +359,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_NFN
+	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins", "recv", "grants", "statfs"};
+					    "pins", "recv", "grants", "statfs", "shed"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -583,6 +583,8 @@ static int fp_on(void)
 	return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp;
 }
 
+static void fd_makers_init(void);
+
 __attribute__((constructor)) static void fp_init(void)
 {
 	real_fopen = libc_lookup("fopen");
@@ -593,6 +595,7 @@ __attribute__((constructor)) static void fp_init(void)
 	real_sendto = libc_lookup("sendto");
 	real_recvfrom = libc_lookup("recvfrom");
 	real_recvmsg = libc_lookup("recvmsg");
+	fd_makers_init();
 #ifdef FP_LEGACY_CALLS
 	real_poll = libc_lookup("poll");
 	real_epoll_wait = libc_lookup("epoll_wait");
@@ -740,13 +743,15 @@ struct slot {
 	uint32_t hash, len;
 	char key[C_KEY];
 };
-static struct slot slots[C_SLOTS];
+/* slots[C_SLOTS], out of every lookup's ways, holds the empty directory
+ * (empty_dir). */
+static struct slot slots[C_SLOTS + 1];
 /* The slots' state words, each on a cache line of its own: every call
  * writes one (a reader's reference), and its slot's fields, which calls
  * only read, then stay shared between the CPUs of threads using it. */
 static struct {
 	unsigned v;
-} __attribute__((aligned(64))) slot_states[C_SLOTS];
+} __attribute__((aligned(64))) slot_states[C_SLOTS + 1];
 static unsigned *state_of(struct slot *s) { return &slot_states[s - slots].v; }
 
 /* The pins access keeps (access_pinned): a file's O_PATH descriptor in the
@@ -1112,51 +1117,55 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 /* ---- missing parents ---- */
 
 /* droidroot's empty directory (cfg.empty, mode 0555: nothing is created in
- * it), opened O_PATH on first use and kept at a high number, checked by
- * dev/ino before each use (guests close and reuse numbers). A call whose
- * parent directory is proven missing is made under it as "<missing>/<name>":
- * the kernel answers as for a missing directory, with its own errors in its
- * own order (flags, descriptors, ENOENT), and walks nothing of the guest's
- * (a name the guest creates meanwhile is never followed). */
-static int empty_fd = -1;
-static uint64_t empty_dev, empty_ino;
-static unsigned empty_guard = 1; /* fp_guard when empty_fd was last known ours */
+ * it), opened O_PATH on first use and kept at a high number in a slot of
+ * its own (slots[C_SLOTS]: a reference while a call uses it, so that shed
+ * can give it back), checked by dev/ino before each use (guests close and
+ * reuse numbers). A call whose parent directory is proven missing is made
+ * under it as "<missing>/<name>": the kernel answers as for a missing
+ * directory, with its own errors in its own order (flags, descriptors,
+ * ENOENT), and walks nothing of the guest's (a name the guest creates
+ * meanwhile is never followed). It takes a reference to it for *out
+ * (release gives it back): 0, or -1 to defer. */
+static uint64_t empty_dev, empty_ino; /* the first one opened: every later one must be it */
 
-static int empty_dir(void)
+static int empty_dir(struct parent *out)
 {
 	struct stat st;
+	struct slot *s = &slots[C_SLOTS];
 	unsigned g0 = guard_now();
-	int fd = __atomic_load_n(&empty_fd, __ATOMIC_ACQUIRE);
-	if (fd >= 0 && !(g0 & 1) && __atomic_load_n(&empty_guard, __ATOMIC_RELAXED) == g0)
-		return fd;
-	if (fd >= 0 && tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 &&
-	    st.st_dev == __atomic_load_n(&empty_dev, __ATOMIC_RELAXED) && st.st_ino == __atomic_load_n(&empty_ino, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&empty_guard, guard_for(fd, g0), __ATOMIC_RELAXED);
-		return fd;
+	if (use(s)) {
+		if (s->fd > 0 && ((!(g0 & 1) && __atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0) ||
+				  (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino))) {
+			__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
+			out->fd = s->fd, out->slot = s, out->borrowed = 0;
+			return 0;
+		}
+		unuse(s);
 	}
-	if (!cfg.empty)
-		return -1;
+	if (!cfg.empty || !refill(s, 0))
+		return -1; /* in use by another thread, which will have it checked */
 	long nfd = tr(SYS_openat, AT_FDCWD, (long)cfg.empty, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
-	if (nfd < 0)
-		return -1;
-	long hi = raw6(SYS_fcntl, nfd, F_DUPFD_CLOEXEC, FP_FD_BASE, 0, 0, 0);
-	tr(SYS_close, nfd, 0, 0, 0, 0, 0);
-	if (hi < 0)
-		return -1;
-	uint64_t ino = __atomic_load_n(&empty_ino, __ATOMIC_RELAXED);
-	if (tr(SYS_fstat, hi, (long)&st, 0, 0, 0, 0) != 0 || !S_ISDIR(st.st_mode) ||
-	    (ino && (st.st_dev != __atomic_load_n(&empty_dev, __ATOMIC_RELAXED) || st.st_ino != ino))) {
+	long hi = nfd < 0 ? -1 : raw6(SYS_fcntl, nfd, F_DUPFD_CLOEXEC, FP_FD_BASE, 0, 0, 0);
+	if (nfd >= 0)
+		tr(SYS_close, nfd, 0, 0, 0, 0, 0);
+	if (hi >= 0 && (tr(SYS_fstat, hi, (long)&st, 0, 0, 0, 0) != 0 || !S_ISDIR(st.st_mode) ||
+			(empty_ino && (st.st_dev != empty_dev || st.st_ino != empty_ino)))) {
 		tr(SYS_close, hi, 0, 0, 0, 0, 0);
+		hi = -1;
+	}
+	if (hi < 0) {
+		cancel(s); /* the old descriptor, if any, is checked at the next use */
 		return -1;
 	}
-	__atomic_store_n(&empty_dev, st.st_dev, __ATOMIC_RELAXED);
-	__atomic_store_n(&empty_ino, st.st_ino, __ATOMIC_RELAXED);
-	if (!__atomic_compare_exchange_n(&empty_fd, &fd, (int)hi, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
-		tr(SYS_close, hi, 0, 0, 0, 0, 0); /* another thread's is in place */
-		return -1;
-	}
-	__atomic_store_n(&empty_guard, guard_for((int)hi, g0), __ATOMIC_RELAXED);
-	return (int)hi;
+	empty_dev = st.st_dev, empty_ino = st.st_ino;
+	if (s->fd > 0 && tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == empty_dev && st.st_ino == empty_ino)
+		tr(SYS_close, s->fd, 0, 0, 0, 0, 0); /* still ours (not a number the guest reused) */
+	s->fd = (int)hi;
+	s->dev = empty_dev, s->ino = empty_ino;
+	s->guard = guard_for((int)hi, g0);
+	done(s); /* one reference: the caller's */
+	out->fd = (int)hi, out->slot = s, out->borrowed = 0;
+	return 0;
 }
 
 /* hidden_fd tells whether fd is one of the library's own descriptors: a
@@ -1174,9 +1183,7 @@ static int hidden_fd(long fd)
 	unsigned g = guard_now();
 	if (g & 1)
 		return 0;
-	if (__atomic_load_n(&empty_fd, __ATOMIC_ACQUIRE) == fd && __atomic_load_n(&empty_guard, __ATOMIC_RELAXED) == g)
-		return 1;
-	for (int i = 0; i < C_SLOTS; i++)
+	for (int i = 0; i <= C_SLOTS; i++) /* the empty directory's too */
 		if (__atomic_load_n(&slots[i].fd, __ATOMIC_RELAXED) == fd && __atomic_load_n(&slots[i].guard, __ATOMIC_RELAXED) == g)
 			return 1;
 	for (int i = 0; i < P_SLOTS; i++)
@@ -1201,11 +1208,7 @@ static int under_empty(struct parent *dir, const char *name, size_t len, struct 
 		missing = tr(SYS_newfstatat, dir->fd, (long)comp, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) == -ENOENT;
 	}
 	release(dir);
-	int fd = missing ? empty_dir() : -1;
-	if (fd < 0)
-		return -1;
-	out->fd = fd, out->slot = NULL, out->borrowed = 1;
-	return 0;
+	return missing ? empty_dir(out) : -1;
 }
 
 /* ---- guest path -> host parent + name ---- */
@@ -3203,8 +3206,86 @@ static void note_open(long r)
 	}
 }
 
-/* fp_openat is openat; cp: as the cancellation point libc's open is. */
+/* ---- giving the cache's descriptors back ----
+ *
+ * The cached directories' and pins' descriptors are in the process's table
+ * and count against its RLIMIT_NOFILE: a program that fills its table (a
+ * server at its limit, python's test_selectors) would get EMFILE as many
+ * descriptors early as the caches hold. A call that makes a descriptor and
+ * fails with EMFILE gives every one of them nobody is using back (shed) and
+ * is made once more, so that it gets as many as in a chroot: the library's
+ * open family (fp_openat, fp_openat2), dup and fcntl's F_DUPFD, socket,
+ * socketpair, accept, accept4, pipe, pipe2, eventfd, signalfd,
+ * timerfd_create, epoll_create, epoll_create1, inotify_init, inotify_init1
+ * (libc's, below), and syscall() of those. Making it again is safe: the
+ * kernel takes the number first (EMFILE) and does nothing else. Not libc's
+ * own opens (mkstemp, tmpfile, a locale's files), which no preloaded
+ * library sees. */
+static int shed(void)
+{
+	unsigned g0 = guard_now();
+	int n = 0;
+	if ((g0 & 1) || !__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
+		return 0; /* a vfork child's slots are its parent's (pin_drop) */
+	for (int i = 0; i <= C_SLOTS; i++) { /* the empty directory's too */
+		struct slot *s = &slots[i];
+		struct stat st;
+		if (__atomic_load_n(&s->fd, __ATOMIC_RELAXED) <= 0 || !refill(s, 0))
+			continue; /* empty, or in use: kept */
+		if (s->fd > 0 && ((__atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0) ||
+				  (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino)) &&
+		    tr(SYS_close, s->fd, 0, 0, 0, 0, 0) == 0)
+			n++;
+		__atomic_store_n(&s->fd, -1, __ATOMIC_RELAXED);
+		cancel(s);
+	}
+	for (int i = 0; i < P_SLOTS; i++) {
+		struct pinslot *p = &pins[i];
+		if (__atomic_load_n(&p->fd, __ATOMIC_RELAXED) <= 0 || !refill_state(&p->state, 0))
+			continue;
+		if (p->fd > 0 && pin_ours(p, g0) && tr(SYS_close, p->fd, 0, 0, 0, 0, 0) == 0)
+			n++;
+		__atomic_store_n(&p->fd, -1, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->state, 0, __ATOMIC_RELEASE);
+	}
+	count(F_SHED, n ? W_ANSWERED : W_ERRNO); /* "shed answered": descriptors given back */
+	return n > 0;
+}
+
+/* fd_maker tells whether system call nr, made by syscall() and not one of
+ * the open family's (those are fp_openat's), makes a descriptor (shed). */
+static int fd_maker(long nr)
+{
+	switch (nr) {
+	case SYS_dup: case SYS_fcntl: case SYS_socket: case SYS_socketpair: case SYS_accept: case SYS_accept4:
+	case SYS_pipe2: case SYS_eventfd2: case SYS_signalfd4: case SYS_timerfd_create: case SYS_epoll_create1:
+	case SYS_inotify_init1: case SYS_memfd_create:
+#if defined(__x86_64__)
+	case SYS_creat: case SYS_pipe: case SYS_eventfd: case SYS_signalfd: case SYS_epoll_create: case SYS_inotify_init:
+#endif
+		return 1;
+	}
+	return 0;
+}
+
+static long fp_openat_once(int dirfd, const char *path, int flags, unsigned mode, int cp);
+
+/* fp_openat is openat; cp: as the cancellation point libc's open is. An
+ * EMFILE gives the caches' descriptors back (shed) and makes the call once
+ * more as the tracer answers it: the library's own checks may take two
+ * numbers for a moment, the tracer's none of the process's. */
 static long fp_openat(int dirfd, const char *path, int flags, unsigned mode, int cp)
+{
+	long r = fp_openat_once(dirfd, path, flags, mode, cp);
+	if (r == -EMFILE) {
+		shed();
+		r = cancel_sys(cp && !(flags & (O_NONBLOCK | O_DIRECTORY | O_PATH)), 1, SYS_openat, dirfd, (long)path, flags, mode);
+		note_open(r);
+	}
+	return r;
+}
+
+static long fp_openat_once(int dirfd, const char *path, int flags, unsigned mode, int cp)
 {
 	cancel_entry(cp);
 	int block = cp && !(flags & (O_NONBLOCK | O_DIRECTORY | O_PATH));
@@ -3216,7 +3297,19 @@ static long fp_openat(int dirfd, const char *path, int flags, unsigned mode, int
 	return r;
 }
 
+static long fp_openat2_once(int dirfd, const char *path, const struct fp_open_how *how, size_t size);
 static long fp_openat2(int dirfd, const char *path, const struct fp_open_how *how, size_t size)
+{
+	long r = fp_openat2_once(dirfd, path, how, size);
+	if (r == -EMFILE) { /* as fp_openat's */
+		shed();
+		r = raw6(SYS_openat2, dirfd, (long)path, (long)how, (long)size, 0, 0);
+		note_open(r);
+	}
+	return r;
+}
+
+static long fp_openat2_once(int dirfd, const char *path, const struct fp_open_how *how, size_t size)
 {
 	long r = FP_DEFER;
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp)
@@ -3778,6 +3871,8 @@ EXPORT long syscall(long nr, ...)
 		break;
 	default:
 		r = raw6(nr, a, b, c, d, e, f);
+		if (r == -EMFILE && fd_maker(nr) && shed())
+			r = raw6(nr, a, b, c, d, e, f);
 		if (r == 0 && is_change(nr))
 			changed();
 	}
@@ -3831,6 +3926,8 @@ EXPORT int dup3(int old, int new, int flags) { return (int)fp_ret(fp_dup3(old, n
 EXPORT int dup(int old)
 {
 	long r = raw6(SYS_dup, old, 0, 0, 0, 0, 0);
+	if (r == -EMFILE && shed())
+		r = raw6(SYS_dup, old, 0, 0, 0, 0, 0);
 	carry_dir(old, r);
 	return (int)fp_ret(r);
 }
@@ -3849,11 +3946,66 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		return -1;
 	}
 	long r = LIBC(real_fcntl, "fcntl") ? real_fcntl(fd, cmd, arg) : fp_ret(raw6(SYS_fcntl, fd, cmd, arg, 0, 0, 0));
-	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+		if (r < 0 && errno == EMFILE && shed())
+			r = real_fcntl ? real_fcntl(fd, cmd, arg) : fp_ret(raw6(SYS_fcntl, fd, cmd, arg, 0, 0, 0));
 		carry_dir(fd, r);
+	}
 	return (int)r;
 }
 EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+/* libc's calls that make a descriptor, made once more after an EMFILE that
+ * shed turned into free numbers (see shed). Each is libc's own otherwise
+ * (accept is a cancellation point there), found at the constructor (a
+ * signal handler may make these calls: no lookup there), or at the first
+ * call before it. One libc lacks fails with ENOSYS, as the kernel's would. */
+#define FD_MAKER(name, params, args)                                   \
+	static int (*real_##name) params;                               \
+	EXPORT int name params                                          \
+	{                                                               \
+		if (!LIBC(real_##name, #name)) {                        \
+			errno = ENOSYS;                                 \
+			return -1;                                      \
+		}                                                       \
+		int r = real_##name args;                               \
+		if (r < 0 && errno == EMFILE && shed())                 \
+			r = real_##name args;                           \
+		return r;                                               \
+	}
+FD_MAKER(socket, (int domain, int type, int proto), (domain, type, proto))
+FD_MAKER(socketpair, (int domain, int type, int proto, int sv[2]), (domain, type, proto, sv))
+FD_MAKER(accept, (int fd, struct sockaddr *addr, socklen_t *len), (fd, addr, len))
+FD_MAKER(accept4, (int fd, struct sockaddr *addr, socklen_t *len, int flags), (fd, addr, len, flags))
+FD_MAKER(pipe, (int fds[2]), (fds))
+FD_MAKER(pipe2, (int fds[2], int flags), (fds, flags))
+FD_MAKER(eventfd, (unsigned int count, int flags), (count, flags))
+FD_MAKER(signalfd, (int fd, const sigset_t *mask, int flags), (fd, mask, flags))
+FD_MAKER(timerfd_create, (int clock, int flags), (clock, flags))
+FD_MAKER(epoll_create, (int size), (size))
+FD_MAKER(epoll_create1, (int flags), (flags))
+FD_MAKER(inotify_init, (void), ())
+FD_MAKER(inotify_init1, (int flags), (flags))
+#undef FD_MAKER
+
+/* fd_makers_init finds the functions above (the constructor). */
+static void fd_makers_init(void)
+{
+	real_socket = libc_lookup("socket");
+	real_socketpair = libc_lookup("socketpair");
+	real_accept = libc_lookup("accept");
+	real_accept4 = libc_lookup("accept4");
+	real_pipe = libc_lookup("pipe");
+	real_pipe2 = libc_lookup("pipe2");
+	real_eventfd = libc_lookup("eventfd");
+	real_signalfd = libc_lookup("signalfd");
+	real_timerfd_create = libc_lookup("timerfd_create");
+	real_epoll_create = libc_lookup("epoll_create");
+	real_epoll_create1 = libc_lookup("epoll_create1");
+	real_inotify_init = libc_lookup("inotify_init");
+	real_inotify_init1 = libc_lookup("inotify_init1");
+	real_fcntl = libc_lookup("fcntl");
+}
 
 /* mmap and munmap: shared file mappings are tracked while the futex_waitv
  * emulation is on (a word's key is its file's). */
