@@ -407,3 +407,58 @@ func TestKernelForm(t *testing.T) {
 		t.Errorf("WithKernelForms changed its receiver's binds: %v", c.Binds)
 	}
 }
+
+// TestArchHeaders checks every system call number the C programs define
+// (csrc/arch-*.h, and fastpath.c's own for syscall()'s legacy names, with a
+// trailing underscore) against the seccomp package's tables of each ABI.
+func TestArchHeaders(t *testing.T) {
+	def := regexp.MustCompile(`(?m)^#define SYS_(\w+) (\d+)\b`)
+	check := func(abi *seccomp.ABI, file, text string) int {
+		n := 0
+		for _, m := range def.FindAllStringSubmatch(text, -1) {
+			name := strings.TrimSuffix(m[1], "_")
+			got, _ := strconv.Atoi(m[2])
+			want, ok := abi.Nr(name)
+			if !ok && name == "newfstatat" {
+				want, ok = abi.Nr("fstatat") // arm64's name for the same call (__NR3264_fstatat)
+			}
+			if !ok || want != got {
+				t.Errorf("%s: SYS_%s is %d, %s's %s is %d (known: %v)", file, m[1], got, abi, name, want, ok)
+			}
+			n++
+		}
+		return n
+	}
+	src, err := os.ReadFile("csrc/fastpath.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]string{}
+	for _, arch := range []string{"__x86_64__", "__aarch64__"} {
+		// the #if block of fastpath.c's own numbers for arch
+		i := bytes.Index(src, []byte("defined("+arch+")\n#define SYS_"))
+		if i < 0 {
+			t.Fatalf("fastpath.c: no SYS_ block for %s", arch)
+		}
+		block := src[i:]
+		if j := bytes.Index(block, []byte("\n#e")); j >= 0 {
+			block = block[:j]
+		}
+		own[arch] = string(block)
+	}
+	for _, tc := range []struct {
+		abi        *seccomp.ABI
+		header, cc string
+	}{{seccomp.X86_64, "arch-x86_64.h", "__x86_64__"}, {seccomp.AArch64, "arch-aarch64.h", "__aarch64__"}} {
+		h, err := os.ReadFile(filepath.Join("..", "csrc", tc.header))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := check(tc.abi, tc.header, string(h)); n < 50 {
+			t.Errorf("%s: %d numbers found, want the header's whole table", tc.header, n)
+		}
+		if n := check(tc.abi, "fastpath.c ("+tc.cc+")", own[tc.cc]); n == 0 {
+			t.Errorf("fastpath.c: no numbers of its own for %s", tc.cc)
+		}
+	}
+}
