@@ -1128,15 +1128,27 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
  * (release gives it back): 0, or -1 to defer. */
 static uint64_t empty_dev, empty_ino; /* the first one opened: every later one must be it */
 
+/* slot_ours tells whether slot s's descriptor (s held by the caller) is
+ * still the one recorded: the guard word unchanged since, or its fstat (as
+ * pin_ours for the pins). */
+static int slot_ours(struct slot *s, unsigned g0)
+{
+	struct stat st;
+	if (!(g0 & 1) && __atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0)
+		return 1;
+	if (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != s->dev || st.st_ino != s->ino)
+		return 0;
+	__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
+	return 1;
+}
+
 static int empty_dir(struct parent *out)
 {
 	struct stat st;
 	struct slot *s = &slots[C_SLOTS];
 	unsigned g0 = guard_now();
 	if (use(s)) {
-		if (s->fd > 0 && ((!(g0 & 1) && __atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0) ||
-				  (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino))) {
-			__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
+		if (s->fd > 0 && slot_ours(s, g0)) {
 			out->fd = s->fd, out->slot = s, out->borrowed = 0;
 			return 0;
 		}
@@ -2508,17 +2520,18 @@ static int pin_ours(struct pinslot *p, unsigned g0)
  * what its name does (closed if still ours), unless others use it or the
  * guard word is odd (a vfork child sharing this memory has a descriptor
  * table of its own: emptying the slot there would lose the parent's
- * descriptor); the caller's reference is dropped either way. */
-static void pin_drop(struct pinslot *p, unsigned g0)
+ * descriptor); the caller's reference is dropped either way. It tells
+ * whether it closed the pin (shed counts them). */
+static int pin_drop(struct pinslot *p, unsigned g0)
 {
 	if ((g0 & 1) || !refill_state(&p->state, 1)) {
 		unuse_state(&p->state);
-		return;
+		return 0;
 	}
-	if (pin_ours(p, g0))
-		tr(SYS_close, p->fd, 0, 0, 0, 0, 0);
+	int closed = pin_ours(p, g0) && tr(SYS_close, p->fd, 0, 0, 0, 0, 0) == 0;
 	__atomic_store_n(&p->fd, -1, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->state, 0, __ATOMIC_RELEASE);
+	return closed;
 }
 
 /* pin_find returns the slot keeping a pin of name (nl bytes) below parent
@@ -3229,24 +3242,17 @@ static int shed(void)
 		return 0; /* a vfork child's slots are its parent's (pin_drop) */
 	for (int i = 0; i <= C_SLOTS; i++) { /* the empty directory's too */
 		struct slot *s = &slots[i];
-		struct stat st;
 		if (__atomic_load_n(&s->fd, __ATOMIC_RELAXED) <= 0 || !refill(s, 0))
 			continue; /* empty, or in use: kept */
-		if (s->fd > 0 && ((__atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0) ||
-				  (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_dev == s->dev && st.st_ino == s->ino)) &&
-		    tr(SYS_close, s->fd, 0, 0, 0, 0, 0) == 0)
+		if (s->fd > 0 && slot_ours(s, g0) && tr(SYS_close, s->fd, 0, 0, 0, 0, 0) == 0)
 			n++;
 		__atomic_store_n(&s->fd, -1, __ATOMIC_RELAXED);
 		cancel(s);
 	}
 	for (int i = 0; i < P_SLOTS; i++) {
 		struct pinslot *p = &pins[i];
-		if (__atomic_load_n(&p->fd, __ATOMIC_RELAXED) <= 0 || !refill_state(&p->state, 0))
-			continue;
-		if (p->fd > 0 && pin_ours(p, g0) && tr(SYS_close, p->fd, 0, 0, 0, 0, 0) == 0)
-			n++;
-		__atomic_store_n(&p->fd, -1, __ATOMIC_RELAXED);
-		__atomic_store_n(&p->state, 0, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&p->fd, __ATOMIC_RELAXED) > 0 && use_state(&p->state))
+			n += pin_drop(p, g0); /* kept while others use it */
 	}
 	count(F_SHED, n ? W_ANSWERED : W_ERRNO); /* "shed answered": descriptors given back */
 	return n > 0;
