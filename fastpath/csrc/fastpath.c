@@ -4088,11 +4088,21 @@ static int fstat_stops(void)
 }
 
 /* libc_lookup returns the address of libc.so.6's default definition of
- * name, found in its dynamic symbol table (DT_GNU_HASH), or NULL. */
-struct lookup {
-	const char *name;
-	void *addr;
+ * name, found in its dynamic symbol table (DT_GNU_HASH), or NULL. libc's
+ * tables are found once (one dl_iterate_phdr: the constructor makes some 25
+ * lookups, each of which walked the link map and libc's dynamic section)
+ * and kept in libc_tab, published by libc_tab_state: 0 not yet, 1 being
+ * written by the thread that claimed it, 2 ready. A thread that finds them
+ * being written finds its own copy. */
+struct libc_tables {
+	uintptr_t base;
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const uint32_t *gh;
+	const ElfW(Half) *versym;
 };
+static struct libc_tables libc_tab;
+static int libc_tab_state;
 
 static uint32_t gnu_hash(const char *s)
 {
@@ -4102,10 +4112,10 @@ static uint32_t gnu_hash(const char *s)
 	return h;
 }
 
-static int lookup_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int tables_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
-	struct lookup *l = data;
+	struct libc_tables *t = data;
 	const char *n = info->dlpi_name;
 	size_t len = n ? fp_strlen(n) : 0;
 	if (len < 9 || !fp_memeq(n + len - 9, "libc.so.6", 9) || (len > 9 && n[len - 10] != '/'))
@@ -4116,49 +4126,58 @@ static int lookup_cb(struct dl_phdr_info *info, size_t size, void *data)
 			dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
 	if (!dyn)
 		return 1;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const uint32_t *gh = NULL;
-	const ElfW(Half) *versym = NULL;
+	t->base = info->dlpi_addr;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		uintptr_t v = dyn->d_un.d_ptr;
 		if (v < info->dlpi_addr)
 			v += info->dlpi_addr; /* not relocated in place */
 		switch (dyn->d_tag) {
-		case DT_SYMTAB: symtab = (const void *)v; break;
-		case DT_STRTAB: strtab = (const void *)v; break;
-		case DT_GNU_HASH: gh = (const void *)v; break;
-		case DT_VERSYM: versym = (const void *)v; break;
+		case DT_SYMTAB: t->symtab = (const void *)v; break;
+		case DT_STRTAB: t->strtab = (const void *)v; break;
+		case DT_GNU_HASH: t->gh = (const void *)v; break;
+		case DT_VERSYM: t->versym = (const void *)v; break;
 		}
 	}
-	if (!symtab || !strtab || !gh)
-		return 1;
+	return 1;
+}
+
+/* gnu_lookup finds name's default definition in tables t, or NULL. */
+static void *gnu_lookup(const struct libc_tables *t, const char *name)
+{
+	if (!t->symtab || !t->strtab || !t->gh)
+		return NULL;
+	const uint32_t *gh = t->gh;
 	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
 	const uint32_t *buckets = gh + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
 	const uint32_t *chain = buckets + nbuckets;
-	uint32_t h = gnu_hash(l->name);
+	uint32_t h = gnu_hash(name);
 	uint32_t i = buckets[h % nbuckets];
 	if (i < symoffset)
-		return 1;
-	size_t nl = fp_strlen(l->name);
+		return NULL;
+	size_t nl = fp_strlen(name);
 	for (;; i++) {
 		uint32_t ch = chain[i - symoffset];
-		const ElfW(Sym) *sym = &symtab[i];
-		if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF && (!versym || !(versym[i] & 0x8000)) &&
-		    fp_memeq(strtab + sym->st_name, l->name, nl + 1)) {
-			l->addr = (void *)(info->dlpi_addr + sym->st_value);
-			return 1;
-		}
+		const ElfW(Sym) *sym = &t->symtab[i];
+		if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF && (!t->versym || !(t->versym[i] & 0x8000)) &&
+		    fp_memeq(t->strtab + sym->st_name, name, nl + 1))
+			return (void *)(t->base + sym->st_value);
 		if (ch & 1)
-			return 1;
+			return NULL;
 	}
 }
 
 static void *libc_lookup(const char *name)
 {
-	struct lookup l = {name, NULL};
-	dl_iterate_phdr(lookup_cb, &l);
-	return l.addr;
+	if (__atomic_load_n(&libc_tab_state, __ATOMIC_ACQUIRE) == 2)
+		return gnu_lookup(&libc_tab, name);
+	struct libc_tables t = {0};
+	dl_iterate_phdr(tables_cb, &t);
+	int zero = 0;
+	if (t.gh && __atomic_compare_exchange_n(&libc_tab_state, &zero, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		libc_tab = t;
+		__atomic_store_n(&libc_tab_state, 2, __ATOMIC_RELEASE);
+	}
+	return gnu_lookup(&t, name);
 }
 
 /* fopen_flags turns fopen's mode into open flags; it fails (-1) for a mode
