@@ -854,10 +854,11 @@ func TestFastPathCancellation(t *testing.T) {
 }
 
 // TestFastPathStdio: where libc's fstat of a descriptor is a stop (-l, another owner under
-// -0/-i, glibc 2.33 to 2.38), the library's fopen gives the stream the buffer glibc would
-// give it at the first read or write (the fstat there cannot be wrapped), and its fclose
+// -0/-i, glibc 2.33 to 2.38), the library's fopen and fdopen give the stream the buffer glibc
+// would give it at the first read or write (the fstat there cannot be wrapped), and its fclose
 // frees it. stdioprobe's transcript (every mode, seeks, buffer sizes and line buffering,
-// setvbuf before the first use, freopen, /dev/null, 400 streams open at once) must be the
+// setvbuf before the first use, freopen, /dev/null, fdopen of a file, a pipe, /dev/null, in
+// append mode and with setvbuf, bad descriptors and modes, 400 streams open at once) must be the
 // chroot's with the library on and off; the counters show the buffers given, and the census
 // as many fstat stops fewer.
 func TestFastPathStdio(t *testing.T) {
@@ -899,8 +900,14 @@ func TestFastPathStdio(t *testing.T) {
 				if fp == "1" && tc.own && (counts["stdio answered"] < 200 || counts["stdio answered"]+counts["stdio long"] < 400) {
 					t.Errorf("stdio counters %v: want a buffer given in-process for every stream until the table is full", counts)
 				}
-				if fp == "1" && !tc.own && counts["stdio answered"] != 0 {
+				if fp == "1" && !tc.own && counts["stdio answered"]+counts["fdopen answered"] != 0 {
 					t.Errorf("stdio counters %v: want none given where libc's fstat is no stop", counts)
+				}
+				// fdopen's streams: a file, both ends of a pipe, append mode and
+				// the unbuffered reader get the library's buffer; /dev/null,
+				// a character device, keeps glibc's way.
+				if fp == "1" && tc.own && (counts["fdopen answered"] != 5 || counts["fdopen flags"] != 1) {
+					t.Errorf("fdopen counters %v: want 5 streams given their buffer in-process and 1 left to glibc", counts)
 				}
 			}
 			if tc.own && stops["1"] > stops["0"]-200 {

@@ -22,10 +22,11 @@
  * checked by dev/ino before each use and verified again after ttl_ns.
  *
  * Only public libc.so.6 symbols no newer than GLIBC_2.17 are imported
- * (__errno_location, clock_gettime, fdopen, fdopendir, dl_iterate_phdr);
- * see Makefile's fastpath-check. libc's own fopen, for the modes the library
- * does not reproduce, is found in libc's symbol table (real_fopen), not with
- * dlsym (GLIBC_2.34 in libc.so.6).
+ * (__errno_location, clock_gettime, fdopendir, dl_iterate_phdr, ...);
+ * see Makefile's fastpath-check. libc's own functions the library wraps
+ * (fopen, for the modes the library does not reproduce; fdopen) are found
+ * in libc's symbol table (real_fopen, real_fdopen), not with dlsym
+ * (GLIBC_2.34 in libc.so.6).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -173,6 +174,7 @@ static struct {
 /* libc's own functions, for the calls the library leaves to libc whole
  * (found at start-up: libc_lookup is not async-signal-safe). */
 static FP_HOT FILE *(*real_fopen)(const char *, const char *);
+static FP_HOT FILE *(*real_fdopen)(int, const char *);
 static FP_HOT int (*real_faccessat)(int, const char *, int, int);
 static FP_HOT int (*real_fchmodat)(int, const char *, mode_t, int);
 static void *libc_lookup(const char *name);
@@ -359,12 +361,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_NFN
+	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_FDOPEN, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins", "recv", "grants", "statfs", "shed"};
+					    "pins", "recv", "grants", "statfs", "shed", "fdopen"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -588,6 +590,7 @@ static void fd_makers_init(void);
 __attribute__((constructor)) static void fp_init(void)
 {
 	real_fopen = libc_lookup("fopen");
+	real_fdopen = libc_lookup("fdopen");
 	real_faccessat = libc_lookup("faccessat");
 	real_fchmodat = libc_lookup("fchmodat");
 	real_getcwd = libc_lookup("getcwd");
@@ -4261,7 +4264,9 @@ static int sbuf_put(FILE *f, void *buf)
 	return 0;
 }
 
-static void stdio_buffer(FILE *f, int fd)
+/* stdio_buffer gives stream f (on descriptor fd) its buffer, counted under
+ * fn: F_STDIO for fopen's streams, F_FDOPEN for fdopen's. */
+static void stdio_buffer(FILE *f, int fd, enum fp_fn fn)
 {
 	if (!fstat_stops() || !cfg.tramp)
 		return;
@@ -4270,7 +4275,7 @@ static void stdio_buffer(FILE *f, int fd)
 		free(stale);
 	struct stat st;
 	if (tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) < 0 || S_ISCHR(st.st_mode)) {
-		count(F_STDIO, W_FLAGS);
+		count(fn, W_FLAGS);
 		return;
 	}
 	size_t size = st.st_blksize > 0 && st.st_blksize < BUFSIZ ? (size_t)st.st_blksize : BUFSIZ;
@@ -4279,15 +4284,15 @@ static void stdio_buffer(FILE *f, int fd)
 	if (!buf || !sbuf_put(f, buf)) {
 		free(buf);
 		errno = e;
-		count(F_STDIO, W_LONG);
+		count(fn, W_LONG);
 		return;
 	}
 	if (setvbuf(f, buf, _IOFBF, size) != 0) {
 		sbuf_take(f);
 		free(buf);
-		count(F_STDIO, W_ERRNO);
+		count(fn, W_ERRNO);
 	} else {
-		count(F_STDIO, W_ANSWERED);
+		count(fn, W_ANSWERED);
 	}
 	errno = e;
 }
@@ -4307,17 +4312,33 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 	long fd = fp_ret(fp_openat(AT_FDCWD, path, fl, 0666, cp));
 	if (fd < 0)
 		return NULL;
-	FILE *f = fdopen((int)fd, mode);
+	FILE *f = LIBC(real_fdopen, "fdopen") ? real_fdopen((int)fd, mode) : (errno = ENOSYS, NULL);
 	if (!f) {
 		int e = errno;
 		raw6(SYS_close, fd, 0, 0, 0, 0, 0);
 		errno = e;
 	} else {
-		stdio_buffer(f, (int)fd);
+		stdio_buffer(f, (int)fd, F_STDIO);
 	}
 	return f;
 }
 EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
+
+/* fdopen: libc's, and then the stream's buffer given as fopen's is, for a
+ * program's own descriptor (git writes its lock files through fdopen): the
+ * fstat glibc would make at the first read or write is made now, on the
+ * descriptor the stream was made for. */
+EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	if (!LIBC(real_fdopen, "fdopen")) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	FILE *f = real_fdopen(fd, mode);
+	if (f && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE))
+		stdio_buffer(f, fd, F_FDOPEN);
+	return f;
+}
 
 /* fclose: libc's, and then the buffer stdio_buffer gave the stream freed
  * (taken from the table first: once libc's fclose has freed the stream,

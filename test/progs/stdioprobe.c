@@ -2,7 +2,8 @@
  * stdioprobe - stdio streams the way programs use them: fopen in every mode, reads and
  * writes, seeks, the buffer stdio gives a stream (its size, line buffering), setvbuf before
  * the first read or write (a buffer of the caller's, none, line buffering), freopen, a
- * character device, and many streams open at once.
+ * character device, fdopen of a program's own descriptors (a file, a pipe, a character
+ * device, append mode, setvbuf, bad descriptors and modes), and many streams open at once.
  *
  * usage: stdioprobe DIR   (DIR: a directory the probe may write in; it makes DIR/s)
  *
@@ -10,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -135,6 +137,56 @@ int main(int argc, char **argv)
 	must(f && fputs("x", f) >= 0, "/dev/null");
 	show("/dev/null", f);
 	must(fclose(f) == 0, "fclose /dev/null");
+
+	/* fdopen of the program's own descriptors: a file (written, read back), a
+	 * pipe, a character device, append mode (which fdopen adds to the
+	 * descriptor), setvbuf before the first write, a bad descriptor and a mode
+	 * the descriptor does not allow. */
+	int fd = open("e", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	must(fd >= 0, "open e");
+	f = fdopen(fd, "w+");
+	must(f && fputs("fdopen one\n", f) >= 0, "fdopen w+");
+	show("fdopen file", f);
+	rewind(f);
+	must(fgets(buf, sizeof buf, f) != NULL, "fdopen read back");
+	printf("fdopen read back: %s", buf);
+	must(fclose(f) == 0, "fclose fdopen");
+	printf("fdopen closed its descriptor: %d\n", fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+	int p[2];
+	must(pipe(p) == 0, "pipe");
+	f = fdopen(p[1], "w");
+	must(f && fputs("through the pipe\n", f) >= 0, "fdopen pipe");
+	show("fdopen pipe", f);
+	must(fclose(f) == 0, "fclose pipe");
+	FILE *r = fdopen(p[0], "r");
+	must(r && fgets(buf, sizeof buf, r) != NULL, "fdopen pipe read");
+	printf("fdopen pipe read: %s", buf);
+	show("fdopen pipe reader", r);
+	must(fclose(r) == 0, "fclose pipe reader");
+	fd = open("/dev/null", O_WRONLY);
+	f = fdopen(fd, "w");
+	must(f && fputs("x", f) >= 0, "fdopen /dev/null");
+	show("fdopen /dev/null", f);
+	must(fclose(f) == 0, "fclose fdopen /dev/null");
+	fd = open("e", O_WRONLY);
+	f = fdopen(fd, "a");
+	must(f != NULL, "fdopen a");
+	printf("fdopen a: O_APPEND %d\n", (fcntl(fd, F_GETFL) & O_APPEND) != 0);
+	must(fputs("fdopen two\n", f) >= 0 && fclose(f) == 0, "fdopen a write");
+	fd = open("e", O_RDONLY);
+	f = fdopen(fd, "r");
+	must(f && setvbuf(f, NULL, _IONBF, 0) == 0, "fdopen setvbuf");
+	must(fgets(buf, sizeof buf, f) != NULL, "fdopen unbuffered read");
+	printf("fdopen unbuffered: buffer %zu, at %ld after one line\n", __fbufsize(f), (long)lseek(fd, 0, SEEK_CUR));
+	must(fclose(f) == 0, "fclose unbuffered");
+	cat("e", "e");
+	errno = 0;
+	printf("fdopen bad descriptor: %s\n", fdopen(1000, "r") ? "opened" : strerror(errno));
+	fd = open("e", O_RDONLY);
+	errno = 0;
+	printf("fdopen w of a read-only descriptor: %s\n", fdopen(fd, "w") ? "opened" : strerror(errno));
+	close(fd);
+	unlink("e");
 
 	/* Many streams open at once, written, then read back and closed in
 	 * another order. */
