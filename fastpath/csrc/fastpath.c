@@ -1131,19 +1131,24 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
  * (release gives it back): 0, or -1 to defer. */
 static uint64_t empty_dev, empty_ino; /* the first one opened: every later one must be it */
 
-/* slot_ours tells whether slot s's descriptor (s held by the caller) is
- * still the one recorded: the guard word unchanged since, or its fstat (as
- * pin_ours for the pins). */
-static int slot_ours(struct slot *s, unsigned g0)
+/* still_ours tells whether descriptor fd, recorded as file dev/ino with
+ * guard word *guard (its holder held by the caller), is still that file:
+ * the guard word unchanged since g0, or its fstat, after which the word is
+ * renewed. The cache's slots (slot_ours) and access's pins (pin_ours). */
+static int still_ours(unsigned *guard, int fd, uint64_t dev, uint64_t ino, unsigned g0)
 {
 	struct stat st;
-	if (!(g0 & 1) && __atomic_load_n(&s->guard, __ATOMIC_RELAXED) == g0)
+	if (!(g0 & 1) && __atomic_load_n(guard, __ATOMIC_RELAXED) == g0)
 		return 1;
-	if (tr(SYS_fstat, s->fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != s->dev || st.st_ino != s->ino)
+	if (tr(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != dev || st.st_ino != ino)
 		return 0;
-	__atomic_store_n(&s->guard, guard_for(s->fd, g0), __ATOMIC_RELAXED);
+	__atomic_store_n(guard, guard_for(fd, g0), __ATOMIC_RELAXED);
 	return 1;
 }
+
+/* slot_ours tells whether slot s's descriptor (s held by the caller) is
+ * still the one recorded. */
+static int slot_ours(struct slot *s, unsigned g0) { return still_ours(&s->guard, s->fd, s->dev, s->ino, g0); }
 
 static int empty_dir(struct parent *out)
 {
@@ -2507,17 +2512,8 @@ static uint32_t pin_hash(uint64_t pdev, uint64_t pino, const char *name, size_t 
 }
 
 /* pin_ours tells whether p's descriptor is still the pin recorded (p held
- * by the caller): the guard word unchanged since, or its fstat. */
-static int pin_ours(struct pinslot *p, unsigned g0)
-{
-	struct stat st;
-	if (!(g0 & 1) && __atomic_load_n(&p->guard, __ATOMIC_RELAXED) == g0)
-		return 1;
-	if (tr(SYS_fstat, p->fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_dev != p->dev || st.st_ino != p->ino)
-		return 0;
-	__atomic_store_n(&p->guard, guard_for(p->fd, g0), __ATOMIC_RELAXED);
-	return 1;
-}
+ * by the caller). */
+static int pin_ours(struct pinslot *p, unsigned g0) { return still_ours(&p->guard, p->fd, p->dev, p->ino, g0); }
 
 /* pin_drop empties slot p, held by the caller, whose pin no longer names
  * what its name does (closed if still ours), unless others use it or the
