@@ -144,8 +144,22 @@ func againstKernel(t *testing.T, cfg Config, cwd string, cases []kcase) {
 	againstKernelIn(t, cfg, cwd, nil, cases)
 }
 
+// againstKernelCached is againstKernel with droidroot's lookup cache
+// (runCached): the tracer's answers kept while the cache's watches show
+// nothing changed, and pinned paths.
+func againstKernelCached(t *testing.T, cfg Config, cwd string, cases []kcase) {
+	t.Helper()
+	againstKernelWith(t, (*guestFS).runCached, cfg, cwd, nil, cases)
+}
+
 // againstKernelIn is againstKernel with setup run on each guestFS first.
 func againstKernelIn(t *testing.T, cfg Config, cwd string, setup func(g *guestFS), cases []kcase) {
+	t.Helper()
+	againstKernelWith(t, (*guestFS).run, cfg, cwd, setup, cases)
+}
+
+// againstKernelWith is againstKernelIn with droidroot's run made by run.
+func againstKernelWith(t *testing.T, run func(*guestFS, *testing.T, Config, string, ...tt.Step) *tt.Result, cfg Config, cwd string, setup func(g *guestFS), cases []kcase) {
 	t.Helper()
 	var steps []tt.Step
 	for _, c := range cases {
@@ -159,7 +173,7 @@ func againstKernelIn(t *testing.T, cfg Config, cwd string, setup func(g *guestFS
 		setup(gt)
 		setup(gk)
 	}
-	got := gt.run(t, cfg, cwd, steps...)
+	got := run(gt, t, cfg, cwd, steps...)
 	want := gk.oracle(t, cwd, steps...)
 	for k, c := range cases {
 		g, w := got.Steps[k], want[k]

@@ -292,7 +292,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		if dirHost, errno = fdDirHost(c, int(int32(c.Arg(dirfdArg)))); errno != 0 {
 			return pathmap.Result{}, errno
 		}
-		cwd, dirExact = toGuestIn(c, dirHost, b)
+		cwd, dirExact = dirGuestIn(c, dirHost, b)
 		if !dirExact {
 			cwd = dirHost
 		} else {
@@ -324,6 +324,53 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		r.Literal, r.Rel = false, ""
 	}
 	return r, 0
+}
+
+// dirGuests remembers toGuestIn's answers for the host directories of
+// guest dirfds: a walk of the guest path per call otherwise. An answer is
+// used again while no name on the directory's host path has changed since
+// it was made (pathmap's DirToken, as for the cwd), so it is the walk's own
+// answer: the bindings do not change, and every other name the walk reads
+// is on that path. Directories whose names the lookup cache does not watch
+// get no entry. Used by the tracer's one goroutine only.
+type dirGuests struct {
+	m map[string]dirGuest
+}
+
+// dirGuest is one of dirGuests' answers.
+type dirGuest struct {
+	guest string
+	exact bool
+	tok   any
+}
+
+// maxDirGuests bounds dirGuests: it starts again empty when full.
+const maxDirGuests = 256
+
+// dirGuestIn is toGuestIn for dirHost, the host directory of a guest dirfd
+// as the kernel reads it back, kept in e.dirGuests.
+func dirGuestIn(c *tracer.Call, dirHost string, b *pathmap.Batch) (string, bool) {
+	e := emulationOf(c)
+	if e == &noEmulation {
+		return toGuestIn(c, dirHost, b)
+	}
+	m := c.Mapper()
+	if d, ok := e.dirGuests.m[dirHost]; ok {
+		if m.DirUnchanged(dirHost, d.tok, b) {
+			return d.guest, d.exact
+		}
+		delete(e.dirGuests.m, dirHost)
+	}
+	// The token first: a change made during the walk is then reported.
+	tok := m.DirToken(dirHost)
+	guest, exact := toGuestIn(c, dirHost, b)
+	if tok != nil {
+		if e.dirGuests.m == nil || len(e.dirGuests.m) >= maxDirGuests {
+			e.dirGuests.m = make(map[string]dirGuest)
+		}
+		e.dirGuests.m[dirHost] = dirGuest{guest, exact, tok}
+	}
+	return guest, exact
 }
 
 // fdGuestPath returns the guest path of the directory open as fd in the

@@ -161,6 +161,41 @@ func TestPathHandlersKernel(t *testing.T) {
 	againstKernel(t, Config{}, "/", cases)
 }
 
+// TestPathHandlersDirfdMoved: a dirfd whose directory is renamed, and a
+// new directory made at its old path, resolve ".." from where each
+// directory is now, as in the kernel: the tracer keeps the guest path of
+// a dirfd's host directory (dirGuestIn), and must never answer with the
+// path of the directory that was there before.
+func TestPathHandlersDirfdMoved(t *testing.T) {
+	mv := func(from, to string) tt.Step {
+		return tt.Call("renameat", cwdFD, tt.Str(from), cwdFD, tt.Str(to))
+	}
+	mkdir := func(p string) tt.Step { return tt.Call("mkdirat", cwdFD, tt.Str(p), tt.Int(0o755)) }
+	dir := unix.O_RDONLY | unix.O_DIRECTORY
+	cases := []kcase{
+		{name: "open sub", step: openat(cwdFD, "/dir/sub", int64(dir)), how: cmpSign}, // 0
+		{name: "dotdot", step: fstatat(tt.Ret(0), "../file", 0), stat: []int{2}},
+		{name: "dotdot again", step: fstatat(tt.Ret(0), "../file", 0), stat: []int{2}},
+		{name: "move its parent", step: mv("/dir", "/moved")},
+		{name: "dotdot moved", step: fstatat(tt.Ret(0), "../file", 0), stat: []int{2}},
+		{name: "dotdot dotdot moved", step: tt.Call("faccessat", tt.Ret(0), tt.Str("../../moved/file"), tt.Int(0), tt.Int(0))},
+		{name: "old path again", step: mkdir("/dir")},
+		{name: "old path sub", step: mkdir("/dir/sub")},
+		{name: "open new sub", step: openat(cwdFD, "/dir/sub", int64(dir)), how: cmpSign}, // 8
+		{name: "new dotdot", step: fstatat(tt.Ret(8), "../file", 0)},
+		{name: "first still moved", step: fstatat(tt.Ret(0), "../file", 0), stat: []int{2}},
+		{name: "move it into the new", step: mv("/moved/sub", "/dir/sub/in")},
+		{name: "dotdot inside", step: fstatat(tt.Ret(0), "../../file", 0)},
+		{name: "dotdot inside dir", step: fstatat(tt.Ret(0), "..", 0), stat: []int{2}},
+		{name: "swap back", step: mv("/dir/sub/in", "/moved/sub")},
+		{name: "dotdot back", step: fstatat(tt.Ret(0), "../file", 0), stat: []int{2}},
+		{name: "close", step: closeStep(0)},
+		{name: "close new", step: closeStep(8)},
+	}
+	t.Run("uncached", func(t *testing.T) { againstKernel(t, Config{}, "/", cases) })
+	t.Run("cached", func(t *testing.T) { againstKernelCached(t, Config{}, "/", cases) })
+}
+
 // TestPathHandlersLegacy: the calls arm64 lacks, against the kernel.
 func TestPathHandlersLegacy(t *testing.T) {
 	if !tt.Has("stat") {

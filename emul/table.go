@@ -153,6 +153,8 @@ type Emulation struct {
 	execHeld map[int]*heldFile
 	// dac: a fake root's mode override (dac.go), nil when off.
 	dac *dacOverride
+	// dirGuests: the guest paths of dirfds' host directories (path.go).
+	dirGuests dirGuests
 }
 
 // New builds the handler table for cfg: every declared syscall's base

@@ -322,7 +322,9 @@ func (c *cache) stats() CacheStats {
 }
 
 // sync applies the changes reported since the last call: one epoll_pwait
-// (or read) with nothing to report in the common case.
+// (or read) with nothing to report in the common case. The epoll_pwait
+// has a zero timeout, so it is made as a raw system call: it never blocks,
+// and the Go scheduler need not hand the thread's work elsewhere.
 func (c *cache) sync() {
 	c.st.Syncs++
 	if c.epf < 0 {
@@ -333,7 +335,7 @@ func (c *cache) sync() {
 	var e syscall.Errno
 	for {
 		c.st.Syscalls++
-		n, _, e = syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(c.epf),
+		n, _, e = syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(c.epf),
 			uintptr(unsafe.Pointer(&c.evs[0])), uintptr(len(c.evs)), 0, 0, 0)
 		if e != syscall.EINTR {
 			break
