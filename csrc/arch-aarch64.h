@@ -77,6 +77,11 @@
 #define SYS_getresuid 148
 #define SYS_getresgid 150
 #define SYS_capget 90
+/* The get*id family the fast path library answers under emulated ids. */
+#define SYS_getuid 174
+#define SYS_geteuid 175
+#define SYS_getgid 176
+#define SYS_getegid 177
 /* The path forms of the xattr calls (the fast path library: Wine's DOS attributes). */
 #define SYS_setxattr 5
 #define SYS_getxattr 8

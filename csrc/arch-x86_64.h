@@ -91,6 +91,11 @@
 #define SYS_getresuid 118
 #define SYS_getresgid 120
 #define SYS_capget 125
+/* The get*id family the fast path library answers under emulated ids. */
+#define SYS_getuid 102
+#define SYS_geteuid 107
+#define SYS_getgid 104
+#define SYS_getegid 108
 /* The path forms of the xattr calls (the fast path library: Wine's DOS attributes). */
 #define SYS_setxattr 188
 #define SYS_getxattr 191

@@ -1138,6 +1138,54 @@ func TestFastPathOtherUID(t *testing.T) {
 	}
 }
 
+// fastPathIDsScript reads its ids every way glibc gives them (and through
+// syscall()), changes one thread's with a raw setresuid (the kernel's ids
+// are per thread: the other threads keep theirs), then the process's with
+// glibc's setresgid and setresuid (every thread's).
+const fastPathIDsScript = `
+import os, ctypes, threading
+libc = ctypes.CDLL(None, use_errno=True)
+setresuid, getuid = {"x86_64": (117, 102), "aarch64": (147, 174)}[os.uname().machine]
+print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getresuid(), os.getresgid(), libc.syscall(getuid))
+out = []
+def raw():
+    libc.syscall(setresuid, 5, 6, 7)
+    out.append((os.getuid(), os.geteuid(), os.getresuid(), libc.syscall(getuid)))
+th = threading.Thread(target=raw); th.start(); th.join()
+print(out[0], os.getuid(), os.getresuid(), libc.syscall(getuid))
+os.setresgid(20, 21, 22); os.setresuid(10, 11, 12)
+print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getresuid(), os.getresgid())
+`
+
+// TestFastPathIDs: under -0 the library answers the get*id family from the
+// ids the tracer published at the handshake, and stops answering once a
+// set*id call of any thread may have changed them: the same answers as
+// root's in a real chroot, the first ones made in-process (counters).
+func TestFastPathIDs(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	g.Cwd = "/"
+	cmd := []string{"python3", "-c", fastPathIDsScript}
+	want := viaChroot(t, g, "", cmd...)
+	const wantOut = "0 0 0 0 (0, 0, 0) (0, 0, 0) 0\n(5, 6, (5, 6, 7), 5) 0 (0, 0, 0) 0\n10 11 20 21 (10, 11, 12) (20, 21, 22)\n"
+	if want.Code != 0 || want.Stdout != wantOut {
+		t.Fatalf("chroot: %s", want)
+	}
+	argv := withIdentity(droidrootArgs(droidrootBin(t), g, cmd...), "-0")
+	got := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+	counts, rest := fastPathCounters(got.Stderr)
+	got.Stderr = rest
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("droidroot -0 against the chroot (-want +got):\n%s", diff)
+	}
+	// The first line's seven, python's own at its start; after the raw
+	// setresuid, every one goes to the tracer.
+	if counts["ids answered"] < 7 || counts["ids unverified"] < 13 {
+		t.Errorf("get*id answered %d times in-process, %d by the tracer after a set*id (want at least 7 and 13): counters %v",
+			counts["ids answered"], counts["ids unverified"], counts)
+	}
+}
+
 // TestFastPathFDLimit: a program that fills its descriptor table up to
 // RLIMIT_NOFILE gets as many descriptors as in a chroot, by open, socketpair,
 // pipe and dup: the library's cached directories (about 40 here, at 768 and

@@ -36,12 +36,14 @@ const prSetSeccompBit = 1 << 4
 
 // fastPathState is the fast path layer's per-process state.
 type fastPathState struct {
-	blob []byte // the handshake's answer
+	blob  []byte // the handshake's answer
+	flags uint32 // the library's flags (fastpath.Config.Flags)
 	// procIsHost: the guest's /proc/self/exe is the host's (procIsHost),
 	// whose readlink the tracer answers from its record of the program:
 	// the handshake adds that answer (handshakeBlob).
 	procIsHost bool
 	cwdSeq     uint32 // the last seq written into a cwd record
+	idsSeq     uint32 // the last seq written into an ids record (publishIDs)
 	procs      map[int]*fastPathProc
 	files      map[string]string // merged preload content -> its file in Dir
 	byID       map[fileID]string // the guest preload file's fileID -> its merged file (merged)
@@ -125,6 +127,9 @@ func fastPathFlags(cfg Config) (flags uint32, realUID, realGID, fakeUID, fakeGID
 	if cfg.AshmemMemfd {
 		flags |= fastpath.FlagAshmem
 	}
+	if cfg.Identity != nil || cfg.EmulateSetID {
+		flags |= fastpath.FlagGetIDs // get*id answered from the ids record (publishIDs)
+	}
 	if cfg.Identity != nil {
 		flags |= fastpath.FlagIDs // access's EACCES answered with the emulated ids (ident.go)
 	}
@@ -150,7 +155,7 @@ func applyFastPath(e *Emulation, b *tableBuilder) {
 	if err != nil {
 		return // too many binds for the library: it stays off (no handshake)
 	}
-	s := &fastPathState{blob: blob, procIsHost: procIsHost(lib), procs: map[int]*fastPathProc{}, files: map[string]string{}, dir: fp.Dir}
+	s := &fastPathState{blob: blob, flags: lib.Flags, procIsHost: procIsHost(lib), procs: map[int]*fastPathProc{}, files: map[string]string{}, dir: fp.Dir}
 	e.fastPath = s
 	if lib.Changes != "" {
 		if cc, err := mapChanges(lib.Changes); err == nil {
@@ -333,6 +338,7 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 			// The cwd a getcwd would answer now, published at once: most
 			// programs ask (shells, python, git), each a stop otherwise.
 			s.publish(c, int64(len(guestCwd(c))+1))
+			s.publishIDs(c, p)
 		}
 		c.Return(int64(len(blob)))
 	}
@@ -368,6 +374,46 @@ func procIsHost(lib fastpath.Config) bool {
 	return filepath.Clean(host) == g
 }
 
+// publishIDs writes the calling thread's emulated ids into the ids record
+// of process p's cwd record (fastpath.CwdIDsOff), where the ids are
+// emulated (fastpath.FlagGetIDs) and every thread of p has the same ones:
+// the ids, then a seq never written before. The library answers the get*id
+// family from it until clearIDs, before a set*id call, writes seq 0.
+func (s *fastPathState) publishIDs(c *tracer.Call, p *fastPathProc) {
+	if s.flags&fastpath.FlagGetIDs == 0 || p.cwd == 0 || !c.IDsShared() {
+		return
+	}
+	cr := c.Creds()
+	var rec [fastpath.IDsSize - 8]byte
+	for i, v := range []uint32{cr.UID, cr.EUID, cr.SUID, cr.GID, cr.EGID, cr.SGID} {
+		binary.LittleEndian.PutUint32(rec[4*i:], v)
+	}
+	if c.WriteMem(p.cwd+fastpath.CwdIDsOff+4, rec[:]) != nil {
+		return
+	}
+	s.idsSeq++
+	if s.idsSeq == 0 {
+		s.idsSeq = 1
+	}
+	var seq [4]byte
+	binary.LittleEndian.PutUint32(seq[:], s.idsSeq)
+	c.WriteMem(p.cwd+fastpath.CwdIDsOff, seq[:])
+}
+
+// clearIDs writes seq 0 into the ids record of the calling process's
+// memory (a vfork child's is its parent's), before a set*id call changes
+// an id the library may answer: every thread's get*id then goes to the
+// tracer, until the next exec's handshake publishes the ids again.
+func clearIDs(c *tracer.Call) {
+	s := emulationOf(c).fastPath
+	if s == nil || s.flags&fastpath.FlagGetIDs == 0 {
+		return
+	}
+	if p := s.procs[c.Pid()]; p != nil && p.cwd != 0 {
+		c.WriteMem(p.cwd+fastpath.CwdIDsOff, []byte{0, 0, 0, 0})
+	}
+}
+
 // publishCwd writes the answer of the getcwd c just answered into the
 // calling process's cwd record, with the host directory the kernel has as
 // the cwd (fs.Host): while the kernel's getcwd names that directory and no
@@ -391,7 +437,7 @@ func (s *fastPathState) publish(c *tracer.Call, ret int64) {
 		return
 	}
 	p.cwdFS = nil
-	if c.WriteMem(p.cwd+4, cwdRecord(fs.Host, fs.Cwd)) != nil {
+	if c.WriteMem(p.cwd+fastpath.CwdLenOff, cwdRecord(fs.Host, fs.Cwd)) != nil {
 		return
 	}
 	s.cwdSeq++
@@ -413,15 +459,15 @@ func cwdPublishable(fs *tracer.FS, p *tracer.Process, ret int64) bool {
 		len(fs.Host) < fastpath.CwdMax && len(fs.Cwd) < fastpath.CwdMax
 }
 
-// cwdRecord is a cwd record for host and guest from its fifth byte on
-// (the lengths, padding, the host path, the guest path): what is written
-// between the seqs.
+// cwdRecord is a cwd record for host and guest from its lengths on
+// (fastpath.CwdLenOff: the lengths, padding, the host path, the guest
+// path): what is written between the seqs.
 func cwdRecord(host, guest string) []byte {
-	rec := make([]byte, fastpath.CwdGuestOff-4+len(guest))
+	rec := make([]byte, fastpath.CwdGuestOff-fastpath.CwdLenOff+len(guest))
 	binary.LittleEndian.PutUint32(rec[0:], uint32(len(host)))
 	binary.LittleEndian.PutUint32(rec[4:], uint32(len(guest)))
-	copy(rec[fastpath.CwdHostOff-4:], host)
-	copy(rec[fastpath.CwdGuestOff-4:], guest)
+	copy(rec[fastpath.CwdHostOff-fastpath.CwdLenOff:], host)
+	copy(rec[fastpath.CwdGuestOff-fastpath.CwdLenOff:], guest)
 	return rec
 }
 

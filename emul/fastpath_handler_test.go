@@ -42,7 +42,7 @@ func TestFastPathHandshake(t *testing.T) {
 		t.Fatalf("handshake = %d, %q", n, blob)
 	}
 	flags := binary.LittleEndian.Uint32(blob[12:])
-	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagIDs | fastpath.FlagFDGuard | fastpath.FlagDirs)
+	wantFlags := uint32(fastpath.FlagL2S | fastpath.FlagIDs | fastpath.FlagGetIDs | fastpath.FlagFDGuard | fastpath.FlagDirs)
 	if os.Getuid() != 0 || os.Getgid() != 0 {
 		wantFlags |= fastpath.FlagOwner
 	}
@@ -131,7 +131,7 @@ func TestFastPathHandshakeCwd(t *testing.T) {
 		}
 		rec := r.Steps[0].Mem[3]
 		le := binary.LittleEndian
-		seq, hl, gl := le.Uint32(rec[0:]), le.Uint32(rec[4:]), le.Uint32(rec[8:])
+		seq, hl, gl := le.Uint32(rec[0:]), le.Uint32(rec[fastpath.CwdLenOff:]), le.Uint32(rec[fastpath.CwdLenOff+4:])
 		if size < fastpath.CwdSize {
 			if seq != 0 {
 				t.Errorf("a record of %d bytes was written (seq %d)", size, seq)
@@ -150,21 +150,90 @@ func TestFastPathHandshakeCwd(t *testing.T) {
 	}
 }
 
+// TestFastPathHandshakeIDs: under emulated ids the handshake publishes the
+// calling thread's in the cwd record's ids record (the ids, uid, euid, suid,
+// gid, egid, sgid, then a seq other than 0), as the tracer answers get*id at
+// that moment; a set*id call clears it (seq 0) before it runs. Nothing
+// without emulated ids, where the process's threads have different ones (a
+// set*id system call changes the caller's alone), nor in a record too short
+// to hold them. (The child reports every buffer after its
+// last step: a record as the later steps left it.)
+func TestFastPathHandshakeIDs(t *testing.T) {
+	g := newGuestFS(t)
+	fp := &FastPath{Lib: fastpath.Config{Trampoline: 0x4_0000_0000, TTLNanos: 7, Root: g.root}, Dir: t.TempDir()}
+	hs := func(size int) tt.Step {
+		return tt.Call("droidroot_fastpath", tt.Out(65536), tt.Int(65536), tt.Out(4), tt.Out(fastpath.CwdSize), tt.Int(int64(size)), tt.Int(0))
+	}
+	le := binary.LittleEndian
+	type rec struct {
+		published bool
+		ids       [6]uint32
+	}
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		steps []tt.Step
+		want  map[int]rec // by handshake step
+	}{
+		{"none", Config{FastPath: fp}, []tt.Step{hs(fastpath.CwdSize)}, map[int]rec{0: {}}},
+		{"-i 1000:100", Config{FastPath: fp, Identity: &Identity{UID: 1000, GID: 100}}, []tt.Step{hs(fastpath.CwdSize)},
+			map[int]rec{0: {true, [6]uint32{1000, 1000, 1000, 100, 100, 100}}}},
+		{"-0, then setresgid and setresuid", Config{FastPath: fp, Identity: &Identity{}}, []tt.Step{
+			hs(fastpath.CwdSize),
+			tt.Call("setresgid", tt.Int(4), tt.Int(5), tt.Int(6)),
+			tt.Call("setresuid", tt.Int(7), tt.Int(8), tt.Int(9)),
+			hs(fastpath.CwdSize),
+		}, map[int]rec{0: {false, [6]uint32{}}, 3: {}}}, // the child's other threads kept their ids: none published
+		{"-0, getuid only", Config{FastPath: fp, Identity: &Identity{}}, []tt.Step{
+			hs(fastpath.CwdSize),
+			tt.Call("getuid"),
+		}, map[int]rec{0: {true, [6]uint32{}}}},
+		{"set*id emulated", Config{FastPath: fp, EmulateSetID: true}, []tt.Step{hs(fastpath.CwdSize)},
+			map[int]rec{0: {true, [6]uint32{uint32(os.Getuid()), uint32(os.Geteuid()), uint32(os.Geteuid()), uint32(os.Getgid()), uint32(os.Getegid()), uint32(os.Getegid())}}}},
+		{"-0, a short record", Config{FastPath: fp, Identity: &Identity{}}, []tt.Step{hs(fastpath.CwdSize - 1)}, map[int]rec{0: {}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.run(t, tc.cfg, "/", tc.steps...)
+			for k, st := range tc.steps {
+				if st.Name != "droidroot_fastpath" {
+					if r.Steps[k].Ret < 0 {
+						t.Fatalf("step %d %s: %v", k, st.Name, r.Steps[k].Errno())
+					}
+					continue
+				}
+				if r.Steps[k].Ret <= 0 {
+					t.Fatalf("handshake = %d", r.Steps[k].Ret)
+				}
+				b := r.Steps[k].Mem[3][fastpath.CwdIDsOff:]
+				var got rec
+				got.published = le.Uint32(b) != 0
+				for i := range got.ids {
+					got.ids[i] = le.Uint32(b[4+4*i:])
+				}
+				if got != tc.want[k] {
+					t.Errorf("step %d: record %+v, want %+v", k, got, tc.want[k])
+				}
+			}
+		})
+	}
+}
+
 // TestCwdRecord: the cwd record's layout (fastpath.c's struct fp_cwd from
-// its fifth byte on) and when a getcwd's answer is published.
+// its lengths on) and when a getcwd's answer is published.
 func TestCwdRecord(t *testing.T) {
 	rec := cwdRecord("/host/root/tmp", "/tmp")
-	if len(rec) != fastpath.CwdGuestOff-4+4 {
+	const off = fastpath.CwdLenOff
+	if len(rec) != fastpath.CwdGuestOff-off+4 {
 		t.Fatalf("record of %d bytes", len(rec))
 	}
 	le := binary.LittleEndian
-	if le.Uint32(rec[0:]) != 14 || le.Uint32(rec[4:]) != 4 || le.Uint32(rec[8:]) != 0 {
-		t.Errorf("lengths %d %d, padding %d", le.Uint32(rec[0:]), le.Uint32(rec[4:]), le.Uint32(rec[8:]))
+	if le.Uint32(rec[0:]) != 14 || le.Uint32(rec[4:]) != 4 || le.Uint64(rec[8:]) != 0 {
+		t.Errorf("lengths %d %d, padding %d", le.Uint32(rec[0:]), le.Uint32(rec[4:]), le.Uint64(rec[8:]))
 	}
-	if got := string(rec[fastpath.CwdHostOff-4 : fastpath.CwdHostOff-4+14]); got != "/host/root/tmp" {
+	if got := string(rec[fastpath.CwdHostOff-off : fastpath.CwdHostOff-off+14]); got != "/host/root/tmp" {
 		t.Errorf("host %q", got)
 	}
-	if got := string(rec[fastpath.CwdGuestOff-4:]); got != "/tmp" {
+	if got := string(rec[fastpath.CwdGuestOff-off:]); got != "/tmp" {
 		t.Errorf("guest %q", got)
 	}
 	long := "/" + strings.Repeat("x", fastpath.CwdMax)
@@ -236,6 +305,15 @@ func TestFastPathSharedVM(t *testing.T) {
 	}
 }
 
+// ownerFlag is FlagOwner where -0 changes the owners stat answers (droidroot
+// is not run as root).
+func ownerFlag() uint32 {
+	if os.Getuid() != 0 || os.Getgid() != 0 {
+		return fastpath.FlagOwner
+	}
+	return 0
+}
+
 // TestFastPathFlags: the options the library must know, by option; the
 // library may make directory streams (FlagDirs) only without -H, whose
 // hiding is the tracer's.
@@ -255,6 +333,8 @@ func TestFastPathFlags(t *testing.T) {
 		{"--ashmem-memfd", Config{AshmemMemfd: true}, fastpath.FlagAshmem | fastpath.FlagDirs},
 		{"-p", Config{PortShift: true}, fastpath.FlagPortShift | fastpath.FlagDirs},
 		{"trampoline by open", Config{TrampolineByOpen: true}, fastpath.FlagTrampOpen | fastpath.FlagDirs},
+		{"-0", Config{Identity: &Identity{}}, fastpath.FlagIDs | fastpath.FlagGetIDs | fastpath.FlagDirs | ownerFlag()},
+		{"set*id emulated", Config{EmulateSetID: true}, fastpath.FlagGetIDs | fastpath.FlagDirs},
 	}
 	// Android's policy blocks poll and epoll_wait on x86_64 only (arm64 has neither call):
 	// the library makes their newer forms there (FlagLegacy), on a device too.
@@ -267,7 +347,7 @@ func TestFastPathFlags(t *testing.T) {
 			name string
 			cfg  Config
 			want uint32
-		}{"Android " + v, Config{}.WithAndroid(androidPolicy(t, v)), legacy | fastpath.FlagDirs})
+		}{"Android " + v, Config{}.WithAndroid(androidPolicy(t, v)), legacy | fastpath.FlagDirs | fastpath.FlagGetIDs})
 	}
 	for _, tc := range tests {
 		if got, _, _, _, _ := fastPathFlags(tc.cfg); got != tc.want {

@@ -112,7 +112,10 @@ func credHandlers() tracer.Table {
 		return tracer.Handler{Enter: func(c *tracer.Call) { c.Return(int64(f(c.Creds()))) }}
 	}
 	set := func(f func(c *tracer.Call, cr *ident.Creds) unix.Errno) tracer.Handler {
-		return tracer.Handler{Enter: func(c *tracer.Call) { c.Fail0(f(c, c.Creds())) }}
+		return tracer.Handler{Enter: func(c *tracer.Call) {
+			clearIDs(c) // the fast path library's copy (fastpath.go)
+			c.Fail0(f(c, c.Creds()))
+		}}
 	}
 	getres := func(f func(*ident.Creds) [3]uint32) tracer.Handler {
 		return tracer.Handler{Enter: func(c *tracer.Call) {

@@ -75,13 +75,27 @@ var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "st
 	"getcwd", "getdents64", "sendmsg", "sendto", "getxattr", "setxattr", "listxattr", "removexattr", "fstatfs", "getresuid", "getresgid", "capget"}
 
 // The cwd record (fastpath.c's struct fp_cwd), which the handshake's
-// fourth argument points at: seq, the host path's and the guest path's
-// lengths (uint32 each, then 4 bytes of padding), the host path at
+// fourth argument points at: seq (uint32, then 12 bytes of padding), the
+// ids record at CwdIDsOff, the host path's and the guest path's lengths at
+// CwdLenOff (uint32 each, then 8 bytes of padding), the host path at
 // CwdHostOff and the guest path at CwdGuestOff, each at most CwdMax-1
-// bytes. The tracer writes it after it answered a getcwd: seq 0, the rest,
-// then a seq it never wrote before.
+// bytes. The tracer writes it after it answered a getcwd: seq 0, the
+// lengths and the paths (one write from CwdLenOff, which leaves the ids
+// record as it is), then a seq it never wrote before.
+//
+// The ids record (struct fp_ids, IDsSize bytes, with FlagGetIDs): its own
+// seq, then uid, euid, suid, gid, egid and sgid (uint32 each) and 4 bytes
+// of padding. The tracer writes it at the handshake (the ids, then a seq
+// it never wrote before) when every thread of the process has the same
+// emulated ids, and writes its seq 0 before any set*id call of the
+// process's threads (or of a process sharing its memory) runs. A library
+// whose handshake gives a record smaller than CwdSize gets neither record
+// written.
 const (
-	CwdHostOff  = 16
+	CwdIDsOff   = 16
+	IDsSize     = 32
+	CwdLenOff   = CwdIDsOff + IDsSize
+	CwdHostOff  = CwdLenOff + 16
 	CwdMax      = 4096
 	CwdGuestOff = CwdHostOff + CwdMax
 	CwdSize     = CwdGuestOff + CwdMax
@@ -254,6 +268,7 @@ const (
 	FlagLegacy    = 1 << 11 // the app policy blocks x86_64's poll, epoll_wait and dup2: the library makes ppoll, epoll_pwait and dup3
 	FlagPortShift = 1 << 12 // -p: the tracer shifts AF_INET ports, so addressed sends go to it
 	FlagTrampOpen = 1 << 13 // a test switch: the trampoline page is mapped from an open of the library's file, as before Linux 5.13
+	FlagGetIDs    = 1 << 14 // the tracer emulates the ids: the library answers get*id from the cwd record's ids while published
 )
 
 // The library keeps its verified directories' descriptors at numbers

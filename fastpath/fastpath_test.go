@@ -163,6 +163,7 @@ func TestLibraries(t *testing.T) {
 			"chown", "lchown", "fchownat", "utimensat", "dup2", "dup3", "mmap", "munmap", "mremap", "dup", "fcntl", "fcntl64",
 			"truncate", "truncate64", "mknod", "mknodat", "mkfifo", "mkfifoat", "__xmknod", "__xmknodat", "utimes", "lutimes",
 			"utime", "fstat", "fstat64", "__fxstat", "__fxstat64", "readdir", "readdir64", "closedir", "scandir", "scandir64", "fclose", "fdopen",
+			"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
 			// the descriptor makers that give the caches' descriptors back at EMFILE
 			"socket", "socketpair", "accept", "accept4", "pipe", "pipe2", "eventfd", "signalfd", "timerfd_create",
 			"epoll_create", "epoll_create1", "inotify_init", "inotify_init1"} {
@@ -350,7 +351,7 @@ func TestFlagsMatchC(t *testing.T) {
 		"DR_FP_STATS": FlagStats, "DR_FP_L2S": FlagL2S, "DR_FP_LSTAT_SIZE": FlagLstatSize, "DR_FP_OWNER": FlagOwner,
 		"DR_FP_ASHMEM": FlagAshmem, "DR_FP_IDS": FlagIDs, "DR_FP_NOLINK": FlagNoLink, "DR_FP_WAITV": FlagWaitv,
 		"DR_FP_FDGUARD": FlagFDGuard, "DR_FP_OPENAT2": FlagOpenat2, "DR_FP_DIRS": FlagDirs, "DR_FP_LEGACY": FlagLegacy,
-		"DR_FP_PORTSHIFT": FlagPortShift, "DR_FP_TRAMP_OPEN": FlagTrampOpen,
+		"DR_FP_PORTSHIFT": FlagPortShift, "DR_FP_TRAMP_OPEN": FlagTrampOpen, "DR_FP_GETIDS": FlagGetIDs,
 	}
 	got := map[string]uint32{}
 	for _, m := range regexp.MustCompile(`(?m)^\s*(DR_FP_[A-Z0-9_]+) = 1 << (\d+),`).FindAllSubmatch(src, -1) {
@@ -362,6 +363,19 @@ func TestFlagsMatchC(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`(?m)^#define DR_FP_VERSION (\d+)$`).FindSubmatch(src); m == nil || string(m[1]) != strconv.Itoa(version) {
 		t.Errorf("fastpath.c's DR_FP_VERSION %q, fastpath.go's version %d", m, version)
+	}
+	// The cwd record's layout, which fastpath.c asserts at compile time.
+	offs := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^_Static_assert\(offsetof\(struct fp_cwd, (\w+)\) == (\d+) && sizeof\(struct fp_ids\) == (\d+) *&& *sizeof\(struct fp_cwd\) == (\d+),`).FindAllSubmatch(src, -1) {
+		n, _ := strconv.Atoi(string(m[2]))
+		offs[string(m[1])] = n
+		ids, _ := strconv.Atoi(string(m[3]))
+		size, _ := strconv.Atoi(string(m[4]))
+		offs["sizeof fp_ids"], offs["sizeof fp_cwd"] = ids, size
+	}
+	wantOffs := map[string]int{"ids": CwdIDsOff, "hlen": CwdLenOff, "host": CwdHostOff, "guest": CwdGuestOff, "sizeof fp_ids": IDsSize, "sizeof fp_cwd": CwdSize}
+	if diff := cmp.Diff(wantOffs, offs); diff != "" {
+		t.Errorf("fastpath.c's cwd record (-fastpath.go +fastpath.c):\n%s", diff)
 	}
 }
 

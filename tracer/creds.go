@@ -16,6 +16,23 @@ import (
 // set*id call.
 func (c *Call) Creds() *ident.Creds { return &c.th.creds }
 
+// IDsShared reports whether every traced thread of the calling process has
+// the calling thread's emulated uid, euid, suid, gid, egid and sgid (what
+// the get*id family answers).
+func (c *Call) IDsShared() bool {
+	me := &c.th.creds
+	for _, th := range c.t.threads {
+		if th.Proc != c.th.Proc || th == c.th {
+			continue
+		}
+		o := &th.creds
+		if o.UID != me.UID || o.EUID != me.EUID || o.SUID != me.SUID || o.GID != me.GID || o.EGID != me.EGID || o.SGID != me.SGID {
+			return false
+		}
+	}
+	return true
+}
+
 // ThreadCreds returns the emulated credentials of traced thread tid, or nil.
 // Call it on the tracer's thread.
 func (t *Tracer) ThreadCreds(tid int) *ident.Creds {

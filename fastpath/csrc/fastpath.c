@@ -94,6 +94,7 @@ enum {
 	DR_FP_LEGACY = 1 << 11,    /* the app policy blocks x86_64's poll, epoll_wait, dup2: made as ppoll, epoll_pwait, dup3 */
 	DR_FP_PORTSHIFT = 1 << 12, /* -p: the tracer shifts AF_INET ports, so addressed sends go to it */
 	DR_FP_TRAMP_OPEN = 1 << 13, /* a test switch: map the trampoline page from an open of the file, as before Linux 5.13 */
+	DR_FP_GETIDS = 1 << 14,    /* the tracer emulates the ids: get*id answered from cwdrec.ids while published */
 };
 struct dr_fp_hdr {
 	uint32_t magic, version, size, flags;
@@ -190,10 +191,29 @@ static void *libc_lookup(const char *name);
  * own getcwd names that same host directory (fp_getcwd). Keep in step with
  * emul/fastpath.go's cwdRecord. */
 #define FP_CWD_MAX 4096
+/* The calling process's emulated ids (DR_FP_GETIDS: -0, -i, or the set*id
+ * emulation of Android's policy), as the tracer answers the get*id family:
+ * uid, euid, suid, gid, egid, sgid. The tracer writes them at the handshake,
+ * seq last, when every thread of the process has the same ones, and writes
+ * seq 0 before any set*id call of a thread of the process (or of a process
+ * sharing its memory) runs; the next exec's handshake writes them again.
+ * In the cwd record's first page, which the handshake's publication of the
+ * cwd writes anyway. Keep in step with emul/fastpath.go's publishIDs. */
+struct fp_ids {
+	uint32_t seq, id[6], pad;
+};
 static struct fp_cwd {
-	uint32_t seq, hlen, glen, pad;
+	uint32_t seq, pad0[3];
+	struct fp_ids ids;
+	uint32_t hlen, glen, pad1[2];
 	char host[FP_CWD_MAX], guest[FP_CWD_MAX];
 } cwdrec;
+/* fastpath.go's CwdIDsOff, CwdLenOff, CwdHostOff, CwdGuestOff, IDsSize and
+ * CwdSize (TestFlagsMatchC reads these lines). */
+_Static_assert(offsetof(struct fp_cwd, ids) == 16 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
+_Static_assert(offsetof(struct fp_cwd, hlen) == 48 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
+_Static_assert(offsetof(struct fp_cwd, host) == 64 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
+_Static_assert(offsetof(struct fp_cwd, guest) == 4160 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
 static FP_HOT char *(*real_getcwd)(char *, size_t);
 
 /* cwd_id: the kernel's cwd (dev/ino, a directory outside /proc) while the
@@ -361,12 +381,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_FDOPEN, F_NFN
+	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_FDOPEN, F_IDS, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins", "recv", "grants", "statfs", "shed", "fdopen"};
+					    "pins", "recv", "grants", "statfs", "shed", "fdopen", "ids"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -3524,6 +3544,71 @@ static char *getcwd_full(char *buf, size_t size)
 	return NULL;
 }
 
+/* The get*id family under emulated ids (DR_FP_GETIDS), where each is a
+ * stop: answered from the ids the tracer published (cwdrec.ids: the answer
+ * it would give, for every thread of the process), read between two loads
+ * of its seq; anything else is the ordinary call, which the tracer answers.
+ * Without emulated ids the kernel's (not traced). ids_get fills out with
+ * ids first..first+n-1 (FP_ID_*) and returns 0, or returns FP_DEFER. */
+enum { FP_ID_UID, FP_ID_EUID, FP_ID_SUID, FP_ID_GID, FP_ID_EGID, FP_ID_SGID };
+static long ids_get(int first, int n, uint32_t *out)
+{
+	if (!(cfg.flags & DR_FP_GETIDS))
+		return FP_DEFER;
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
+		count(F_IDS, W_OFF);
+		return FP_DEFER;
+	}
+	uint32_t seq = __atomic_load_n(&cwdrec.ids.seq, __ATOMIC_ACQUIRE);
+	if (!seq) {
+		count(F_IDS, W_UNVERIFIED);
+		return FP_DEFER;
+	}
+	for (int i = 0; i < n; i++)
+		out[i] = __atomic_load_n(&cwdrec.ids.id[first + i], __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&cwdrec.ids.seq, __ATOMIC_RELAXED) != seq) {
+		count(F_IDS, W_UNVERIFIED);
+		return FP_DEFER;
+	}
+	count(F_IDS, W_ANSWERED);
+	return 0;
+}
+
+/* getid is get{,e}{u,g}id: id which, else system call nr. */
+static long getid(int which, long nr)
+{
+	uint32_t v;
+	if (ids_get(which, 1, &v) == 0)
+		return v;
+	return raw6(nr, 0, 0, 0, 0, 0, 0);
+}
+
+/* getres is getres{u,g}id: ids first..first+2 into a, b, c, else system
+ * call nr (whose EFAULT for a bad pointer is the kernel's, or the
+ * tracer's). */
+static long getres(int first, long nr, uint32_t *a, uint32_t *b, uint32_t *c)
+{
+	uint32_t v[3];
+	if (!a || !b || !c || ids_get(first, 3, v) != 0)
+		return raw6(nr, (long)a, (long)b, (long)c, 0, 0, 0);
+	*a = v[0], *b = v[1], *c = v[2];
+	return 0;
+}
+
+EXPORT uid_t getuid(void) { return (uid_t)getid(FP_ID_UID, SYS_getuid); }
+EXPORT uid_t geteuid(void) { return (uid_t)getid(FP_ID_EUID, SYS_geteuid); }
+EXPORT gid_t getgid(void) { return (gid_t)getid(FP_ID_GID, SYS_getgid); }
+EXPORT gid_t getegid(void) { return (gid_t)getid(FP_ID_EGID, SYS_getegid); }
+EXPORT int getresuid(uid_t *r, uid_t *e, uid_t *s)
+{
+	return (int)fp_ret(getres(FP_ID_UID, SYS_getresuid, r, e, s));
+}
+EXPORT int getresgid(gid_t *r, gid_t *e, gid_t *s)
+{
+	return (int)fp_ret(getres(FP_ID_GID, SYS_getresgid, r, e, s));
+}
+
 /* syscall(): FEX and others make path calls through it. */
 #if defined(__x86_64__)
 #define SYS_rename_ 82
@@ -3787,6 +3872,16 @@ EXPORT long syscall(long nr, ...)
 		r = fp_getcwd((char *)a, (size_t)b);
 		if (r == FP_DEFER)
 			r = raw6(nr, a, b, c, d, e, f);
+		break;
+	case SYS_getuid:
+	case SYS_geteuid:
+	case SYS_getgid:
+	case SYS_getegid:
+		r = getid(nr == SYS_getuid ? FP_ID_UID : nr == SYS_geteuid ? FP_ID_EUID : nr == SYS_getgid ? FP_ID_GID : FP_ID_EGID, nr);
+		break;
+	case SYS_getresuid:
+	case SYS_getresgid:
+		r = getres(nr == SYS_getresuid ? FP_ID_UID : FP_ID_GID, nr, (uint32_t *)a, (uint32_t *)b, (uint32_t *)c);
 		break;
 	case SYS_mkdirat:
 		r = fp_mkdirat((int)a, (const char *)b, (unsigned)c);
