@@ -77,6 +77,9 @@
 #define SYS_getresuid 148
 #define SYS_getresgid 150
 #define SYS_capget 90
+/* connect and bind of addresses droidroot leaves as they are (the fast path library). */
+#define SYS_connect 203
+#define SYS_bind 200
 /* The get*id family the fast path library answers under emulated ids. */
 #define SYS_getuid 174
 #define SYS_geteuid 175

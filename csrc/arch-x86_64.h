@@ -91,6 +91,9 @@
 #define SYS_getresuid 118
 #define SYS_getresgid 120
 #define SYS_capget 125
+/* connect and bind of addresses droidroot leaves as they are (the fast path library). */
+#define SYS_connect 42
+#define SYS_bind 49
 /* The get*id family the fast path library answers under emulated ids. */
 #define SYS_getuid 102
 #define SYS_geteuid 107

@@ -1139,9 +1139,11 @@ func TestFastPathOtherUID(t *testing.T) {
 }
 
 // fastPathIDsScript reads its ids every way glibc gives them (and through
-// syscall()), changes one thread's with a raw setresuid (the kernel's ids
-// are per thread: the other threads keep theirs), then the process's with
-// glibc's setresgid and setresuid (every thread's).
+// syscall()), changes one thread's saved uid with a raw setresuid (the
+// kernel's ids are per thread: the other threads keep theirs; its euid stays
+// 0, so that glibc's later calls succeed in it too if it lingers: glibc
+// aborts where they fail in one thread), then the process's with glibc's
+// setresgid and setresuid (every thread's).
 const fastPathIDsScript = `
 import os, ctypes, threading
 libc = ctypes.CDLL(None, use_errno=True)
@@ -1149,7 +1151,7 @@ setresuid, getuid = {"x86_64": (117, 102), "aarch64": (147, 174)}[os.uname().mac
 print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getresuid(), os.getresgid(), libc.syscall(getuid))
 out = []
 def raw():
-    libc.syscall(setresuid, 5, 6, 7)
+    libc.syscall(setresuid, -1, -1, 5)
     out.append((os.getuid(), os.geteuid(), os.getresuid(), libc.syscall(getuid)))
 th = threading.Thread(target=raw); th.start(); th.join()
 print(out[0], os.getuid(), os.getresuid(), libc.syscall(getuid))
@@ -1167,7 +1169,7 @@ func TestFastPathIDs(t *testing.T) {
 	g.Cwd = "/"
 	cmd := []string{"python3", "-c", fastPathIDsScript}
 	want := viaChroot(t, g, "", cmd...)
-	const wantOut = "0 0 0 0 (0, 0, 0) (0, 0, 0) 0\n(5, 6, (5, 6, 7), 5) 0 (0, 0, 0) 0\n10 11 20 21 (10, 11, 12) (20, 21, 22)\n"
+	const wantOut = "0 0 0 0 (0, 0, 0) (0, 0, 0) 0\n(0, 0, (0, 0, 5), 0) 0 (0, 0, 0) 0\n10 11 20 21 (10, 11, 12) (20, 21, 22)\n"
 	if want.Code != 0 || want.Stdout != wantOut {
 		t.Fatalf("chroot: %s", want)
 	}
@@ -1183,6 +1185,70 @@ func TestFastPathIDs(t *testing.T) {
 	if counts["ids answered"] < 7 || counts["ids unverified"] < 13 {
 		t.Errorf("get*id answered %d times in-process, %d by the tracer after a set*id (want at least 7 and 13): counters %v",
 			counts["ids answered"], counts["ids unverified"], counts)
+	}
+}
+
+// fastPathSocketScript connects and binds sockets of each kind: TCP and UDP
+// on 127.0.0.1 (made in-process), abstract AF_UNIX names (in-process too),
+// AF_UNIX paths (the tracer's), and the kernel's errors.
+const fastPathSocketScript = `import socket, os, errno
+def tryit(name, f):
+    try:
+        r = f()
+        print(name, "ok" if r is None else r)
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+port = srv.getsockname()[1]
+c = socket.socket(); tryit("tcp connect", lambda: c.connect(("127.0.0.1", port)))
+a, _ = srv.accept(); c.sendall(b"hi"); print("tcp data", a.recv(2))
+tryit("tcp connect again", lambda: c.connect(("127.0.0.1", port)))
+tryit("bind in use", lambda: socket.socket().bind(("127.0.0.1", port)))
+d = socket.socket(); d.bind(("127.0.0.1", 0)); dport = d.getsockname()[1]; d.close()
+tryit("refused", lambda: socket.socket().connect(("127.0.0.1", dport)))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); tryit("udp bind", lambda: u.bind(("127.0.0.1", 0)))
+v = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); tryit("udp connect", lambda: v.connect(u.getsockname())); v.send(b"x"); print("udp data", u.recv(1))
+tryit("family mismatch", lambda: socket.socket().connect(("::1", 1, 0, 0)) if False else socket.socket(socket.AF_INET6).connect(("127.0.0.1", 1)))
+ab = socket.socket(socket.AF_UNIX); tryit("abstract bind", lambda: ab.bind(b"\0droidroot-test-%d" % os.getpid())); ab.listen(1)
+ac = socket.socket(socket.AF_UNIX); tryit("abstract connect", lambda: ac.connect(b"\0droidroot-test-%d" % os.getpid()))
+p = socket.socket(socket.AF_UNIX); tryit("path bind", lambda: p.bind("/tmp/sock-%d" % os.getpid())); p.listen(1)
+pc = socket.socket(socket.AF_UNIX); tryit("path connect", lambda: pc.connect("/tmp/sock-%d" % os.getpid())); print("path peer", pc.getpeername() == "/tmp/sock-%d" % os.getpid())
+os.unlink("/tmp/sock-%d" % os.getpid())
+tryit("path missing", lambda: socket.socket(socket.AF_UNIX).connect("/tmp/nonexistent/sock"))
+s = socket.socket(); s.close(); tryit("closed fd", lambda: s.connect(("127.0.0.1", port)))
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("bad fd", libc.connect(9999, b"\x02\x00\x00\x50\x7f\x00\x00\x01" + b"\0"*8, 16), errno.errorcode[ctypes.get_errno()])
+print("bad addr", libc.connect(c.fileno(), ctypes.c_void_p(8), 16), errno.errorcode[ctypes.get_errno()])
+`
+
+// TestFastPathSocket: connect and bind of the addresses droidroot leaves as
+// they are (AF_INET, AF_INET6, abstract AF_UNIX names) are made by the
+// library through the trampoline, the rest by libc's (the tracer
+// translates an AF_UNIX path): the same transcript as in a real chroot,
+// most of the calls in-process (counters).
+func TestFastPathSocket(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	g.Cwd = "/"
+	cmd := []string{"python3", "-c", fastPathSocketScript}
+	want := viaChroot(t, g, "", cmd...)
+	if want.Code != 0 || !strings.Contains(want.Stdout, "tcp data b'hi'\n") || !strings.Contains(want.Stdout, "path peer True\n") {
+		t.Fatalf("chroot: %s", want)
+	}
+	argv := droidrootArgs(droidrootBin(t), g, cmd...)
+	got := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+	counts, rest := fastPathCounters(got.Stderr)
+	got.Stderr = rest
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
+	}
+	// 12 calls with an address droidroot leaves as it is; the AF_UNIX
+	// paths' bind and 2 connects go to libc's (a bad fd's and a bad
+	// pointer's connect too: the kernel's answer either way).
+	if counts["socket answered"] < 12 || counts["socket flags"] < 3 {
+		t.Errorf("connect and bind: %d in-process, %d by libc (want at least 12 and 3): counters %v",
+			counts["socket answered"], counts["socket flags"], counts)
 	}
 }
 

@@ -381,12 +381,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_FDOPEN, F_IDS, F_NFN
+	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_FDOPEN, F_IDS, F_SOCKET, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins", "recv", "grants", "statfs", "shed", "fdopen", "ids"};
+					    "pins", "recv", "grants", "statfs", "shed", "fdopen", "ids", "socket"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -3708,6 +3708,52 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const stru
 	if (real_sendto)
 		return real_sendto(fd, buf, len, flags, to, tolen);
 	return (ssize_t)fp_ret(cancel_sys6(1, 1, SYS_sendto, fd, (long)buf, (long)len, flags, (long)to, tolen));
+}
+
+/* connect and bind: droidroot translates an AF_UNIX path (and under -p
+ * shifts AF_INET ports), and its filter traces every address of 3 to 110
+ * bytes, which an AF_INET (16) or AF_INET6 (28) one is: every TCP connect
+ * (Steam's, Wine's, curl's, python's) and UDP bind was a stop. Another
+ * family's address, and an AF_UNIX one the tracer leaves as it is (an
+ * abstract name, or no name), is made here through the trampoline from a
+ * copy, as send_addr: the kernel's answer, errors included, is the one it
+ * gives the tracer's untouched call. An AF_UNIX path, any address under -p,
+ * and every call while the library is off go to libc's (connect is a
+ * cancellation point there and here). glibc's own connects (its resolver,
+ * nscd's socket) do not come through here. Counted as 'socket'. */
+static int sock_addr(const void *a, socklen_t n, struct sockaddr_storage *buf)
+{
+	if ((cfg.flags & DR_FP_PORTSHIFT) || n < sizeof(sa_family_t) || n > sizeof *buf || !send_ok(a, n))
+		return 0;
+	fp_memcpy((char *)buf, a, n);
+	const size_t off = offsetof(struct sockaddr_un, sun_path);
+	return buf->ss_family != AF_UNIX || n <= off || ((const struct sockaddr_un *)buf)->sun_path[0] == 0;
+}
+static FP_HOT int (*real_connect)(int, const struct sockaddr *, socklen_t);
+static FP_HOT int (*real_bind)(int, const struct sockaddr *, socklen_t);
+EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_storage a;
+	if (sock_addr(addr, len, &a)) {
+		count(F_SOCKET, W_ANSWERED);
+		return (int)fp_ret(cancel_sys(1, 0, SYS_connect, fd, (long)&a, len, 0));
+	}
+	count(F_SOCKET, W_FLAGS);
+	if (LIBC(real_connect, "connect"))
+		return real_connect(fd, addr, len);
+	return (int)fp_ret(cancel_sys(1, 1, SYS_connect, fd, (long)addr, len, 0));
+}
+EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_storage a;
+	if (sock_addr(addr, len, &a)) {
+		count(F_SOCKET, W_ANSWERED);
+		return (int)fp_ret(tr(SYS_bind, fd, (long)&a, len, 0, 0, 0));
+	}
+	count(F_SOCKET, W_FLAGS);
+	if (LIBC(real_bind, "bind"))
+		return real_bind(fd, addr, len);
+	return (int)fp_ret(raw6(SYS_bind, fd, (long)addr, len, 0, 0, 0));
 }
 
 /* recvfrom and recvmsg report the name a datagram's sender bound, which the
