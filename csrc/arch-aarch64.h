@@ -80,6 +80,8 @@
 /* connect and bind of addresses droidroot leaves as they are (the fast path library). */
 #define SYS_connect 203
 #define SYS_bind 200
+#define SYS_getsockname 204
+#define SYS_getpeername 205
 /* The get*id family the fast path library answers under emulated ids. */
 #define SYS_getuid 174
 #define SYS_geteuid 175

@@ -94,6 +94,8 @@
 /* connect and bind of addresses droidroot leaves as they are (the fast path library). */
 #define SYS_connect 42
 #define SYS_bind 49
+#define SYS_getsockname 51
+#define SYS_getpeername 52
 /* The get*id family the fast path library answers under emulated ids. */
 #define SYS_getuid 102
 #define SYS_geteuid 107

@@ -163,7 +163,7 @@ func TestLibraries(t *testing.T) {
 			"chown", "lchown", "fchownat", "utimensat", "dup2", "dup3", "mmap", "munmap", "mremap", "dup", "fcntl", "fcntl64",
 			"truncate", "truncate64", "mknod", "mknodat", "mkfifo", "mkfifoat", "__xmknod", "__xmknodat", "utimes", "lutimes",
 			"utime", "fstat", "fstat64", "__fxstat", "__fxstat64", "readdir", "readdir64", "closedir", "scandir", "scandir64", "fclose", "fdopen",
-			"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "connect", "bind",
+			"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "connect", "bind", "getsockname", "getpeername",
 			// the descriptor makers that give the caches' descriptors back at EMFILE
 			"socket", "socketpair", "accept", "accept4", "pipe", "pipe2", "eventfd", "signalfd", "timerfd_create",
 			"epoll_create", "epoll_create1", "inotify_init", "inotify_init1"} {

@@ -3729,6 +3729,57 @@ static int sock_addr(const void *a, socklen_t n, struct sockaddr_storage *buf)
 	const size_t off = offsetof(struct sockaddr_un, sun_path);
 	return buf->ss_family != AF_UNIX || n <= off || ((const struct sockaddr_un *)buf)->sun_path[0] == 0;
 }
+/* sock_ok: the library may make socket calls here now. */
+static int sock_ok(void) { return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp; }
+
+/* getsockname and getpeername: the tracer rewrites an AF_UNIX path name the
+ * kernel reports (the host path droidroot bound) at the call's exit, so each
+ * stopped twice, on every socket (and bash's getpeername of its standard
+ * input at every start, a terminal or a pipe: ENOTSOCK). The library asks
+ * the kernel first through the trampoline into a buffer of its own: an
+ * error (EBADF, ENOTSOCK, ENOTCONN: the kernel's before it reads the
+ * caller's buffers) is the answer; a socket of another family than AF_UNIX
+ * (fixed at its creation) is asked again with the caller's buffers, the
+ * kernel's answer (EFAULT, EINVAL and the name's truncation included). An
+ * AF_UNIX socket, and every call while the library is off, go to libc's.
+ * Counted as 'socket'. */
+static long sock_name(long nr, int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockaddr_storage ss;
+	socklen_t n = sizeof ss;
+	if (!sock_ok()) {
+		count(F_SOCKET, W_OFF);
+		return FP_DEFER;
+	}
+	long r = tr(nr, fd, (long)&ss, (long)&n, 0, 0, 0);
+	if (r == 0 && ss.ss_family == AF_UNIX) {
+		count(F_SOCKET, W_FLAGS);
+		return FP_DEFER;
+	}
+	count(F_SOCKET, W_ANSWERED);
+	return r < 0 ? r : tr(nr, fd, (long)addr, (long)len, 0, 0, 0);
+}
+static FP_HOT int (*real_getsockname)(int, struct sockaddr *, socklen_t *);
+static FP_HOT int (*real_getpeername)(int, struct sockaddr *, socklen_t *);
+EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	long r = sock_name(SYS_getsockname, fd, addr, len);
+	if (r != FP_DEFER)
+		return (int)fp_ret(r);
+	if (LIBC(real_getsockname, "getsockname"))
+		return real_getsockname(fd, addr, len);
+	return (int)fp_ret(raw6(SYS_getsockname, fd, (long)addr, (long)len, 0, 0, 0));
+}
+EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	long r = sock_name(SYS_getpeername, fd, addr, len);
+	if (r != FP_DEFER)
+		return (int)fp_ret(r);
+	if (LIBC(real_getpeername, "getpeername"))
+		return real_getpeername(fd, addr, len);
+	return (int)fp_ret(raw6(SYS_getpeername, fd, (long)addr, (long)len, 0, 0, 0));
+}
+
 static FP_HOT int (*real_connect)(int, const struct sockaddr *, socklen_t);
 static FP_HOT int (*real_bind)(int, const struct sockaddr *, socklen_t);
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -4121,8 +4172,8 @@ EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 	}
 FD_MAKER(socket, (int domain, int type, int proto), (domain, type, proto))
 FD_MAKER(socketpair, (int domain, int type, int proto, int sv[2]), (domain, type, proto, sv))
-FD_MAKER(accept, (int fd, struct sockaddr *addr, socklen_t *len), (fd, addr, len))
-FD_MAKER(accept4, (int fd, struct sockaddr *addr, socklen_t *len, int flags), (fd, addr, len, flags))
+static int (*real_accept)(int, struct sockaddr *, socklen_t *);
+static int (*real_accept4)(int, struct sockaddr *, socklen_t *, int);
 FD_MAKER(pipe, (int fds[2]), (fds))
 FD_MAKER(pipe2, (int fds[2], int flags), (fds, flags))
 FD_MAKER(eventfd, (unsigned int count, int flags), (count, flags))
@@ -4133,6 +4184,58 @@ FD_MAKER(epoll_create1, (int flags), (flags))
 FD_MAKER(inotify_init, (void), ())
 FD_MAKER(inotify_init1, (int flags), (flags))
 #undef FD_MAKER
+
+/* accept and accept4: the tracer rewrites an AF_UNIX path name the kernel
+ * reports of the peer (sock_name), so both stop twice. On a socket of
+ * another family (its own name asked first, through the trampoline), the
+ * library makes accept4 itself through the trampoline, with the caller's
+ * buffers: the kernel's answer, errors included. An AF_UNIX socket, any
+ * error of that first ask, and every call while the library is off go to
+ * libc's. Both are cancellation points, here as there; an EMFILE that shed
+ * turns into free numbers makes the call once more. */
+static long accept_here(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct sockaddr_storage ss;
+	socklen_t n = sizeof ss;
+	cancel_entry(1);
+	if (!sock_ok() || tr(SYS_getsockname, fd, (long)&ss, (long)&n, 0, 0, 0) != 0 || ss.ss_family == AF_UNIX) {
+		count(F_SOCKET, W_FLAGS);
+		return FP_DEFER;
+	}
+	count(F_SOCKET, W_ANSWERED);
+	long r = cancel_sys(1, 0, SYS_accept4, fd, (long)addr, (long)len, flags);
+	if (r == -EMFILE && shed())
+		r = cancel_sys(1, 0, SYS_accept4, fd, (long)addr, (long)len, flags);
+	return r;
+}
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	long r = accept_here(fd, addr, len, flags);
+	if (r != FP_DEFER)
+		return (int)fp_ret(r);
+	if (!LIBC(real_accept4, "accept4")) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int k = real_accept4(fd, addr, len, flags);
+	if (k < 0 && errno == EMFILE && shed())
+		k = real_accept4(fd, addr, len, flags);
+	return k;
+}
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	long r = accept_here(fd, addr, len, 0);
+	if (r != FP_DEFER)
+		return (int)fp_ret(r);
+	if (!LIBC(real_accept, "accept")) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int k = real_accept(fd, addr, len);
+	if (k < 0 && errno == EMFILE && shed())
+		k = real_accept(fd, addr, len);
+	return k;
+}
 
 /* fd_makers_init finds the functions above (the constructor). */
 static void fd_makers_init(void)
