@@ -514,8 +514,9 @@ func pinnable(c *tracer.Call, t translated) bool {
 // onlyDots tells whether relative path p names its starting directory
 // itself: "." components and slashes only.
 func onlyDots(p string) bool {
-	for _, s := range strings.Split(p, "/") {
-		if s != "" && s != "." {
+	for i := 0; i < len(p); i++ {
+		// Every byte a slash or a dot, and no dot beside another.
+		if p[i] != '/' && (p[i] != '.' || i > 0 && p[i-1] == '.') {
 			return false
 		}
 	}

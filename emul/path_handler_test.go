@@ -246,3 +246,17 @@ func TestPathHandlersRelativeCwd(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyDots: the relative paths that name their starting directory
+// itself ("." components and slashes only), which pinnable leaves to the
+// kernel.
+func TestOnlyDots(t *testing.T) {
+	for p, want := range map[string]bool{
+		"": true, ".": true, "./": true, "./.": true, ".//./": true, "/.": true,
+		"..": false, "./..": false, "../.": false, "...": false, "a": false, ".a": false, "./.x": false, "a/.": false,
+	} {
+		if got := onlyDots(p); got != want {
+			t.Errorf("onlyDots(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
