@@ -3729,6 +3729,15 @@ static int sock_addr(const void *a, socklen_t n, struct sockaddr_storage *buf)
 	const size_t off = offsetof(struct sockaddr_un, sun_path);
 	return buf->ss_family != AF_UNIX || n <= off || ((const struct sockaddr_un *)buf)->sun_path[0] == 0;
 }
+/* wipe clears a name the kernel wrote into the library's own buffer, an
+ * AF_UNIX socket's host path, which the guest is never shown. */
+static void wipe(void *p, size_t n)
+{
+	volatile char *b = p;
+	while (n--)
+		*b++ = 0;
+}
+
 /* sock_ok: the library may make socket calls here now. */
 static int sock_ok(void) { return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp; }
 
@@ -3753,6 +3762,7 @@ static long sock_name(long nr, int fd, struct sockaddr *addr, socklen_t *len)
 	}
 	long r = tr(nr, fd, (long)&ss, (long)&n, 0, 0, 0);
 	if (r == 0 && ss.ss_family == AF_UNIX) {
+		wipe(&ss, sizeof ss);
 		count(F_SOCKET, W_FLAGS);
 		return FP_DEFER;
 	}
@@ -4199,6 +4209,7 @@ static long accept_here(int fd, struct sockaddr *addr, socklen_t *len, int flags
 	socklen_t n = sizeof ss;
 	cancel_entry(1);
 	if (!sock_ok() || tr(SYS_getsockname, fd, (long)&ss, (long)&n, 0, 0, 0) != 0 || ss.ss_family == AF_UNIX) {
+		wipe(&ss, sizeof ss);
 		count(F_SOCKET, W_FLAGS);
 		return FP_DEFER;
 	}
