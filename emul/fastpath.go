@@ -375,10 +375,11 @@ func procIsHost(lib fastpath.Config) bool {
 }
 
 // publishIDs writes the calling thread's emulated ids into the ids record
-// of process p's cwd record (fastpath.CwdIDsOff), where the ids are
-// emulated (fastpath.FlagGetIDs) and every thread of p has the same ones:
-// the ids, then a seq never written before. The library answers the get*id
-// family from it until clearIDs, before a set*id call, writes seq 0.
+// of process p's cwd record (fastpath.CwdIDsOff), whose seq is 0 (a new
+// image's, or cleared by clearIDs), where the ids are emulated
+// (fastpath.FlagGetIDs) and every thread of p has the same ones: the ids,
+// then a seq never written before. The library answers the get*id family
+// from it until clearIDs, before a set*id call, writes seq 0.
 func (s *fastPathState) publishIDs(c *tracer.Call, p *fastPathProc) {
 	if s.flags&fastpath.FlagGetIDs == 0 || p.cwd == 0 || !c.IDsShared() {
 		return
@@ -411,6 +412,21 @@ func clearIDs(c *tracer.Call) {
 	}
 	if p := s.procs[c.Pid()]; p != nil && p.cwd != 0 {
 		c.WriteMem(p.cwd+fastpath.CwdIDsOff, []byte{0, 0, 0, 0})
+	}
+}
+
+// republishIDs publishes the calling process's ids again after a set*id
+// call (clearIDs cleared them before it ran), once every thread of the
+// process has the same ones (glibc's set*id functions make the call in each
+// thread in turn: the last one publishes) and no other process shares its
+// memory (a vfork child's ids are not its parent's).
+func republishIDs(c *tracer.Call) {
+	s := emulationOf(c).fastPath
+	if s == nil {
+		return
+	}
+	if p := s.procs[c.Pid()]; p != nil && p.ownsRecord() {
+		s.publishIDs(c, p)
 	}
 }
 

@@ -153,10 +153,11 @@ func TestFastPathHandshakeCwd(t *testing.T) {
 // TestFastPathHandshakeIDs: under emulated ids the handshake publishes the
 // calling thread's in the cwd record's ids record (the ids, uid, euid, suid,
 // gid, egid, sgid, then a seq other than 0), as the tracer answers get*id at
-// that moment; a set*id call clears it (seq 0) before it runs. Nothing
-// without emulated ids, where the process's threads have different ones (a
-// set*id system call changes the caller's alone), nor in a record too short
-// to hold them. (The child reports every buffer after its
+// that moment; a set*id call clears it (seq 0) before it runs, and it is
+// published again after it where every thread of the process still has the
+// same ids. Nothing without emulated ids, where the process's threads have
+// different ones (a set*id system call changes the caller's alone), nor in
+// a record too short to hold them. (The child reports every buffer after its
 // last step: a record as the later steps left it.)
 func TestFastPathHandshakeIDs(t *testing.T) {
 	g := newGuestFS(t)
@@ -184,6 +185,10 @@ func TestFastPathHandshakeIDs(t *testing.T) {
 			tt.Call("setresuid", tt.Int(7), tt.Int(8), tt.Int(9)),
 			hs(fastpath.CwdSize),
 		}, map[int]rec{0: {false, [6]uint32{}}, 3: {}}}, // the child's other threads kept their ids: none published
+		{"-0, a setresuid that changes nothing: published again", Config{FastPath: fp, Identity: &Identity{}}, []tt.Step{
+			hs(fastpath.CwdSize),
+			tt.Call("setresuid", tt.Int(-1), tt.Int(-1), tt.Int(-1)),
+		}, map[int]rec{0: {true, [6]uint32{}}}},
 		{"-0, getuid only", Config{FastPath: fp, Identity: &Identity{}}, []tt.Step{
 			hs(fastpath.CwdSize),
 			tt.Call("getuid"),

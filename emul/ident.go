@@ -115,6 +115,7 @@ func credHandlers() tracer.Table {
 		return tracer.Handler{Enter: func(c *tracer.Call) {
 			clearIDs(c) // the fast path library's copy (fastpath.go)
 			c.Fail0(f(c, c.Creds()))
+			republishIDs(c)
 		}}
 	}
 	getres := func(f func(*ident.Creds) [3]uint32) tracer.Handler {
