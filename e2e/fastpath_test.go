@@ -33,6 +33,17 @@ func fastPathCounters(stderr string) (map[string]int, string) {
 	return counts, re.ReplaceAllString(stderr, "")
 }
 
+// runCounted runs argv (a droidroot command line) with the library on and
+// its counters printed, and returns its result without the counters' lines
+// and the counters (fastPathCounters).
+func runCounted(t testing.TB, argv []string) (result, map[string]int) {
+	t.Helper()
+	res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
+	counts, rest := fastPathCounters(res.Stderr)
+	res.Stderr = rest
+	return res, counts
+}
+
 // fastPathStats is fastPathCounters' "answered" counts, by function.
 func fastPathStats(stderr string) (map[string]int, string) {
 	counts, rest := fastPathCounters(stderr)
@@ -1121,9 +1132,7 @@ func TestFastPathOtherUID(t *testing.T) {
 		t.Fatalf("chroot: %s", want)
 	}
 	argv := droidrootArgs(droidrootBin(t), g, cmd...)
-	got := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
-	counts, rest := fastPathCounters(got.Stderr)
-	got.Stderr = rest
+	got, counts := runCounted(t, argv)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
 	}
@@ -1177,9 +1186,7 @@ func TestFastPathIDs(t *testing.T) {
 		t.Fatalf("chroot: %s", want)
 	}
 	argv := withIdentity(droidrootArgs(droidrootBin(t), g, cmd...), "-0")
-	got := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
-	counts, rest := fastPathCounters(got.Stderr)
-	got.Stderr = rest
+	got, counts := runCounted(t, argv)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("droidroot -0 against the chroot (-want +got):\n%s", diff)
 	}
@@ -1260,9 +1267,7 @@ func TestFastPathSocket(t *testing.T) {
 		t.Fatalf("chroot: %s", want)
 	}
 	argv := droidrootArgs(droidrootBin(t), g, cmd...)
-	got := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=1"}, argv...)...)
-	counts, rest := fastPathCounters(got.Stderr)
-	got.Stderr = rest
+	got, counts := runCounted(t, argv)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
 	}

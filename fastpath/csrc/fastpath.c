@@ -3668,18 +3668,27 @@ static int is_change(long nr)
  * length, a pointer the kernel would fault on, and every call while the
  * library is off go to libc's, which the tracer translates. Cancellation
  * points and async-signal-safe (libc's are found at start-up), as libc's. */
+/* sock_ok: the library may make socket calls here now. */
+static int sock_ok(void) { return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp; }
 static int send_ok(const void *p, size_t len)
 {
-	return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp && user_ptr(p) && user_ptr((const char *)p + len);
+	return sock_ok() && user_ptr(p) && user_ptr((const char *)p + len);
+}
+/* copy_addr copies address a (n bytes) into buf where an address may be
+ * made here at all (not under -p, a length the kernel takes, a pointer it
+ * would not fault on), and reports whether it did. */
+static int copy_addr(const void *a, size_t n, struct sockaddr_storage *buf)
+{
+	if ((cfg.flags & DR_FP_PORTSHIFT) || n < sizeof(sa_family_t) || n > sizeof *buf || !send_ok(a, n))
+		return 0;
+	fp_memcpy((char *)buf, a, n);
+	return 1;
 }
 /* send_addr copies address a (n bytes) into buf and reports whether it may
  * be sent here: another family than AF_UNIX, without -p. */
 static int send_addr(const void *a, size_t n, struct sockaddr_storage *buf)
 {
-	if ((cfg.flags & DR_FP_PORTSHIFT) || n < sizeof(sa_family_t) || n > sizeof *buf || !send_ok(a, n))
-		return 0;
-	fp_memcpy((char *)buf, a, n);
-	return buf->ss_family != AF_UNIX;
+	return copy_addr(a, n, buf) && buf->ss_family != AF_UNIX;
 }
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
@@ -3723,9 +3732,8 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const stru
  * nscd's socket) do not come through here. Counted as 'socket'. */
 static int sock_addr(const void *a, socklen_t n, struct sockaddr_storage *buf)
 {
-	if ((cfg.flags & DR_FP_PORTSHIFT) || n < sizeof(sa_family_t) || n > sizeof *buf || !send_ok(a, n))
+	if (!copy_addr(a, n, buf))
 		return 0;
-	fp_memcpy((char *)buf, a, n);
 	const size_t off = offsetof(struct sockaddr_un, sun_path);
 	return buf->ss_family != AF_UNIX || n <= off || ((const struct sockaddr_un *)buf)->sun_path[0] == 0;
 }
@@ -3737,9 +3745,6 @@ static void wipe(void *p, size_t n)
 	while (n--)
 		*b++ = 0;
 }
-
-/* sock_ok: the library may make socket calls here now. */
-static int sock_ok(void) { return __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp; }
 
 /* getsockname and getpeername: the tracer rewrites an AF_UNIX path name the
  * kernel reports (the host path droidroot bound) at the call's exit, so each
