@@ -1333,3 +1333,56 @@ print("dup", fill(lambda: [os.dup(0)]))
 		t.Errorf("with the counters: exit %d, counters %v (want shed and dirs answered)", res.Code, counts)
 	}
 }
+
+// TestFastPathManyBinds runs path calls under the oracle guest with a
+// launcher's number of binds more (some 25: each its own first component,
+// one nested in another, one beside /mnt/b1 whose name starts as b1's, one
+// whose first component starts as /fx's): the chroot's transcript, and
+// the calls under a bind, in the rootfs beside one and in a bind point's
+// ancestor answered in-process where a guest with few binds has them
+// answered (the library compares a path only with the binds that share
+// its first component: a bind missed would map the path into the rootfs).
+func TestFastPathManyBinds(t *testing.T) {
+	needRoot(t)
+	base := rootfs(t, "busybox")
+	bin := droidrootBin(t)
+	g := oracleGuest(t, base)
+	oracleBinds := len(g.Binds)
+	dir := t.TempDir()
+	for i := 0; i < 24; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("l%02d", i))
+		makeTree(t, d, tree{"x": fmt.Sprintf("l%02d\n", i), "sl": "->x", "in/w": "w\n", "in/bb/": ""})
+		g.Binds = append(g.Binds, fmt.Sprintf("%s:/l%02d", d, i))
+	}
+	makeTree(t, filepath.Join(dir, "bb"), tree{"z": "bb\n"})
+	makeTree(t, filepath.Join(dir, "b1x"), tree{"y": "b1x\n"})
+	makeTree(t, filepath.Join(dir, "fxd"), tree{"z": "fxd\n"})
+	g.Binds = append(g.Binds, filepath.Join(dir, "bb")+":/l03/in/bb", filepath.Join(dir, "b1x")+":/mnt/b1x",
+		filepath.Join(dir, "fxd")+":/fxd")
+	ops := "stat /fx/dir/file\nlstat /fx/dir/file\naccess /fx/dir/file r\nopen /fx/dir/file rdonly\n" +
+		"stat /fx/dir/nope\nstat /mnt/b1/f\nstat /mnt/b1/nested/n\nstat /mnt/b1x/y\nstat /mnt/b1xx\n" +
+		"stat /l00/x\nstat /l07/x\nlstat /l07/sl\nstat /l07/sl\nstat /l23/x\nstat /l23/nope\n" +
+		"stat /l03/in/bb/z\nstat /l03/in/w\nstat /l04/in/w\nstat /fxd/z\nstat /fxd/nope\nreadlink /l05/sl\n" +
+		"access /l06/x r\nopen /l06/x rdonly\nfd 40 / rdonly,directory\nat 40 stat l05\nat 40 stat fxd\n" +
+		"at 40 stat etc\nfd 41 /l08 rdonly,directory\nat 41 stat x\nat 41 stat in\ncd /l10\nstat x\nstat nope\n" +
+		"stat in/w\ncd /\nstat /etc/passwd\n"
+	for _, b := range g.Binds[oracleBinds:] { // the chroot's mount points
+		if _, gp, _ := strings.Cut(b, ":"); !strings.HasPrefix(gp, "/l03/") {
+			if err := os.Mkdir(filepath.Join(g.Root, gp), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(g.Root, "many.ops"), []byte(ops), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := viaChroot(t, g, "", "/progs/pathprobe.dyn", "-f", "/many.ops")
+	if want.Code != 0 || want.Stderr != "" {
+		t.Fatalf("chroot: %s", want)
+	}
+	got, counts := runCounted(t, droidrootArgs(bin, g, "/progs/pathprobe.dyn", "-f", "/many.ops"))
+	t.Logf("counters: %v", counts)
+	if diff := cmp.Diff(want.Stdout, got.Stdout); diff != "" {
+		t.Errorf("droidroot differs from the chroot oracle (-chroot +droidroot):\n%s", diff)
+	}
+}

@@ -118,6 +118,8 @@ struct dr_fp_hdr {
 #define FP_MAX_PARENTS 1024
 #define FP_MAX_DIRFD 1024
 #define FP_MAX_NAMES 512
+#define FC_BUCKETS 16
+#define FC_BLOOM 512
 #define FP_PATH_MAX 4096
 #define FP_DEFER (-100000L) /* "go to the tracer" */
 
@@ -156,6 +158,14 @@ static struct {
 	 * "ashmem" under --ashmem-memfd), the names below which a directory's
 	 * guest view may differ from its host; nnames < 0: too many to list. */
 	int nnames;
+	/* fcmask[k]: the binds (bit i: binds[i]) whose guest path's first
+	 * component hashes to bucket k (fc_bucket), rootmask those whose guest
+	 * path is "/"; namebloom: a bit per hash of each of names (bind_name).
+	 * A path is compared only with the binds that can be it or lie on its
+	 * way (launchers pass some 25). */
+	uint64_t fcmask[FC_BUCKETS][FP_MAX_BINDS / 64];
+	uint64_t rootmask[FP_MAX_BINDS / 64];
+	uint64_t namebloom[FC_BLOOM / 64];
 	/* The tables last, the fields above in their first page (one page
 	 * fault at start-up, not one per field's page). */
 	struct fp_bind binds[FP_MAX_BINDS];
@@ -500,10 +510,31 @@ static const char *next_str(const char **p, const char *end)
 
 /* bind_name reports whether name (n bytes) is a component of a bind
  * point's guest path (cfg.names), or may be (the table overflowed). */
+static uint32_t hash_of(const char *s, size_t n);
+
+/* fc_bucket is the bucket (cfg.fcmask) of clean absolute guest path g's
+ * first component (n bytes), or -1 where it has none ("/", n 0 or 1). A
+ * bind that is g or one of its ancestors, or lies below g, has either g's
+ * first component or the guest path "/". */
+static int fc_bucket(const char *g, size_t n)
+{
+	size_t l = 1;
+	while (l < n && g[l] != '/')
+		l++;
+	if (n <= 1 || l == 1)
+		return -1;
+	return (int)(hash_of(g + 1, l - 1) % FC_BUCKETS);
+}
+
 static int bind_name(const char *name, size_t n)
 {
 	if (cfg.nnames < 0)
 		return 1;
+	if (cfg.nnames == 0)
+		return 0;
+	uint32_t h = hash_of(name, n) % FC_BLOOM;
+	if (!(cfg.namebloom[h / 64] & (1ull << (h % 64))))
+		return 0;
 	for (int i = 0; i < cfg.nnames; i++)
 		if (cfg.names[i].len == n && fp_memeq(cfg.names[i].s, name, n))
 			return 1;
@@ -542,6 +573,8 @@ static void add_names(const char *g, size_t n)
 			}
 			cfg.names[cfg.nnames].s = g + i;
 			cfg.names[cfg.nnames++].len = j - i;
+			uint32_t h = hash_of(g + i, j - i) % FC_BLOOM;
+			cfg.namebloom[h / 64] |= 1ull << (h % 64);
 		}
 		i = j;
 	}
@@ -721,6 +754,12 @@ static void fp_setup(void)
 		 * or that does not open here: every path under it goes to the tracer. */
 		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : host_form(hh, &b->hlen);
 		add_names(b->guest, b->glen);
+		int k = fc_bucket(b->guest, b->glen), x = cfg.nbinds - 1;
+		uint64_t bit = 1ull << (x % 64);
+		if (k < 0)
+			cfg.rootmask[x / 64] |= bit;
+		else
+			cfg.fcmask[k][x / 64] |= bit;
 	}
 	const char *exe = p < end ? next_str(&p, end) : NULL;
 	if (exe && exe[0]) {
@@ -1359,13 +1398,23 @@ static const struct fp_bind *bind_of(const char *g, size_t n, int *ancestor)
 	const struct fp_bind *best = NULL;
 	if (ancestor)
 		*ancestor = 0;
-	for (int i = 0; i < cfg.nbinds; i++) {
-		const struct fp_bind *b = &cfg.binds[i];
-		if (under(g, n, b->guest, b->glen)) {
-			if (!best || b->glen >= best->glen)
-				best = b;
-		} else if (ancestor && under(b->guest, b->glen, g, n)) {
-			*ancestor = 1;
+	/* Only the binds of g's first component's bucket, and those of "/",
+	 * can be g or an ancestor of it, or lie below it (fc_bucket); in the
+	 * order given, as the last of equal ones wins. */
+	int k = fc_bucket(g, n);
+	for (int w = 0; w * 64 < cfg.nbinds; w++) {
+		uint64_t bits = k < 0 ? ~0ull : cfg.fcmask[k][w] | cfg.rootmask[w];
+		for (; bits; bits &= bits - 1) {
+			int i = w * 64 + __builtin_ctzll(bits);
+			if (i >= cfg.nbinds)
+				break;
+			const struct fp_bind *b = &cfg.binds[i];
+			if (under(g, n, b->guest, b->glen)) {
+				if (!best || b->glen >= best->glen)
+					best = b;
+			} else if (ancestor && under(b->guest, b->glen, g, n)) {
+				*ancestor = 1;
+			}
 		}
 	}
 	return best;
