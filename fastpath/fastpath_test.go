@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -474,5 +475,28 @@ func TestArchHeaders(t *testing.T) {
 		if n := check(tc.abi, "fastpath.c ("+tc.cc+")", own[tc.cc]); n == 0 {
 			t.Errorf("fastpath.c: no numbers of its own for %s", tc.cc)
 		}
+	}
+}
+
+// TestCSelfTest builds csrc/selftest.c, the unit tests of the library's pure
+// functions (plain_len, bind_of's index), with the host's C compiler and runs
+// it. Skipped where there is none (the arm64 VM: the functions are the same
+// C there, and e2e-fastpath runs them).
+func TestCSelfTest(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc): ", err)
+	}
+	tramp := map[string]string{"amd64": "csrc/tramp-x86_64.S", "arm64": "csrc/tramp-aarch64.S"}[runtime.GOARCH]
+	if tramp == "" {
+		t.Skipf("no trampoline for %s", runtime.GOARCH)
+	}
+	bin := filepath.Join(t.TempDir(), "selftest")
+	if out, err := exec.Command(cc, "-O2", "-std=gnu11", "-I../csrc", "-o", bin, "csrc/selftest.c", tramp).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cc, err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("selftest: %v\n%s", err, out)
 	}
 }

@@ -307,6 +307,48 @@ static const char *comp_end(const char *s)
 	}
 }
 
+/* exact_zero has the high bit set in exactly the zero bytes of v (no
+ * borrow from a lower byte, unlike zero_bytes). */
+static inline uint64_t exact_zero(uint64_t v)
+{
+	const uint64_t l7 = ONES8 * 0x7f;
+	return ~(((v & l7) + l7) | v | l7);
+}
+
+/* plain_len returns the length of path g (which starts with '/') when none
+ * of its components is "", "." or ".." (no "//", "/./" or "/../", and no
+ * "/", "/." or "/.." at its end), else -1. It reads whole aligned words, as
+ * comp_end does, and looks byte by byte only after a '/' that a '/', a '.'
+ * or the NUL follows (a name such as ".cache"), or that ends a word. */
+static long plain_len(const char *g)
+{
+	uintptr_t a = (uintptr_t)g & ~(uintptr_t)7;
+	unsigned off = (unsigned)((uintptr_t)g & 7);
+	uint64_t w;
+	__builtin_memcpy(&w, (const void *)a, 8);
+	if (off)
+		w |= ~0ull >> (64 - 8 * off); /* the bytes before g: 0xff, neither '/', '.' nor NUL */
+	for (;;) {
+		uint64_t nul = exact_zero(w), sl = exact_zero(w ^ (ONES8 * '/'));
+		uint64_t next = nul | sl | exact_zero(w ^ (ONES8 * '.'));
+		if (nul)
+			sl &= ((nul & -nul) >> 7) - 1; /* the '/'s before the NUL */
+		/* A '/' followed (within the word) by '/', '.' or NUL, or in
+		 * the word's last byte: looked at. */
+		for (uint64_t c = sl & ((next >> 8) | (1ull << 63)); c; c &= c - 1) {
+			const char *q = (const char *)a + (__builtin_ctzll(c) >> 3);
+			if (q[1] == '/' || q[1] == 0)
+				return -1;
+			if (q[1] == '.' && (q[2] == '/' || q[2] == 0 || (q[2] == '.' && (q[3] == '/' || q[3] == 0))))
+				return -1;
+		}
+		if (nul)
+			return (long)(a + (__builtin_ctzll(nul) >> 3) - (uintptr_t)g);
+		a += 8;
+		__builtin_memcpy(&w, (const void *)a, 8);
+	}
+}
+
 /* fp_memeq, fp_memcpy and hash_of take 8 bytes at a time: the keys and
  * paths of every call are tens of bytes. */
 static int fp_memeq(const char *a, const char *b, size_t n)
@@ -524,6 +566,18 @@ static int fc_bucket(const char *g, size_t n)
 	if (n <= 1 || l == 1)
 		return -1;
 	return (int)(hash_of(g + 1, l - 1) % FC_BUCKETS);
+}
+
+/* index_bind adds cfg.binds[x] to the first components' index (bind_of). */
+static void index_bind(int x)
+{
+	const struct fp_bind *b = &cfg.binds[x];
+	int k = fc_bucket(b->guest, b->glen);
+	uint64_t bit = 1ull << (x % 64);
+	if (k < 0)
+		cfg.rootmask[x / 64] |= bit;
+	else
+		cfg.fcmask[k][x / 64] |= bit;
 }
 
 static int bind_name(const char *name, size_t n)
@@ -754,12 +808,7 @@ static void fp_setup(void)
 		 * or that does not open here: every path under it goes to the tracer. */
 		b->host = fp_memeq(hh, "/proc", 5) && (hh[5] == 0 || hh[5] == '/') ? NULL : host_form(hh, &b->hlen);
 		add_names(b->guest, b->glen);
-		int k = fc_bucket(b->guest, b->glen), x = cfg.nbinds - 1;
-		uint64_t bit = 1ull << (x % 64);
-		if (k < 0)
-			cfg.rootmask[x / 64] |= bit;
-		else
-			cfg.fcmask[k][x / 64] |= bit;
+		index_bind(cfg.nbinds - 1);
 	}
 	const char *exe = p < end ? next_str(&p, end) : NULL;
 	if (exe && exe[0]) {
@@ -1647,6 +1696,9 @@ static enum fp_why map_path(const char *g, struct target *t, int how)
 	 * the whole path resolves to: "." below it. */
 	int dots = 0, dotdot = 0, tail = 0;
 	const char *p = g; /* at a '/' (g[0] is one), then after each component */
+	long pl = plain_len(g); /* the usual path: no component to look at */
+	if (pl >= 0)
+		p = g + pl;
 	while (*p) {
 		const char *c = p + 1;
 		size_t cl = (size_t)(comp_end(c) - c);
