@@ -265,8 +265,9 @@ func TestFastPathAnswers(t *testing.T) {
 		// mkdir takes a name with trailing slashes as the name (git makes
 		// every directory so), and so does an O_DIRECTORY open without
 		// O_CREAT (opendir("dir/")): answered in-process, with the
-		// kernel's errors; a symlink there (which the slash follows)
-		// and a bind point go to the tracer. Other opens that create
+		// kernel's errors; for mkdir a symlink there (which the slash
+		// follows) and a bind point go to the tracer, the open follows
+		// the symlink (open-follow). Other opens that create
 		// nothing take "dir/" as "dir/." (tails).
 		{"trailing-slash", "mkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts/\nmkdir /fx/scratch/ts//sub//\n" +
 			"mkdir /fx/scratch/nope/x/\nmkdir /fx/dir/file/\nmkdir /fx/dir/filelink/\nmkdir /mnt/b1/\n" +
@@ -275,7 +276,24 @@ func TestFastPathAnswers(t *testing.T) {
 			"open /fx/dir/file/ rdonly,directory\nopen /fx/dir/deeplink/ rdonly,directory\n" +
 			"open /fx/dir/nope/ rdonly,directory\nopen /fx/dir/sub// rdonly,directory,nofollow\n" +
 			"open /fx/dir/sub/ rdonly\nopen /fx/dir/file/ rdonly\n",
-			map[string]int{"mkdir": 8, "open": 5}, nil},
+			map[string]int{"mkdir": 8, "open": 6}, nil},
+		// An open that finds a symlink as its last component and creates
+		// nothing follows it the guest's way in-process ("follow"), as
+		// stat does (/etc/os-release, a link to ../usr/lib/os-release):
+		// chains, absolute and relative targets, into and out of binds,
+		// a dangling one (ENOENT), O_TRUNC through a link, under a
+		// directory descriptor and the cwd. A loop, /proc, O_NOFOLLOW's
+		// ELOOP and O_CREAT through a link go to the tracer, and so does
+		// a name in /fx from there (a bind point's ancestor).
+		{"open-follow", "open /fx/chain1 rdonly\nopen /fx/filelink rdonly\nopen /fx/dangling rdonly\n" +
+			"open /fx/dangling-rel rdonly\nopen /fx/loop1 rdonly\nopen /fx/abs rdonly,directory\n" +
+			"open /fx/bindlink rdonly,directory\nopen /mnt/b1/hostabs rdonly\nopen /mnt/b2/escape rdonly\n" +
+			"open /mnt/b1/abs rdonly,directory\nopen /fx/proc-self rdonly,directory\nopen /fx/filelink rdonly,nofollow\n" +
+			"open /fx/abs wronly\nopen /fx/m25 rdonly\nfd 40 /fx/dir rdonly,directory\nat 40 open deeplink rdonly,directory\n" +
+			"cd /fx\nopen chain1 rdonly\ncd /fx/dir\ngetcwd\nopen deeplink rdonly,directory\ncd /fx/scratch\nwrite f xyz\nsymlink f s\n" +
+			"symlink s s2\nopen s2 rdonly\nopen s wronly,trunc\ncat f\nopen s wronly,creat 0644\nsymlink nope d\n" +
+			"open d wronly,creat 0644\nstat nope\nunlink nope\nunlink d\nunlink s2\nunlink s\nunlink f\n",
+			map[string]int{"open": 18, "follow": 15}, map[string]int{"open": 17, "follow": 14}},
 		// Removing or renaming a regular file changes no directory or
 		// resolution anyone cached: the cached directories stay verified
 		// through it ("dirs unverified" counts each verification), where a

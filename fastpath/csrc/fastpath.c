@@ -3242,8 +3242,11 @@ static const char *trim_slashes(const char *path, char *buf)
 /* open family: a followed last component is opened in one openat2 that
  * refuses a symlink (open_nolink), or through its pin (open_pinned); one
  * the open does not follow (O_NOFOLLOW, O_CREAT|O_EXCL) is opened relative
- * to the verified parent. A symlink goes to the tracer. O_PATH and
- * O_TMPFILE go to the tracer. */
+ * to the verified parent. A symlink is followed the guest's way where the
+ * open creates nothing (open_follow); with O_CREAT it goes to the tracer.
+ * O_PATH and O_TMPFILE go to the tracer. */
+static long open_mapped(enum fp_fn fn, int dirfd, const char *path, struct target *t, int flags, unsigned mode, int block,
+			int followed);
 static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, unsigned mode, int block)
 {
 	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
@@ -3260,9 +3263,32 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	struct target t;
 	if (map_name(fn, dirfd, path, &t, (flags & O_CREAT) ? 0 : M_DOT) < 0)
 		return FP_DEFER;
+	return open_mapped(fn, dirfd, path, &t, flags, mode, block, 0);
+}
+
+/* can_follow tells whether an open with flags that finds a symlink as its
+ * last component follows it here (open_follow): one that creates nothing
+ * and does not refuse it. */
+static int can_follow(int flags)
+{
+	return !(flags & (O_CREAT | O_NOFOLLOW));
+}
+
+static long open_follow(enum fp_fn fn, int dirfd, const char *path, struct target *t, int flags, unsigned mode, int block);
+
+/* open_mapped opens t's name (path relative to dirfd, mapped into t, its
+ * parent held; released here). A symlink there is followed the guest's way
+ * (open_follow) unless t is already where one led (followed): a symlink
+ * found there again was swapped in meanwhile, and the call goes to the
+ * tracer. */
+static long open_mapped(enum fp_fn fn, int dirfd, const char *path, struct target *t, int flags, unsigned mode, int block,
+			int followed)
+{
 	long r;
-	if (!t.ancestor && (r = open_nolink(t.parent.fd, t.name, flags, mode, block)) != -ENOSYS) {
-		release(&t.parent);
+	if (!t->ancestor && (r = open_nolink(t->parent.fd, t->name, flags, mode, block)) != -ENOSYS) {
+		if (r == -ELOOP && !followed && can_follow(flags))
+			return open_follow(fn, dirfd, path, t, flags, mode, block); /* a symlink there */
+		release(&t->parent);
 		if (r == -ELOOP || r == -EXDEV) {
 			count(fn, r == -ELOOP ? W_SYMLINK : W_ERRNO); /* a symlink there (or O_NOFOLLOW's own ELOOP) */
 			return FP_DEFER;
@@ -3276,8 +3302,8 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	}
 	int follows = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
 	if (follows && (flags & (O_CREAT | O_TRUNC)))
-		return open_pinned(fn, &t, flags, mode, block);
-	/* The lstat tells a symlink (the tracer's, where the open follows it),
+		return open_pinned(fn, t, flags, mode, block);
+	/* The lstat tells a symlink (followed, where the open follows it),
 	 * what a directory is, and the ENOENT of a bind point's parent. An
 	 * open that does not follow the name refuses a symlink itself (ELOOP,
 	 * O_NOFOLLOW) or any existing name (EEXIST, O_CREAT|O_EXCL). One that
@@ -3287,15 +3313,17 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	 * host's root: the descriptor is closed unseen and the call goes to
 	 * the tracer. One syscall less than open_pinned's reopen. */
 	struct stat st;
-	r = tr(SYS_newfstatat, t.parent.fd, (long)t.name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
+	r = tr(SYS_newfstatat, t->parent.fd, (long)t->name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0);
 	if (r == 0 && S_ISLNK(st.st_mode) && follows) {
-		release(&t.parent);
+		if (!followed && can_follow(flags))
+			return open_follow(fn, dirfd, path, t, flags, mode, block);
+		release(&t->parent);
 		count(fn, W_SYMLINK);
 		return FP_DEFER;
 	}
-	if (r == -ENOENT && (t.ancestor || !(flags & O_CREAT))) {
-		release(&t.parent);
-		if (t.ancestor) {
+	if (r == -ENOENT && (t->ancestor || !(flags & O_CREAT))) {
+		release(&t->parent);
+		if (t->ancestor) {
 			count(fn, W_ERRNO); /* a directory that exists only for a bind point */
 			return FP_DEFER;
 		}
@@ -3303,13 +3331,13 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 		return -ENOENT;
 	}
 	if (r != 0 && r != -ENOENT) {
-		release(&t.parent);
+		release(&t->parent);
 		count(fn, W_ERRNO);
 		return FP_DEFER;
 	}
 	int isdir = r == 0 && S_ISDIR(st.st_mode);
-	r = cancel_sys(block, 0, SYS_openat, t.parent.fd, (long)t.name, flags, mode);
-	release(&t.parent);
+	r = cancel_sys(block, 0, SYS_openat, t->parent.fd, (long)t->name, flags, mode);
+	release(&t->parent);
 	if (r == -ELOOP || r == -EXDEV) {
 		count(fn, W_ERRNO); /* O_NOFOLLOW's ELOOP: the tracer's answer */
 		return FP_DEFER;
@@ -3323,6 +3351,31 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	if (r >= 0)
 		remember_dir(r, isdir ? st.st_dev : 0, isdir ? st.st_ino : 0);
 	return open_answer(fn, r);
+}
+
+/* open_follow follows the symlink at t's name (its parent held) as stat
+ * does (follow_last: /etc/os-release, a link to ../usr/lib/os-release that
+ * Steam, python's platform module and systemd's tools read; a library's
+ * versioned names opened by a program itself), and opens the name it leads to (open_mapped,
+ * which never follows a symlink there: RESOLVE_NO_SYMLINKS, or the lstat
+ * and the descriptor's dev/ino), or answers ENOENT for a dangling one. */
+static __attribute__((noinline)) long open_follow(enum fp_fn fn, int dirfd, const char *path, struct target *t, int flags,
+						  unsigned mode, int block)
+{
+	char bufs[2][FOLLOW_LEN];
+	struct stat st;
+	long res = 0;
+	enum fp_why w = follow_last(dirfd, path, t, bufs, &st, &res);
+	if (w != W_ANSWERED) {
+		count(fn, w);
+		return FP_DEFER;
+	}
+	if (res == -ENOENT) {
+		release(&t->parent);
+		count(fn, W_ANSWERED);
+		return -ENOENT;
+	}
+	return open_mapped(fn, dirfd, t->name, t, flags, mode, block, 1);
 }
 
 /* note_open records what a descriptor the tracer opened names: a directory
