@@ -1404,3 +1404,63 @@ func TestFastPathManyBinds(t *testing.T) {
 		t.Errorf("droidroot differs from the chroot oracle (-chroot +droidroot):\n%s", diff)
 	}
 }
+
+// fastPathWaitsScript waits for children every way a shell and python do:
+// bash's blocking wait and WNOHANG wait after each child, a background job,
+// python's os.waitpid with WNOHANG (children none ready, exited, no child),
+// os.wait4's rusage, os.wait and errors.
+const fastPathWaitsScript = `for i in 1 2 3; do /bin/true; done; (exit 3); echo $?; sleep 0.2 & wait $!; echo bg $?
+python3 - <<'PY'
+import os, time, errno
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.3); os._exit(4)
+print("none ready", os.waitpid(pid, os.WNOHANG))
+while True:
+    r = os.waitpid(pid, os.WNOHANG)
+    if r != (0, 0):
+        break
+    time.sleep(0.01)
+print("exited", r[0] == pid, os.waitstatus_to_exitcode(r[1]))
+pid = os.fork()
+if pid == 0:
+    os._exit(5)
+p, st, ru = os.wait4(pid, 0)
+print("wait4", p == pid, os.waitstatus_to_exitcode(st), ru.ru_maxrss > 0)
+pid = os.fork()
+if pid == 0:
+    os._exit(6)
+p, st = os.wait()
+print("wait", p == pid, os.waitstatus_to_exitcode(st))
+for f in (lambda: os.waitpid(-1, os.WNOHANG), lambda: os.waitpid(-1, 0), lambda: os.waitpid(0, 1 << 20)):
+    try:
+        print(f())
+    except OSError as e:
+        print(errno.errorcode[e.errno])
+PY`
+
+// TestFastPathWaits: the waits of a process that traces nobody, made with
+// WNOHANG in-process (counter "wait"): the chroot's results, and a blocking
+// wait with no child ready left to the tracer (a stop, as before).
+// TestPtraceProbe's waitfirst: the waits of a process that becomes a tracer.
+func TestFastPathWaits(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	g.Cwd = "/"
+	cmd := []string{"/bin/bash", "-c", fastPathWaitsScript}
+	want := viaChroot(t, g, "", cmd...)
+	const wantOut = "3\nbg 0\nnone ready (0, 0)\nexited True 4\nwait4 True 5 True\nwait True 6\nECHILD\nECHILD\nEINVAL\n"
+	if want.Code != 0 || want.Stdout != wantOut {
+		t.Fatalf("chroot: %s", want)
+	}
+	got, counts := runCounted(t, droidrootArgs(droidrootBin(t), g, cmd...))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
+	}
+	// bash's WNOHANG wait after each of its 5 children, python's 3
+	// errors, its first WNOHANG and its last poll at least.
+	if counts["wait answered"] < 10 || counts["wait flags"] == 0 {
+		t.Errorf("waits answered in-process %d (want at least 10), blocking waits to the tracer %d: counters %v",
+			counts["wait answered"], counts["wait flags"], counts)
+	}
+}

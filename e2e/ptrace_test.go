@@ -33,7 +33,7 @@ func TestPtraceProbe(t *testing.T) {
 	rootfs(t, "debian")
 	script := `set -e
 gcc -O1 -Wall -o /tmp/ptraceprobe /mnt/work/ptraceprobe.c
-/tmp/ptraceprobe traceme fork seize attach errors kill reporter seccomp`
+/tmp/ptraceprobe traceme fork seize attach errors kill reporter seccomp waitfirst`
 	want := `traceme: first stop SIGSTOP
 traceme: siginfo signo SIGSTOP
 traceme: getppid entry, regset nr ok
@@ -82,6 +82,9 @@ seccomp: tracee stops, options without TRACESECCOMP
 seccomp: tracee: getppid the parent, uname 77, chdir 0, cwd /tmp, faccessat2 0, getpid -1 Operation not permitted
 seccomp: tracee: then getppid -1 Function not implemented, faccessat2 -1 Function not implemented
 seccomp: tracee exited 0
+waitfirst: before the TRACEME 0
+waitfirst: the child, stopped SIGSTOP
+waitfirst: exited 7
 `
 	if runtime.GOARCH == "arm64" {
 		// At the exit stop x0 holds the result (0): the probe's register

@@ -339,6 +339,7 @@ func (s *fastPathState) handshake(c *tracer.Call) {
 			// programs ask (shells, python, git), each a stop otherwise.
 			s.publish(c, int64(len(guestCwd(c))+1))
 			s.publishIDs(c, p)
+			s.publishWaits(c, p)
 		}
 		c.Return(int64(len(blob)))
 	}
@@ -399,6 +400,19 @@ func (s *fastPathState) publishIDs(c *tracer.Call, p *fastPathProc) {
 	var seq [4]byte
 	binary.LittleEndian.PutUint32(seq[:], s.idsSeq)
 	c.WriteMem(p.cwd+fastpath.CwdIDsOff, seq[:])
+}
+
+// publishWaits writes fastpath.WaitsOwn into the waits word of process
+// p's cwd record where p traces nobody (a guest's ptrace): the library
+// makes its WNOHANG waits in-process until EventGuestTracer clears it. A
+// new image's word is 0 (a tracer's stays so).
+func (s *fastPathState) publishWaits(c *tracer.Call, p *fastPathProc) {
+	if p.cwd == 0 || c.Tracing() {
+		return
+	}
+	var w [4]byte
+	binary.LittleEndian.PutUint32(w[:], fastpath.WaitsOwn)
+	c.WriteMem(p.cwd+fastpath.CwdWaitsOff, w[:])
 }
 
 // clearIDs writes seq 0 into the ids record of the calling process's
@@ -590,6 +604,14 @@ func (s *fastPathState) events(ev *tracer.Event) {
 			s.leaveVM(p)
 		}
 		delete(s.procs, ev.Pid)
+	case tracer.EventGuestTracer:
+		// The process traces someone from now on: its waits go to the
+		// tracer's wait handler, which reports the emulated stops (the
+		// library makes them in-process no more; processes sharing its
+		// memory share the word).
+		if p := s.procs[ev.Pid]; p != nil && p.cwd != 0 {
+			ev.WriteMem(p.cwd+fastpath.CwdWaitsOff, []byte{0, 0, 0, 0})
+		}
 	case tracer.EventGuestTraced:
 		// A guest tracer attached: the library's own calls must not show
 		// to it, so it goes off in the process (and in its forks, which

@@ -464,3 +464,29 @@ func TestFastPathMergedOf(t *testing.T) {
 		t.Errorf("a removed guest file merges into %s, not %s", f, none)
 	}
 }
+
+// TestFastPathWaitsWord: the handshake of a process that traces nobody
+// writes fastpath.WaitsOwn into its cwd record's waits word (the library's
+// WNOHANG waits in-process), none into a record too short for it
+// (TestFastPathWaitsEvent: the word cleared).
+func TestFastPathWaitsWord(t *testing.T) {
+	g := newGuestFS(t)
+	fp := &FastPath{Lib: fastpath.Config{Trampoline: 0x4_0000_0000, TTLNanos: 7, Root: g.root}, Dir: t.TempDir()}
+	hs := func(size int) tt.Step {
+		return tt.Call("droidroot_fastpath", tt.Out(65536), tt.Int(65536), tt.Out(4), tt.Out(fastpath.CwdSize), tt.Int(int64(size)), tt.Int(0))
+	}
+	for _, tc := range []struct {
+		name string
+		size int
+		want uint32
+	}{{"record", fastpath.CwdSize, fastpath.WaitsOwn}, {"a short record", fastpath.CwdSize - 1, 0}} {
+		r := g.run(t, Config{FastPath: fp}, "/", hs(tc.size))
+		if r.Steps[0].Ret <= 0 {
+			t.Fatalf("%s: handshake = %d", tc.name, r.Steps[0].Ret)
+		}
+		if got := binary.LittleEndian.Uint32(r.Steps[0].Mem[3][fastpath.CwdWaitsOff:]); got != tc.want {
+			t.Errorf("%s: waits word %d, want %d", tc.name, got, tc.want)
+		}
+	}
+
+}

@@ -72,11 +72,11 @@ const FileName = "libdroidroot-fastpath.so"
 // from the page.
 var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "statx", "faccessat", "faccessat2", "readlinkat", "fstat", "close",
 	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat",
-	"getcwd", "getdents64", "sendmsg", "sendto", "connect", "bind", "getsockname", "getpeername", "accept4", "getxattr", "setxattr", "listxattr", "removexattr", "fstatfs", "getresuid", "getresgid", "capget"}
+	"getcwd", "getdents64", "sendmsg", "sendto", "connect", "bind", "getsockname", "getpeername", "accept4", "getxattr", "setxattr", "listxattr", "removexattr", "fstatfs", "getresuid", "getresgid", "capget", "wait4"}
 
 // The cwd record (fastpath.c's struct fp_cwd), which the handshake's
-// fourth argument points at: seq (uint32, then 12 bytes of padding), the
-// ids record at CwdIDsOff, the host path's and the guest path's lengths at
+// fourth argument points at: seq (uint32), the waits word at CwdWaitsOff
+// (uint32, then 8 bytes of padding), the ids record at CwdIDsOff, the host path's and the guest path's lengths at
 // CwdLenOff (uint32 each, then 8 bytes of padding), the host path at
 // CwdHostOff and the guest path at CwdGuestOff, each at most CwdMax-1
 // bytes. The tracer writes it after it answered a getcwd: seq 0, the
@@ -91,7 +91,15 @@ var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "st
 // process's threads (or of a process sharing its memory) runs. A library
 // whose handshake gives a record smaller than CwdSize gets neither record
 // written.
+//
+// The waits word: WaitsOwn while the process traces nobody (a guest's
+// ptrace), written at the handshake; 0 (the library's own start) from the
+// moment it traces someone (tracer.EventGuestTracer), before any emulated
+// stop is pending. The library makes a wait4 with WNOHANG in-process only
+// while the word is WaitsOwn, before and after the call.
 const (
+	CwdWaitsOff = 4
+	WaitsOwn    = 1
 	CwdIDsOff   = 16
 	IDsSize     = 32
 	CwdLenOff   = CwdIDsOff + IDsSize

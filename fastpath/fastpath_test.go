@@ -374,7 +374,7 @@ func TestFlagsMatchC(t *testing.T) {
 		size, _ := strconv.Atoi(string(m[4]))
 		offs["sizeof fp_ids"], offs["sizeof fp_cwd"] = ids, size
 	}
-	wantOffs := map[string]int{"ids": CwdIDsOff, "hlen": CwdLenOff, "host": CwdHostOff, "guest": CwdGuestOff, "sizeof fp_ids": IDsSize, "sizeof fp_cwd": CwdSize}
+	wantOffs := map[string]int{"waits": CwdWaitsOff, "ids": CwdIDsOff, "hlen": CwdLenOff, "host": CwdHostOff, "guest": CwdGuestOff, "sizeof fp_ids": IDsSize, "sizeof fp_cwd": CwdSize}
 	if diff := cmp.Diff(wantOffs, offs); diff != "" {
 		t.Errorf("fastpath.c's cwd record (-fastpath.go +fastpath.c):\n%s", diff)
 	}

@@ -29,6 +29,11 @@ const (
 	// (a guest's ptrace, guestptrace.go): in-process shortcuts that a
 	// tracer would see through (the fast path library) must go off.
 	EventGuestTraced
+	// EventGuestTracer: process Pid (thread Tid) traces someone from now
+	// on (a guest's ptrace): its waits must reach the wait handler, which
+	// reports the emulated stops (in-process waits, the fast path's, end).
+	// It comes before any emulated stop of the new tracee is pending.
+	EventGuestTracer
 )
 
 // Event is one process-tree event.

@@ -181,6 +181,12 @@ func (t *Tracer) GuestTraced(tid int) bool {
 	return th != nil && th.pt != nil
 }
 
+// Tracing reports whether the calling thread's process traces anyone
+// (a guest's ptrace) or has emulated exits to see: its waits must then be
+// the wait handler's (an emulation keeps in-process waits off: the fast
+// path's, EventGuestTracer).
+func (c *Call) Tracing() bool { return c.th.Proc != nil && c.t.ptTracing(c.th.Proc.Pid) }
+
 // ptTracing reports whether process pid traces anyone or has exits to see.
 func (t *Tracer) ptTracing(pid int) bool {
 	if t.pt.tracers[pid] > 0 {
@@ -209,6 +215,11 @@ func (t *Tracer) ptAttach(th *Thread, tracer, tracerPid int, seized bool, opts i
 				w.waitPassed = false
 				ptrace(unix.PTRACE_INTERRUPT, w.Tid, 0, 0)
 			}
+		}
+		// Before any emulated stop of the new tracee can be pending: the
+		// process's waits made in-process end (the fast path's).
+		if len(t.hooks) > 0 {
+			t.emit(Event{Kind: EventGuestTracer, Tid: tracer, Pid: tracerPid})
 		}
 	}
 	t.pt.tracers[tracerPid]++

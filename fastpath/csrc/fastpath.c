@@ -51,6 +51,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -213,13 +215,14 @@ struct fp_ids {
 	uint32_t seq, id[6], pad;
 };
 static struct fp_cwd {
-	uint32_t seq, pad0[3];
+	uint32_t seq, waits, pad0[2];
 	struct fp_ids ids;
 	uint32_t hlen, glen, pad1[2];
 	char host[FP_CWD_MAX], guest[FP_CWD_MAX];
 } cwdrec;
 /* fastpath.go's CwdIDsOff, CwdLenOff, CwdHostOff, CwdGuestOff, IDsSize and
  * CwdSize (TestFlagsMatchC reads these lines). */
+_Static_assert(offsetof(struct fp_cwd, waits) == 4 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
 _Static_assert(offsetof(struct fp_cwd, ids) == 16 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
 _Static_assert(offsetof(struct fp_cwd, hlen) == 48 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
 _Static_assert(offsetof(struct fp_cwd, host) == 64 && sizeof(struct fp_ids) == 32 && sizeof(struct fp_cwd) == 8256, "cwd record");
@@ -433,12 +436,12 @@ enum fp_fn {
 	F_STAT, F_LSTAT, F_FSTATAT, F_STATX, F_ACCESS, F_OPEN, F_READLINK,
 	F_MKDIR, F_UNLINK, F_RENAME, F_SYMLINK, F_LINK, F_CHMOD, F_CHOWN, F_UTIME, F_TRUNCATE, F_MKNOD, F_OPENAT2,
 	F_FSTAT, F_GETCWD, F_CWD, F_DIRS, F_READDIR, F_REALPATH, F_LEGACY, F_SENDMSG, F_SENDTO, F_FOLLOW, F_XATTR, F_FSTATFS, F_STDIO,
-	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_FDOPEN, F_IDS, F_SOCKET, F_NFN
+	F_PINS, F_RECV, F_GRANTS, F_STATFS, F_SHED, F_FDOPEN, F_IDS, F_SOCKET, F_WAIT, F_NFN
 };
 static const char *const fn_names[F_NFN] = {"stat", "lstat", "fstatat", "statx", "access", "open", "readlink",
 					    "mkdir", "unlink", "rename", "symlink", "link", "chmod", "chown", "utimensat",
 					    "truncate", "mknod", "openat2", "fstat", "getcwd", "cwd", "dirs", "readdir", "realpath", "legacy", "sendmsg", "sendto", "follow", "xattr", "fstatfs", "stdio",
-					    "pins", "recv", "grants", "statfs", "shed", "fdopen", "ids", "socket"};
+					    "pins", "recv", "grants", "statfs", "shed", "fdopen", "ids", "socket", "wait"};
 enum fp_why {
 	W_ANSWERED, W_OFF, W_RELATIVE, W_DOTS, W_PROC, W_LONG, W_SYMLINK, W_UNVERIFIED, W_FLAGS, W_ERRNO,
 	W_OPTION, W_NWHY
@@ -3763,6 +3766,68 @@ EXPORT int getresgid(gid_t *r, gid_t *e, gid_t *s)
 	return (int)fp_ret(getres(FP_ID_GID, SYS_getresgid, r, e, s));
 }
 
+/* ---- waits of a process that traces nobody ----
+ *
+ * The filter traces wait4 for the guest's ptrace: a process that traces
+ * someone gets its tracees' emulated stops from the tracer's wait handler,
+ * every other process the kernel's answer after a stop. The tracer writes
+ * cwdrec.waits = DR_FP_WAITS_OWN at the handshake of a process that traces
+ * nobody, and 0 when it starts tracing someone, before any emulated stop
+ * can be pending (its first attach). While it reads DR_FP_WAITS_OWN before
+ * and after, a wait4 with WNOHANG made here is the kernel's answer the
+ * tracer would pass on: a real child's state, none ready (0), or an error.
+ * A blocking wait that finds none ready is then made the ordinary way (a
+ * stop, as before, where the tracer parks it if the process becomes a
+ * tracer meanwhile); one that finds the word cleared after the call is
+ * made again the ordinary way, unless it reaped a real child (which is an
+ * answer the tracer gives too). bash and dash make a WNOHANG wait after
+ * each child, python's subprocess a blocking one. */
+#define DR_FP_WAITS_OWN 1 /* fastpath.go's WaitsOwn */
+static FP_HOT pid_t (*real_wait4)(pid_t, int *, int, struct rusage *);
+
+static int waits_own(void) { return __atomic_load_n(&cwdrec.waits, __ATOMIC_ACQUIRE) == DR_FP_WAITS_OWN; }
+
+/* fp_wait4 is wait4's answer made in-process, or FP_DEFER; cancel: a
+ * cancellation point (libc's wait functions, not syscall()). */
+static long fp_wait4(long pid, int *st, int options, void *ru, int cancel)
+{
+	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp) {
+		count(F_WAIT, W_OFF);
+		return FP_DEFER;
+	}
+	if (!waits_own()) {
+		count(F_WAIT, W_OPTION); /* a tracer's: the tracer's wait handler */
+		return FP_DEFER;
+	}
+	long r = cancel_sys(cancel, 0, SYS_wait4, pid, (long)st, options | WNOHANG, (long)ru);
+	if (r <= 0 && !waits_own()) {
+		count(F_WAIT, W_OPTION); /* a tracer from now on: asked again */
+		return FP_DEFER;
+	}
+	if (r == 0 && !(options & WNOHANG)) {
+		count(F_WAIT, W_FLAGS); /* none ready: the blocking wait is a stop */
+		return FP_DEFER;
+	}
+	count(F_WAIT, W_ANSWERED);
+	return r;
+}
+
+/* wait_libc is wait4 through fp_wait4, else libc's (a stop). */
+static pid_t wait_libc(pid_t pid, int *st, int options, struct rusage *ru)
+{
+	long r = fp_wait4(pid, st, options, ru, 1);
+	if (r != FP_DEFER)
+		return (pid_t)fp_ret(r);
+	if (LIBC(real_wait4, "wait4"))
+		return real_wait4(pid, st, options, ru);
+	return (pid_t)fp_ret(cancel_sys(1, 1, SYS_wait4, pid, (long)st, options, (long)ru));
+}
+
+EXPORT pid_t wait4(pid_t pid, int *st, int options, struct rusage *ru) { return wait_libc(pid, st, options, ru); }
+EXPORT pid_t waitpid(pid_t pid, int *st, int options) { return wait_libc(pid, st, options, NULL); }
+EXPORT pid_t wait(int *st) { return wait_libc(-1, st, 0, NULL); }
+EXPORT pid_t wait3(int *st, int options, struct rusage *ru) { return wait_libc(-1, st, options, ru); }
+
 /* syscall(): FEX and others make path calls through it. */
 #if defined(__x86_64__)
 #define SYS_rename_ 82
@@ -4221,6 +4286,11 @@ EXPORT long syscall(long nr, ...)
 		r = fp_readlinkat(AT_FDCWD, (const char *)a, (char *)b, (size_t)c);
 		break;
 #endif
+	case SYS_wait4:
+		r = fp_wait4(a, (int *)b, (int)c, (void *)d, 0);
+		if (r == FP_DEFER)
+			r = raw6(nr, a, b, c, d, e, f);
+		break;
 	case SYS_futex_waitv:
 		if ((cfg.flags & DR_FP_WAITV) && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE)) {
 			r = fw_waitv((const struct fw_waitv *)a, (unsigned)b, (unsigned)c, (const struct timespec *)d, (int)e);

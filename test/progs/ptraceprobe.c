@@ -21,6 +21,8 @@
  *             GET_SYSCALL_INFO's seccomp op, a call skipped with a result of the tracer's, a path
  *             call followed to its exit, faccessat2 (which Android's policy blocks), no stop for
  *             RET_ERRNO, and ENOSYS once the tracer drops the option
+ *   waitfirst WNOHANG waits of the parent before and after its child's PTRACE_TRACEME: 0, then
+ *             the child's stop (the fast path library's in-process waits end at the TRACEME)
  *   yama      Yama's ptrace_scope 1 (run only where it is 1, or droidroot's DROIDROOT_YAMA_FILE
  *             says so), CAP_SYS_PTRACE dropped: who may attach to the process as its
  *             PR_SET_PTRACER exception says (none, its child, any), a child to a sibling, the
@@ -617,6 +619,47 @@ static void seccomp_stops(void) {
 	}
 }
 
+/* waitfirst: the parent's WNOHANG waits before its child makes PTRACE_TRACEME (nothing to
+ * report: 0), then until the child's SIGSTOP stop shows, which the parent, a tracer from the
+ * TRACEME on, must see: under droidroot the first waits are the fast path library's, in-process,
+ * and the later ones the tracer's (a wait made in-process would poll forever). */
+static void waitfirst(void) {
+	int go[2];
+	if (pipe(go) != 0)
+		die("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		_exit(7);
+	}
+	int st = 0;
+	pid_t r = waitpid(pid, &st, WNOHANG);
+	printf("waitfirst: before the TRACEME %d\n", (int)r);
+	if (write(go[1], "x", 1) != 1)
+		die("write");
+	for (int polls = 0; (r = waitpid(pid, &st, WNOHANG)) == 0; polls++) {
+		if (polls == 10000) { /* 10 s */
+			printf("waitfirst: no stop seen\n");
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return;
+		}
+		usleep(1000);
+	}
+	printf("waitfirst: %s, %s\n", r == pid ? "the child" : "another", WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP ? "stopped SIGSTOP" : "not stopped");
+	ptrace(PTRACE_CONT, pid, 0, 0);
+	r = waitpid(pid, &st, 0);
+	printf("waitfirst: exited %d\n", r == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	close(go[0]);
+	close(go[1]);
+}
+
 int main(int argc, char **argv) {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -643,6 +686,8 @@ int main(int argc, char **argv) {
 			yama();
 		else if (!strcmp(argv[i], "seccomp"))
 			seccomp_stops();
+		else if (!strcmp(argv[i], "waitfirst"))
+			waitfirst();
 	}
 	return 0;
 }
