@@ -480,8 +480,8 @@ func TestArchHeaders(t *testing.T) {
 
 // TestCSelfTest builds csrc/selftest.c, the unit tests of the library's pure
 // functions (plain_len, bind_of's index), with the host's C compiler and runs
-// it. Skipped where there is none (the arm64 VM: the functions are the same
-// C there, and e2e-fastpath runs them).
+// it. Skipped where there is none (the functions are the same C on arm64,
+// where e2e-fastpath runs the library).
 func TestCSelfTest(t *testing.T) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
