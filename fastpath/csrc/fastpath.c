@@ -553,8 +553,6 @@ static const char *next_str(const char **p, const char *end)
 
 #include "waitv.c"
 
-/* bind_name reports whether name (n bytes) is a component of a bind
- * point's guest path (cfg.names), or may be (the table overflowed). */
 static uint32_t hash_of(const char *s, size_t n);
 
 /* fc_bucket is the bucket (cfg.fcmask) of clean absolute guest path g's
@@ -583,6 +581,8 @@ static void index_bind(int x)
 		cfg.fcmask[k][x / 64] |= bit;
 }
 
+/* bind_name reports whether name (n bytes) is a component of a bind
+ * point's guest path (cfg.names), or may be (the table overflowed). */
 static int bind_name(const char *name, size_t n)
 {
 	if (cfg.nnames < 0)
@@ -3242,14 +3242,15 @@ static const char *trim_slashes(const char *path, char *buf)
 	return buf;
 }
 
+static long open_mapped(enum fp_fn fn, int dirfd, const char *path, struct target *t, int flags, unsigned mode, int block,
+			int followed);
+
 /* open family: a followed last component is opened in one openat2 that
  * refuses a symlink (open_nolink), or through its pin (open_pinned); one
  * the open does not follow (O_NOFOLLOW, O_CREAT|O_EXCL) is opened relative
  * to the verified parent. A symlink is followed the guest's way where the
  * open creates nothing (open_follow); with O_CREAT it goes to the tracer.
  * O_PATH and O_TMPFILE go to the tracer. */
-static long open_mapped(enum fp_fn fn, int dirfd, const char *path, struct target *t, int flags, unsigned mode, int block,
-			int followed);
 static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, unsigned mode, int block)
 {
 	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
