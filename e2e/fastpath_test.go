@@ -44,6 +44,25 @@ func runCounted(t testing.TB, argv []string) (result, map[string]int) {
 	return res, counts
 }
 
+// countedAgainstChroot runs cmd in the Debian guest with the cwd at /, in a
+// real chroot, whose stdout chrootOK must accept, and under droidroot with
+// options opts (withIdentity's) and the library's counters: droidroot's
+// result must be the chroot's. It returns the counters.
+func countedAgainstChroot(t *testing.T, chrootOK func(stdout string) bool, opts []string, cmd ...string) map[string]int {
+	t.Helper()
+	g := debianGuest(t)
+	g.Cwd = "/"
+	want := viaChroot(t, g, "", cmd...)
+	if want.Code != 0 || !chrootOK(want.Stdout) {
+		t.Fatalf("chroot: %s", want)
+	}
+	got, counts := runCounted(t, withIdentity(droidrootArgs(droidrootBin(t), g, cmd...), opts...))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("droidroot %v against the chroot (-want +got):\n%s", opts, diff)
+	}
+	return counts
+}
+
 // fastPathStats is fastPathCounters' "answered" counts, by function.
 func fastPathStats(stderr string) (map[string]int, string) {
 	counts, rest := fastPathCounters(stderr)
@@ -1195,19 +1214,9 @@ print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getresuid(), os.g
 // the first and the last ones made in-process (counters).
 func TestFastPathIDs(t *testing.T) {
 	needRoot(t)
-	g := debianGuest(t)
-	g.Cwd = "/"
-	cmd := []string{"python3", "-c", fastPathIDsScript}
-	want := viaChroot(t, g, "", cmd...)
 	const wantOut = "0 0 0 0 (0, 0, 0) (0, 0, 0) 0\n(0, 0, (0, 0, 5), 0) 0 (0, 0, 0) 0\n10 11 20 21 (10, 11, 12) (20, 21, 22)\n"
-	if want.Code != 0 || want.Stdout != wantOut {
-		t.Fatalf("chroot: %s", want)
-	}
-	argv := withIdentity(droidrootArgs(droidrootBin(t), g, cmd...), "-0")
-	got, counts := runCounted(t, argv)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("droidroot -0 against the chroot (-want +got):\n%s", diff)
-	}
+	counts := countedAgainstChroot(t, func(out string) bool { return out == wantOut },
+		[]string{"-0"}, "python3", "-c", fastPathIDsScript)
 	// The first line's seven, python's own at its start, and the last
 	// line's six (glibc's setresuid made every thread's ids the same
 	// again: published again); between the raw setresuid and glibc's,
@@ -1276,19 +1285,10 @@ print("accept bad", libc.accept(w, None, None), errno.errorcode[ctypes.get_errno
 // a real chroot, most of the calls in-process (counters).
 func TestFastPathSocket(t *testing.T) {
 	needRoot(t)
-	g := debianGuest(t)
-	g.Cwd = "/"
-	cmd := []string{"python3", "-c", fastPathSocketScript}
-	want := viaChroot(t, g, "", cmd...)
-	if want.Code != 0 || !strings.Contains(want.Stdout, "tcp data b'hi'\n") || !strings.Contains(want.Stdout, "path peer True\n") ||
-		!strings.Contains(want.Stdout, "unix accept '' True True '' True\n") {
-		t.Fatalf("chroot: %s", want)
-	}
-	argv := droidrootArgs(droidrootBin(t), g, cmd...)
-	got, counts := runCounted(t, argv)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
-	}
+	counts := countedAgainstChroot(t, func(out string) bool {
+		return strings.Contains(out, "tcp data b'hi'\n") && strings.Contains(out, "path peer True\n") &&
+			strings.Contains(out, "unix accept '' True True '' True\n")
+	}, nil, "python3", "-c", fastPathSocketScript)
 	// About 50 calls on sockets of other families than AF_UNIX's or with
 	// abstract names (python's own getsockname of each socket it makes
 	// included); the AF_UNIX paths' binds, connects and names go to
@@ -1445,18 +1445,8 @@ PY`
 // TestPtraceProbe's waitfirst: the waits of a process that becomes a tracer.
 func TestFastPathWaits(t *testing.T) {
 	needRoot(t)
-	g := debianGuest(t)
-	g.Cwd = "/"
-	cmd := []string{"/bin/bash", "-c", fastPathWaitsScript}
-	want := viaChroot(t, g, "", cmd...)
 	const wantOut = "3\nbg 0\nnone ready (0, 0)\nexited True 4\nwait4 True 5 True\nwait True 6\nECHILD\nECHILD\nEINVAL\n"
-	if want.Code != 0 || want.Stdout != wantOut {
-		t.Fatalf("chroot: %s", want)
-	}
-	got, counts := runCounted(t, droidrootArgs(droidrootBin(t), g, cmd...))
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("droidroot against the chroot (-want +got):\n%s", diff)
-	}
+	counts := countedAgainstChroot(t, func(out string) bool { return out == wantOut }, nil, "/bin/bash", "-c", fastPathWaitsScript)
 	// bash's WNOHANG wait after each of its 5 children, python's 3
 	// errors, its first WNOHANG and its last poll at least.
 	if counts["wait answered"] < 10 || counts["wait flags"] == 0 {
