@@ -102,7 +102,7 @@ func pinThread(cpu int) (restore func(), err error) {
 	return func() { _ = unix.SchedSetaffinity(0, &old) }, nil
 }
 
-// mechDirect runs drbench's mechanism KIND (native, allow, nocache, trap) with no
+// mechDirect runs drbench's mechanism KIND (native, allow, nocache, trap, fault) with no
 // supervisor: what it costs is all in the process itself.
 func mechDirect(prog, kind string, cpu, targetUS int) (sample, error) {
 	out, err := runCapture(exec.Command(prog, "mech", kind, strconv.Itoa(cpu), strconv.Itoa(targetUS)))

@@ -200,6 +200,7 @@ func mechRows() []mechRow {
 		{id: "ptrace-regs-unpinned", title: "ptrace + register get/set, unpinned", run: trace("unpinned", true)},
 		{id: DroidrootFloorMech, title: "droidroot's tracer, do-nothing handler (debug floor)"}, // run: set by Run
 		{id: "sigsys", title: "in-process SIGSYS (RET_TRAP, handler)", run: direct("trap")},
+		{id: "fault", title: "page fault (an anonymous page's first write)", run: direct("fault")},
 		{id: "notify-same", title: "user notification, same CPU", run: notify("same", false)},
 		{id: "notify-other", title: "user notification, another CPU", run: notify("other", false), twoCPUs: true},
 		{id: "notify-unpinned", title: "user notification, unpinned", run: notify("unpinned", false)},

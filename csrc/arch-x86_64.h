@@ -19,6 +19,7 @@
 #define SYS_rt_sigreturn 15
 #define SYS_pread64 17
 #define SYS_writev 20
+#define SYS_madvise 28
 #define SYS_sendto 44
 #define SYS_recvfrom 45
 #define SYS_sendmsg 46

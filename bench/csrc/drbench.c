@@ -14,7 +14,8 @@
  *                                       prints "par N OPERATIONS NANOSECONDS"
  *   drbench mech KIND CPU US            getppid under mechanism KIND (native, allow,
  *                                       nocache, trap, trace, notify), pinned to CPU
- *                                       (-1: not pinned); prints "KIND ITERATIONS NANOSECONDS"
+ *                                       (-1: not pinned); prints "KIND ITERATIONS NANOSECONDS";
+ *                                       KIND fault times a page fault instead (op_fault)
  *   drbench exit                        exit 0 (fork+exec runs argv[0] with it: start
  *                                       drbench by a path, not a name)
  *   drbench spawn ROOT N PROG ARGS...   run PROG N times in turn (fork, execve, its standard
@@ -53,6 +54,7 @@ typedef unsigned char u8;
 #define R_OK 4
 #define ENOENT 2
 #define EINTR 4
+#define EINVAL 22
 #define ENOSYS 38
 #define SIGCHLD 17
 #define SIGSYS 31
@@ -828,6 +830,38 @@ static void send_fd(int fd)
 		die("sendmsg of the listener fd", 0, r);
 }
 
+/* A page fault, the other trap that decides what a process's start costs (ld.so, a
+ * preloaded library and droidroot's loader each fault pages in; a paravirtualized VM's
+ * fault can cost as much as a ptrace stop, a phone's about a microsecond): each call
+ * writes the first byte of a fresh anonymous page of a 1 MiB area, and every
+ * FAULT_PAGES calls the area's pages are dropped again (MADV_DONTNEED, timed with
+ * them), so the process's memory stays bounded however fast faults are. Huge pages are
+ * refused for the area (MADV_NOHUGEPAGE): one fault would map 512 pages. */
+#define FAULT_PAGES 256
+#define MADV_DONTNEED_ 4
+#define MADV_NOHUGEPAGE_ 15
+static char *fault_area;
+static u64 fault_next;
+
+static long op_fault(void)
+{
+	long r;
+	if (!fault_area) {
+		fault_area = map_pages(FAULT_PAGES * 4096ul);
+		r = sys3(SYS_madvise, fault_area, FAULT_PAGES * 4096ul, MADV_NOHUGEPAGE_);
+		if (r < 0 && r != -EINVAL) /* EINVAL: a kernel without transparent huge pages */
+			return r;
+	}
+	if (fault_next == FAULT_PAGES) {
+		r = sys3(SYS_madvise, fault_area, FAULT_PAGES * 4096ul, MADV_DONTNEED_);
+		if (r < 0)
+			return r;
+		fault_next = 0;
+	}
+	((volatile char *)fault_area)[fault_next++ * 4096ul] = 1;
+	return 0;
+}
+
 static int cmd_mech(char **argv)
 {
 	const char *kind = argv[2];
@@ -836,6 +870,8 @@ static int cmd_mech(char **argv)
 	pin(cpu);
 
 	u32 action = 0, nocache = 0, flags = 0;
+	if (dr_streq(kind, "fault"))
+		return timed(kind, op_fault, target) < 0;
 	if (dr_streq(kind, "native"))
 		action = 0;
 	else if (dr_streq(kind, "allow"))
