@@ -66,8 +66,8 @@ func wantRows(ncpu int) map[string][]string {
 		"mkdir", "rename", "symlink", "thread", "forkexec"}
 	return map[string][]string{
 		"mechanism": {"native", "seccomp-allow", "seccomp-nocache", "ptrace-same", "ptrace-other", "ptrace-unpinned",
-			"ptrace-regs-same", "ptrace-regs-other", "ptrace-regs-unpinned", "droidroot-floor", "sigsys", "notify-same", "notify-other",
-			"notify-unpinned", "notify-sync", "fastpath"},
+			"ptrace-regs-same", "ptrace-regs-other", "ptrace-regs-unpinned", "droidroot-floor", "sigsys", "fault", "notify-same",
+			"notify-other", "notify-unpinned", "notify-sync", "fastpath"},
 		"call":                      calls,
 		bench.FloorSection:          calls,
 		"throughput":                threads,
@@ -197,7 +197,7 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 func mustWork(ncpu int, modes ...string) map[string]map[string][]string {
 	m := map[string]map[string][]string{"mechanism": {}, "call": {}, "throughput": {}, "whole program": {}, bench.LibcSection: {}}
 	for _, id := range []string{"native", "seccomp-allow", "seccomp-nocache", "ptrace-same", "ptrace-unpinned",
-		"ptrace-regs-same", "ptrace-regs-unpinned", "droidroot-floor", "sigsys", "notify-same", "notify-unpinned"} {
+		"ptrace-regs-same", "ptrace-regs-unpinned", "droidroot-floor", "sigsys", "fault", "notify-same", "notify-unpinned"} {
 		m["mechanism"][id] = []string{bench.MechanismMode}
 	}
 	for _, id := range wantRows(ncpu)["call"] {
