@@ -127,11 +127,17 @@ func oneSample(out []byte, name string) (sample, error) {
 // runCapture runs cmd and returns its standard output; a failure carries the last line of
 // its stderr (and the output so far).
 func runCapture(cmd *exec.Cmd) ([]byte, error) {
+	out, _, err := runCaptureBoth(cmd)
+	return out, err
+}
+
+// runCaptureBoth is runCapture that also returns the whole of cmd's stderr.
+func runCaptureBoth(cmd *exec.Cmd) ([]byte, []byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second // a killed run's children may hold the pipes
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A measuring run that hangs (a tracer under test that deadlocks) is
 	// killed and reported as failed, so the rest of the table still comes.
@@ -147,11 +153,11 @@ func runCapture(cmd *exec.Cmd) ([]byte, error) {
 			msg = msg[i+1:]
 		}
 		if msg != "" {
-			return out, fmt.Errorf("%v: %s", err, msg)
+			return out, stderr.Bytes(), fmt.Errorf("%v: %s", err, msg)
 		}
-		return out, err
+		return out, stderr.Bytes(), err
 	}
-	return out, nil
+	return out, stderr.Bytes(), nil
 }
 
 // RunTimeout bounds each measuring run of a program (one row, one mode).

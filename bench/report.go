@@ -46,7 +46,8 @@ type Header struct {
 type Section struct {
 	Name string `json:"name"`
 	// Unit is "us" (microseconds per call: lower is better), "ops/s" (higher is
-	// better) or "ms" (per program run).
+	// better), "ms" (per program run) or "calls" (counted in one run:
+	// HitRateSection).
 	Unit string `json:"unit"`
 	Rows []Row  `json:"rows"`
 }
@@ -123,6 +124,12 @@ func (r Result) cell(unit string) string {
 			return r.State + " (" + r.Reason + ")"
 		}
 		return r.State
+	}
+	if unit == "calls" { // counted once (HitRateSection): the number alone
+		if r.Median == math.Trunc(r.Median) {
+			return fmt.Sprintf("%.0f", r.Median)
+		}
+		return fmt.Sprintf("%.1f", r.Median)
 	}
 	s := fmt.Sprintf("%s [%s-%s]", formatNum(r.Median, unit), formatNum(r.Min, unit), formatNum(r.Max, unit))
 	if r.Ratio > 0 && r.Mode != "native" {

@@ -469,6 +469,7 @@ func Run(o Options) (*Report, error) {
 		s.measureWholePrograms(round, order, whole)
 		s.measureInSession(round, order, whole, inSession)
 	}
+	hits := s.measureHitRates(whole)
 	fmt.Fprintf(s.progress, "bench: done in %.1fs\n", time.Since(s.start).Seconds())
 
 	rep.Sections = append(rep.Sections, mechs.section())
@@ -485,6 +486,7 @@ func Run(o Options) (*Report, error) {
 	rep.Sections = append(rep.Sections, libcThroughputSection(counts, libcPar))
 	rep.Sections = append(rep.Sections, whole.section())
 	rep.Sections = append(rep.Sections, inSessionSection(inSession))
+	rep.Sections = append(rep.Sections, hits)
 	return rep, nil
 }
 

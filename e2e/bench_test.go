@@ -75,6 +75,7 @@ func wantRows(ncpu int) map[string][]string {
 		"whole program":             {"startup", "python3", "tar", "find", "git"},
 		bench.InSessionSection:      {"startup", "python3", "tar", "find", "git"},
 		bench.LibcThroughputSection: libcThreads,
+		bench.HitRateSection:        {"startup", "python3", "tar", "find", "git"},
 	}
 }
 
@@ -118,6 +119,8 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 				sectionModes = modes[1:] // no native column
 			case bench.LibcSection, bench.LibcThroughputSection:
 				sectionModes = append(append([]string(nil), modes...), bench.NoFastPathMode)
+			case bench.HitRateSection:
+				sectionModes = []string{bench.HitInProcess, bench.HitStops, bench.HitShare}
 			}
 			samples := rounds
 			if name == bench.InSessionSection {
@@ -137,6 +140,14 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 					}
 				}
 				switch {
+				case name == bench.HitRateSection && res.State == bench.StateOK:
+					// Counts of one run: whole numbers, a share in percent.
+					if len(res.Samples) != 1 || res.Samples[0] < 0 || res.Ratio != 0 ||
+						(res.Mode != bench.HitShare && res.Samples[0] != math.Trunc(res.Samples[0])) ||
+						(res.Mode == bench.HitShare && res.Samples[0] > 100) {
+						t.Errorf("%s/%s %s: samples %v ratio %v", name, r.ID, res.Mode, res.Samples, res.Ratio)
+					}
+					continue
 				case name == bench.FloorSection && res.State == bench.StateOK:
 					// Differences of noisy times: any finite number (uname's is ~0).
 					for _, v := range res.Samples {
@@ -193,9 +204,10 @@ func checkReport(t *testing.T, rep *bench.Report, modes []string, rounds int, mu
 // mustWork lists what works on any Linux with seccomp (kernel >= 5.0 for user
 // notification): each mechanism except the other-CPU rows (one CPU), SYNC_WAKE_UP
 // (kernel 6.6) and the fast path, every call and thread count in modes, and the
-// start-up row.
+// start-up row (also counted: the hit rate section).
 func mustWork(ncpu int, modes ...string) map[string]map[string][]string {
-	m := map[string]map[string][]string{"mechanism": {}, "call": {}, "throughput": {}, "whole program": {}, bench.LibcSection: {}}
+	m := map[string]map[string][]string{"mechanism": {}, "call": {}, "throughput": {}, "whole program": {}, bench.LibcSection: {},
+		bench.HitRateSection: {"startup": {bench.HitInProcess, bench.HitStops, bench.HitShare}}}
 	for _, id := range []string{"native", "seccomp-allow", "seccomp-nocache", "ptrace-same", "ptrace-unpinned",
 		"ptrace-regs-same", "ptrace-regs-unpinned", "droidroot-floor", "sigsys", "fault", "notify-same", "notify-unpinned"} {
 		m["mechanism"][id] = []string{bench.MechanismMode}
@@ -229,6 +241,38 @@ func TestBenchQuickJSON(t *testing.T) {
 	if !rep.Header.Quick || rep.Header.Rootfs != "/" {
 		t.Errorf("header quick %v rootfs %q, want true and /", rep.Header.Quick, rep.Header.Rootfs)
 	}
+	checkHitRates(t, rep)
+}
+
+// checkHitRates checks the hit rate section's counts: the static start-up
+// program loads no library (none in-process, its exec's stops), and each
+// dynamic program measured (the host's glibc) has calls answered in-process.
+func checkHitRates(t *testing.T, rep *bench.Report) {
+	t.Helper()
+	for _, s := range rep.Sections {
+		if s.Name != bench.HitRateSection {
+			continue
+		}
+	rows:
+		for _, r := range s.Rows {
+			v := map[string]float64{}
+			for _, res := range r.Results {
+				if res.State != bench.StateOK {
+					continue rows // checked by checkReport: here only measured rows
+				}
+				v[res.Mode] = res.Median
+			}
+			in, stops := v[bench.HitInProcess], v[bench.HitStops]
+			switch {
+			case r.ID == "startup" && (in != 0 || stops < 1):
+				t.Errorf("%s: %v in-process, %v stops; want none in-process (a static program), and its exec's stops", r.ID, in, stops)
+			case r.ID != "startup" && (in < 1 || v[bench.HitShare] <= 0):
+				t.Errorf("%s: %v in-process (share %v%%): the library answered nothing", r.ID, in, v[bench.HitShare])
+			}
+		}
+		return
+	}
+	t.Errorf("no section %q", bench.HitRateSection)
 }
 
 // TestBenchRootfsCompare runs the bench in the busybox rootfs (the work tree and /proc bound
@@ -248,7 +292,15 @@ func TestBenchRootfsCompare(t *testing.T) {
 	rep := runBench(t, args...)
 	must := mustWork(rep.Header.CPUs, modes...)
 	checkReport(t, rep, modes, 1, must)
-	whole := rep.Sections[len(rep.Sections)-1]
+	var whole bench.Section
+	for _, s := range rep.Sections {
+		if s.Name == bench.InSessionSection {
+			whole = s
+		}
+	}
+	if len(whole.Rows) == 0 {
+		t.Fatalf("no section %q", bench.InSessionSection)
+	}
 	for _, r := range whole.Rows {
 		switch r.ID {
 		case "tar", "find":
