@@ -26,6 +26,7 @@ func TestParseCounts(t *testing.T) {
 				"droidroot-fastpath[77]: open answered=22 proc=1\n" +
 				"droidroot-fastpath[77]: dirs answered=145 unverified=18\n" + // its cache: not calls
 				"droidroot-fastpath[77]: grants answered=2\n" +
+				"droidroot-fastpath[77]: readdir answered=44\n" + // getdents: never a stop
 				"droidroot-fastpath[78]: lstat answered=1029\n" +
 				"droidroot-fastpath[78]: wait flags=1\n" +
 				census,
