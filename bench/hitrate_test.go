@@ -83,3 +83,12 @@ func TestCallsCell(t *testing.T) {
 		}
 	}
 }
+
+func TestWholeProgramCandidates(t *testing.T) {
+	if got := WholeProgramCandidates("git"); !cmp.Equal(got, []string{"/usr/bin/git", "/bin/git"}) {
+		t.Errorf("git: %v", got)
+	}
+	if got := WholeProgramCandidates("startup"); got != nil {
+		t.Errorf("startup (drbench itself): %v, want none", got)
+	}
+}

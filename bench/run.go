@@ -264,6 +264,18 @@ var wholeRows = []wholeRow{
 		nil, true, false, gitScript},
 }
 
+// WholeProgramCandidates returns the guest paths whole-program row id looks
+// for in the rootfs (the first present is the program it runs), or nil for
+// a row without them (the start-up row runs drbench itself).
+func WholeProgramCandidates(id string) []string {
+	for _, row := range wholeRows {
+		if row.id == id {
+			return append([]string(nil), row.candidates...)
+		}
+	}
+	return nil
+}
+
 // runner runs a guest command in one mode.
 type runner struct {
 	name string

@@ -246,15 +246,6 @@ func TestBenchQuickJSON(t *testing.T) {
 	checkHitRates(t, rep)
 }
 
-// hitRatePrograms are the programs of the bench's whole-program rows, as it
-// finds them in the rootfs (the first present).
-var hitRatePrograms = map[string][]string{
-	"python3": {"/usr/bin/python3", "/bin/python3"},
-	"tar":     {"/usr/bin/tar", "/bin/tar"},
-	"find":    {"/usr/bin/find", "/bin/find"},
-	"git":     {"/usr/bin/git", "/bin/git"},
-}
-
 // glibcDynamic tells whether the first of paths present on the host is a
 // program glibc's ld.so loads (PT_INTERP names ld-linux): the fast path
 // library is loaded into it. A static one (the arm64 VM's busybox) is not.
@@ -309,7 +300,7 @@ func checkHitRates(t *testing.T, rep *bench.Report) {
 				t.Errorf("%s: %v in-process, %v stops; want none in-process (a static program), and its exec's stops", r.ID, in, stops)
 			case off && in != 0:
 				t.Errorf("%s: %v in-process with DROIDROOT_FASTPATH=0", r.ID, in)
-			case !off && r.ID != "startup" && glibcDynamic(hitRatePrograms[r.ID]) && (in < 1 || v[bench.HitShare] <= 0):
+			case !off && r.ID != "startup" && glibcDynamic(bench.WholeProgramCandidates(r.ID)) && (in < 1 || v[bench.HitShare] <= 0):
 				t.Errorf("%s: %v in-process (share %v%%): the library answered nothing", r.ID, in, v[bench.HitShare])
 			}
 		}
