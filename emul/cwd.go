@@ -16,7 +16,10 @@ import (
 // (a relative path, getcwd, /proc/<pid>/cwd) settles it by reading
 // /proc/<tid>/cwd: one readlink, which is what an exit stop would have
 // needed on top of the stop itself. A chdir costs one stop, as any path
-// call, and consecutive chdirs to absolute paths settle nothing.
+// call. A chdir or fchdir made while an earlier change is pending settles
+// that one first (settleBefore): if the new one fails, the cwd is where
+// the earlier one went, under the guest name it was given there (a
+// directory bound at two guest paths has two).
 
 // guestCwd returns the calling thread's guest cwd.
 func guestCwd(c *tracer.Call) string { return settleCwdIn(c, c.Tid(), c.FS(), nil) }
@@ -132,6 +135,7 @@ func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
 // the tracer cannot name for the settling keeps its exit stop.
 var chdirHandler = tracer.Handler{
 	Enter: func(c *tracer.Call) {
+		settleBefore(c)
 		t, errno := translate(c, pathArgAt(0, always), pathmap.WantGuest)
 		if errno != 0 {
 			c.Fail(errno)
@@ -177,6 +181,16 @@ var chdirHandler = tracer.Handler{
 // from the kernel when the cwd is next needed.
 var fchdirHandler = tracer.Handler{
 	Enter: func(c *tracer.Call) {
+		settleBefore(c)
 		c.FS().Pending = &tracer.PendingCwd{Tid: c.Tid()}
 	},
+}
+
+// settleBefore settles the calling thread's pending cwd change, if any,
+// before a chdir or fchdir records its own: a failing call's settling
+// falls back on the cwd as it was before it, which must then be known.
+func settleBefore(c *tracer.Call) {
+	if c.FS().Pending != nil {
+		guestCwd(c)
+	}
 }

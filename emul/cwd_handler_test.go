@@ -1,11 +1,13 @@
 package emul
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/pathmap"
 	tt "github.com/droidroot/droidroot/tracer/tracertest"
 )
 
@@ -103,4 +105,34 @@ func TestCwdRenamedOrRemoved(t *testing.T) {
 		getcwdStep(),
 	}
 	againstKernel(t, Config{}, "/", cases)
+}
+
+// TestCwdFailedChangeAfterChdir: a chdir into a directory with two guest paths (a bind of a
+// rootfs directory), then a chdir or fchdir that fails: the cwd stays where the first one went,
+// under the name it was given there (found by e2e's TestOracleRandom: the failing fchdir took
+// the place of the chdir's pending change, and the cwd came back under the rootfs name).
+func TestCwdFailedChangeAfterChdir(t *testing.T) {
+	alias := func(g *guestFS) {
+		mustMkdir(t, filepath.Join(g.root, "alias"))
+		g.binds = append(g.binds, pathmap.Binding{Host: filepath.Join(g.root, "dir"), Guest: "/alias"})
+		m, err := pathmap.New(g.root, g.binds, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.m.Close()
+		g.m = m
+	}
+	cases := []kcase{
+		{name: "chdir alias", step: chdir("/alias")},
+		{name: "fchdir bad", step: tt.Call("fchdir", tt.Int(999))},
+		getcwdStep(),
+		{name: "chdir alias again", step: chdir("/alias")},
+		{name: "chdir missing", step: chdir("/missing")},
+		getcwdStep(),
+		{name: "chdir alias sub", step: chdir("/alias/sub")},
+		{name: "chdir a file", step: chdir("/dir/file")},
+		getcwdStep(),
+		{name: "relative dotdot", step: fstatat(cwdFD, "../file", 0), stat: []int{2}},
+	}
+	againstKernelIn(t, Config{}, "/", alias, cases)
 }

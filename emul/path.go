@@ -596,6 +596,13 @@ func entryHandler(args ...pathArg) tracer.Handler {
 		for k, a := range args {
 			t, errno := translateIn(c, a, pathmap.WantGuest, &b)
 			if errno != 0 {
+				if k == 1 && args[0].follow(c, ts[0].guest)&pathmap.Entry == 0 && !ts[0].skip {
+					// link: the kernel looks the source up first
+					// (its lookup here checks no last component).
+					if e := lstatErrno(tracerPath(c, args[0], ts[0]), args[0].follow(c, ts[0].guest)&pathmap.Follow != 0); e != 0 {
+						errno = e
+					}
+				}
 				c.Fail(errno)
 				return
 			}
@@ -612,14 +619,30 @@ func entryHandler(args ...pathArg) tracer.Handler {
 
 // entryErrno is what the kernel answers an entry call whose arguments
 // translate to ts because of mount points (see entryHandler), or 0 when the
-// call can go to the kernel.
+// call can go to the kernel. Where it answers EXDEV, EBUSY or EEXIST for a
+// mount the host does not have, it first makes the checks the kernel makes
+// before that one (do_renameat2, do_linkat): a missing or non-directory
+// parent, a missing source, an existing new name.
 func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 	mp := func(k int) bool { return ts[k].res.MountPoint && args[k].follow(c, ts[k].guest)&pathmap.Entry != 0 }
+	path := func(k int) string { return tracerPath(c, args[k], ts[k]) }
 	if len(args) == 1 {
-		if mp(0) {
-			return unix.EBUSY
+		if !mp(0) {
+			return 0
 		}
-		return 0
+		// unlink of a directory is EISDIR, rmdir of a file ENOTDIR
+		// (may_delete), before the mount point's EBUSY.
+		var st unix.Stat_t
+		dir := unix.Lstat(path(0), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+		nr := c.Nr()
+		rmdir := nr == nrOf("rmdir") || nr == nrOf("unlinkat") && c.Arg(2)&unix.AT_REMOVEDIR != 0
+		switch {
+		case rmdir && !dir:
+			return unix.ENOTDIR
+		case !rmdir && dir:
+			return unix.EISDIR
+		}
+		return unix.EBUSY
 	}
 	if ts[0].skip || ts[1].skip {
 		return 0
@@ -632,29 +655,95 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 		}
 		return mountOf(m, ts[k].res.Guest)
 	}
-	missing := func() bool {
-		var st unix.Stat_t
-		return unix.Lstat(tracerPath(c, args[0], ts[0]), &st) == unix.ENOENT
-	}
 	if args[0].follow(c, ts[0].guest)&pathmap.Entry != 0 { // rename: the source is a name too
-		switch {
-		case parentMount(0) != parentMount(1):
-			return unix.EXDEV
-		case (mp(0) || mp(1)) && missing():
-			return unix.ENOENT
-		case mp(0) || mp(1):
-			return unix.EBUSY
+		cross := parentMount(0) != parentMount(1)
+		if !cross && !mp(0) && !mp(1) {
+			return 0
 		}
+		// Both parents are looked up first.
+		if e := parentErrno(path(0)); e != 0 {
+			return e
+		}
+		if e := parentErrno(path(1)); e != 0 {
+			return e
+		}
+		if cross {
+			return unix.EXDEV
+		}
+		// A mount point on either side: the source must be there, a
+		// rename of a file onto itself does nothing, and a file and a
+		// directory swap no places (vfs_rename's may_delete), before the
+		// mount is refused.
+		var from, to unix.Stat_t
+		if err := unix.Lstat(path(0), &from); err != nil {
+			return err.(unix.Errno)
+		}
+		if unix.Lstat(path(1), &to) == nil {
+			if from.Dev == to.Dev && from.Ino == to.Ino {
+				return 0 // one file: the kernel's rename does nothing, and succeeds
+			}
+			isDir := func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+			switch {
+			case isDir(&from) && !isDir(&to):
+				return unix.ENOTDIR
+			case !isDir(&from) && isDir(&to):
+				return unix.EISDIR
+			}
+		}
+		return unix.EBUSY
+	}
+	// link: the source is a file, on its own mount. The kernel looks the
+	// source up, then the new name's parent, then refuses an existing new
+	// name, then a link across mounts.
+	if !mp(1) && mountOf(m, ts[0].res.Guest) == parentMount(1) {
 		return 0
 	}
-	// link: the source is a file, on its own mount.
-	switch {
-	case mp(1) && missing():
-		return unix.ENOENT
-	case mp(1):
+	if e := lstatErrno(path(0), args[0].follow(c, ts[0].guest)&pathmap.Follow != 0); e != 0 {
+		return e
+	}
+	dst := path(1)
+	if e := parentErrno(dst); e != 0 {
+		return e
+	}
+	switch e := lstatErrno(dst, false); {
+	case e == 0 || mp(1):
 		return unix.EEXIST
-	case mountOf(m, ts[0].res.Guest) != parentMount(1):
-		return unix.EXDEV
+	case e == unix.ENOENT && strings.HasSuffix(ts[1].guest, "/"):
+		return unix.ENOENT // a new name with a trailing slash asks for a directory
+	}
+	return unix.EXDEV
+}
+
+// lstatErrno is the errno of an lstat of host path p (a stat with follow),
+// 0 when there is a file.
+func lstatErrno(p string, follow bool) unix.Errno {
+	var st unix.Stat_t
+	var err error
+	if follow {
+		err = unix.Stat(p, &st)
+	} else {
+		err = unix.Lstat(p, &st)
+	}
+	if e, ok := err.(unix.Errno); ok {
+		return e
+	}
+	return 0
+}
+
+// parentErrno is what the kernel's lookup of host path p's parent answers
+// (its last component and trailing slashes taken off): 0 for a directory.
+func parentErrno(p string) unix.Errno {
+	p = strings.TrimRight(p, "/")
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return 0 // relative to a directory the kernel holds (tracerPath's anchors are absolute)
+	}
+	dir := p[:i+1] // "/" or "a/b/": the trailing slash makes a file ENOTDIR
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		if e, ok := err.(unix.Errno); ok {
+			return e
+		}
 	}
 	return 0
 }

@@ -157,8 +157,43 @@ func TestPathHandlersKernel(t *testing.T) {
 		{name: "link missing onto a bind point", step: tt.Call("linkat", cwdFD, tt.Str("/missing"), cwdFD, tt.Str("/mnt"), tt.Int(0))},
 		{name: "link onto a bind point", step: tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt"), tt.Int(0))},
 		{name: "unlink a bind point", step: tt.Call("unlinkat", cwdFD, tt.Str("/mnt"), tt.Int(unix.AT_REMOVEDIR))},
+		// What the kernel checks before it refuses a link or rename across mounts, or an
+		// entry that is a mount point (found by TestOracleRandom): the link's source, the
+		// new name's parent and the new name; both parents of a rename; may_delete's
+		// EISDIR and ENOTDIR before EBUSY; a rename of a file onto itself.
+		{name: "link missing into a bind", step: tt.Call("linkat", cwdFD, tt.Str("/missing"), cwdFD, tt.Str("/mnt/x"), tt.Int(0))},
+		{name: "link onto a name in a bind", step: tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt/inside"), tt.Int(0))},
+		{name: "link into a missing directory of a bind", step: tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt/nodir/x"), tt.Int(0))},
+		{name: "link below a file in a bind", step: tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt/inside/x"), tt.Int(0))},
+		{name: "link into a bind with a trailing slash", step: tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt/x/"), tt.Int(0))},
+		{name: "link missing below a file", step: tt.Call("linkat", cwdFD, tt.Str("/missing"), cwdFD, tt.Str("/dir/file/x"), tt.Int(0))},
+		{name: "rename from a missing directory into a bind", step: tt.Call("renameat", cwdFD, tt.Str("/nodir/a"), cwdFD, tt.Str("/mnt/x"))},
+		{name: "rename into a missing directory of a bind", step: tt.Call("renameat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt/nodir/x"))},
+		{name: "rename a bind point onto itself", step: tt.Call("renameat", cwdFD, tt.Str("/mnt"), cwdFD, tt.Str("/mnt"))},
+		{name: "rename a bind point onto a file", step: tt.Call("renameat", cwdFD, tt.Str("/mnt"), cwdFD, tt.Str("/dir/file"))},
+		{name: "rename a file onto a bind point", step: tt.Call("renameat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt"))},
+		{name: "unlink a bind point, not rmdir", step: tt.Call("unlinkat", cwdFD, tt.Str("/mnt"), tt.Int(0))},
 	}
 	againstKernel(t, Config{}, "/", cases)
+}
+
+// TestPathHandlersBelowNewFile: a name looked up below a file made a moment
+// before, where the cache knew nothing (found by TestOracleRandom): the
+// kernel's ENOTDIR for calls that do not follow the last name as for those
+// that do, with the lookup cache's pins as without them.
+func TestPathHandlersBelowNewFile(t *testing.T) {
+	cases := []kcase{
+		{name: "create", step: openat(cwdFD, "/tmp/f", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC), how: cmpSign},
+		{name: "mkdir below it", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/f/d"), tt.Int(0o755))},
+		{name: "unlink below it", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/f/d"), tt.Int(0))},
+		{name: "lstat below it", step: fstatat(cwdFD, "/tmp/f/d", unix.AT_SYMLINK_NOFOLLOW)},
+		{name: "stat below it", step: fstatat(cwdFD, "/tmp/f/d", 0)},
+		{name: "create in a bind", step: openat(cwdFD, "/mnt/g", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC), how: cmpSign},
+		{name: "mkdir below it in a bind", step: tt.Call("mkdirat", cwdFD, tt.Str("/mnt/g/d"), tt.Int(0o755))},
+		{name: "below a missing one", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/none/d"), tt.Int(0o755))},
+	}
+	t.Run("uncached", func(t *testing.T) { againstKernel(t, Config{}, "/", cases) })
+	t.Run("cached", func(t *testing.T) { againstKernelCached(t, Config{}, "/", cases) })
 }
 
 // TestPathHandlersDirfdMoved: a dirfd whose directory is renamed, and a

@@ -152,11 +152,15 @@ func (c *cache) pinnedParent(host string) (n *dirNode, last string, slash bool, 
 		n, failed = c.makeDir([]byte(dir))
 	}
 	if n == nil {
-		if e := c.gone(dir); failed && e != 0 {
+		e := c.gone(dir)
+		if failed && e != 0 {
 			return nil, "", false, Stale, e
 		}
 		if c.outOfDate(dir) {
-			return nil, "", false, Stale, 0
+			// With what is there now: a file at dir (the lookup, which
+			// checks no name before the last, could not tell) is the
+			// kernel's ENOTDIR below it.
+			return nil, "", false, Stale, e
 		}
 		return nil, "", false, Unpinned, 0
 	}

@@ -541,3 +541,43 @@ func TestPinnedFd(t *testing.T) {
 		}
 	}
 }
+
+// TestPinnedNameBelowNewFile: a name below a file that appeared where the lookup checked
+// nothing (it checks no name before the last) is Stale with the kernel's ENOTDIR, and ENOENT
+// below nothing, the first time as every later time: the parent's node is made then, and its
+// watch fails (found by e2e's TestOracleRandom: mkdir, unlink and lstat answered ENOENT once).
+func TestPinnedNameBelowNewFile(t *testing.T) {
+	root, _, m := pinnedTree(t)
+	for k, c := range []struct {
+		make  func(p string)
+		errno unix.Errno
+	}{
+		{func(p string) { must(t, os.WriteFile(p, []byte("x"), 0o644)) }, unix.ENOTDIR},
+		{func(p string) { must(t, os.Symlink("f", p)) }, unix.ENOTDIR}, // a symlink to d/f: a file
+		{func(string) {}, unix.ENOENT},
+	} {
+		for i := 0; i < 2; i++ {
+			name := "new" + strconv.Itoa(k) + "x" + strconv.Itoa(i)
+			r, err := m.Lookup(Proc{}, "/", "/d/"+name, Follow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, fd, _, _ := m.PinnedFile(r.Host); fd >= 0 {
+				m.ReleaseFile(fd)
+			}
+			c.make(filepath.Join(root, "d", name))
+			for try := 0; try < 2; try++ {
+				r, err := m.Lookup(Proc{}, "/", "/d/"+name+"/c", 0)
+				if err != nil {
+					if err != c.errno {
+						t.Errorf("Lookup(/d/%s/c) try %d: %v, want %v or a host path", name, try, err, c.errno)
+					}
+					continue // the lookup knew (the cache's answer for a missing name)
+				}
+				if _, pin, e := m.PinnedName(r.Host); pin != Stale || e != c.errno {
+					t.Errorf("PinnedName(%s) try %d = %v, %v; want Stale, %v", r.Host, try, pin, e, c.errno)
+				}
+			}
+		}
+	}
+}
