@@ -261,9 +261,16 @@ func (g *opGen) rareOp() {
 		}
 		g.add("exec %s%s", quote(p), args)
 	case n < 4:
-		// A symlink to a program, then its exec (the link's own name is argv[0]).
+		// A symlink to a program, then its exec (the link's own name is argv[0]). Not to
+		// the probe itself: a later write through the link would find the running probe's
+		// file, which the kernel refuses (ETXTBSY) for a program it exec'd, and droidroot's
+		// loader maps (architecture.md's known differences).
 		link := g.pick(randomWritable) + "/" + g.pick(randomNew)
-		g.add("symlink %s %s", quote(g.pick(randomExec)), quote(link))
+		target := g.pick(randomExec)
+		for target == "/progs/pathprobe" || target == "/fx/exec/abslink" { // the latter links to the former
+			target = g.pick(randomExec)
+		}
+		g.add("symlink %s %s", quote(target), quote(link))
 		g.add("exec %s x", quote(link))
 	case n < 6:
 		p := g.newPath()

@@ -148,7 +148,9 @@ func (s *sockets) translateAddr(c *tracer.Call, addr uint64, n int, flags pathma
 			return 0, 0, nil, unix.EADDRINUSE // the kernel's answer when the name exists
 		}
 	}
-	if bind {
+	if _, err := os.Lstat(res.Host); bind && err != nil {
+		// Not where a name is there already: the kernel's bind then
+		// fails (EADDRINUSE), and the name stays the socket's that has it.
 		s.names[host.path] = string(path)
 		s.names[res.Host] = string(path)
 	}

@@ -87,9 +87,19 @@ func TestSocketHandlersKernel(t *testing.T) {
 				{name: "sendto", step: tt.Call("sendto", tt.Ret(15), tt.Str("hi"), tt.Int(2), tt.Int(0), sa, sn)},
 				{name: "recv", step: tt.Call("recvfrom", tt.Ret(13), tt.Out(8), tt.Int(8), tt.Int(unix.MSG_DONTWAIT), tt.Int(0), tt.Int(0)), mem: []int{1}},
 				{name: "abstract", step: withAddr("bind", 15, "\x00abstract-tracertest")},
+				// A bind of the server's name through a symlink fails, and the server's
+				// name stays the one a peer sees (TestOracleRandom found it replaced).
+				{name: "other socket", step: sock(unix.SOCK_STREAM), how: cmpSign}, // 19
+				{name: "bind in use through a symlink", step: withAddr("bind", 19, "/sl/srv")},
+				{name: "third socket", step: sock(unix.SOCK_STREAM), how: cmpSign}, // 21
+				{name: "connect through the symlink", step: withAddr("connect", 21, "/sl/srv")},
+				{name: "getpeername after the failed bind", step: named("getpeername", 21), check: sameSockaddr("getpeername", 1, 2)},
 			}
 			setup := func(g *guestFS) {
 				if err := os.MkdirAll(g.root+long, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(dir, g.root+"/sl"); err != nil {
 					t.Fatal(err)
 				}
 			}
