@@ -89,6 +89,33 @@ func TestAt2HandlersKernel(t *testing.T) {
 	}
 }
 
+// TestOpenat2RemovedCwd: openat2 of "." in a cwd that was removed opens it, as the kernel
+// does, whatever RESOLVE_* flags ask (found by e2e's TestOracleRandom: ENOENT, the tracer
+// looked the cwd's old path up); "/" and "/./", all slashes and dots too, but absolute, open
+// the guest's root (listed: its names are not the host root's).
+func TestOpenat2RemovedCwd(t *testing.T) {
+	rd := uint64(unix.O_RDONLY | unix.O_DIRECTORY)
+	cases := []kcase{
+		{name: "mkdir", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/gone"), tt.Int(0o755))},
+		{name: "chdir", step: chdir("/tmp/gone")},
+		{name: "rmdir", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/gone"), tt.Int(unix.AT_REMOVEDIR))},
+		{name: "dot", step: openat2(cwdFD, ".", rd, 0), how: cmpSign},
+		{name: "dot in root", step: openat2(cwdFD, ".", rd, unix.RESOLVE_IN_ROOT), how: cmpSign},
+		{name: "dot beneath", step: openat2(cwdFD, "./.", rd, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS), how: cmpSign},
+		{name: "a name there", step: openat2(cwdFD, "x", rd, unix.RESOLVE_BENEATH)},
+		// Slashes and dots but absolute: the guest's root, never the host's.
+		{name: "root", step: openat2(cwdFD, "/", rd, 0), how: cmpSign}, // 7
+		{name: "list root", step: tt.Call("getdents64", tt.Ret(7), tt.Out(4096), tt.Int(4096))}, // its names' length
+		{name: "root dot", step: openat2(cwdFD, "/./", rd, unix.RESOLVE_NO_XDEV), how: cmpSign}, // 9
+		{name: "list root dot", step: tt.Call("getdents64", tt.Ret(9), tt.Out(4096), tt.Int(4096))},
+	}
+	for _, emulate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("emulate=%v", emulate), func(t *testing.T) {
+			againstKernel(t, Config{EmulateAt2: emulate}, "/", withoutMissingCalls(cases))
+		})
+	}
+}
+
 func openHowArg(flags, mode, resolve uint64) tt.Arg {
 	a, _ := openHowBuf(flags, mode, resolve)
 	return a

@@ -124,6 +124,25 @@ func openat2Handler(emulate bool) tracer.Handler {
 			return
 		}
 		flags := how.flags
+		if guest[0] != '/' && onlyDots(guest) {
+			// The directory the guest named itself, which the kernel
+			// finds as it is (a removed cwd too) with every RESOLVE_*
+			// rule kept: nothing is walked, so nothing to translate. A
+			// copy of the path, which no other thread can change.
+			addr, err := c.PushString(guest)
+			if err != nil {
+				c.Fail(unix.EFAULT)
+				return
+			}
+			c.SetArg(1, addr)
+			if emulate {
+				nr, _ := nativeNr("openat")
+				c.SetNr(nr)
+				c.SetArg(2, flags)
+				c.SetArg(3, how.mode)
+			}
+			return
+		}
 		var res scopedResult
 		if how.resolve&^resolveCached == 0 {
 			// No scoping or link rule: openat's translation, with its cache.

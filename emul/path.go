@@ -678,11 +678,14 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 		if err := unix.Lstat(path(0), &from); err != nil {
 			return err.(unix.Errno)
 		}
+		isDir := func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+		if !isDir(&from) && strings.HasSuffix(ts[1].guest, "/") {
+			return unix.ENOTDIR // a file renamed to a name with a trailing slash
+		}
 		if unix.Lstat(path(1), &to) == nil {
 			if from.Dev == to.Dev && from.Ino == to.Ino {
 				return 0 // one file: the kernel's rename does nothing, and succeeds
 			}
-			isDir := func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
 			switch {
 			case isDir(&from) && !isDir(&to):
 				return unix.ENOTDIR
@@ -705,7 +708,13 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 	if e := parentErrno(dst); e != 0 {
 		return e
 	}
-	switch e := lstatErrno(dst, false); {
+	// The name itself, of whatever type (a trailing slash does not make
+	// the lookup follow it or want a directory there).
+	name := strings.TrimRight(dst, "/")
+	if name == "" {
+		name = "/" // the root: there, as "." and ".." always are
+	}
+	switch e := lstatErrno(name, false); {
 	case e == 0 || mp(1):
 		return unix.EEXIST
 	case e == unix.ENOENT && strings.HasSuffix(ts[1].guest, "/"):
