@@ -12,7 +12,12 @@
 //	DROIDROOT_ROOTFS_DEBIAN    the debian rootfs (default $DROIDROOT_CACHE/debian)
 //	DROIDROOT_E2E_REQUIRED=1   a missing input fails the test instead of skipping it (CI sets it)
 //	DROIDROOT_E2E_TIMEOUT      time limit of each command (default 60s)
-//	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts
+//	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts (and
+//	                           TestOracleRandom its op sequences)
+//	DROIDROOT_ORACLE_SEED=N    TestOracleRandom runs the sequence of seed N only (a failure's),
+//	DROIDROOT_ORACLE_SEEDS=K   K seeds (3 by default, from 1 or from N), of
+//	DROIDROOT_ORACLE_OPS=L     L ops each (250 by default); DROIDROOT_ORACLE_FILE=F runs the ops
+//	                           file F instead (a failing sequence cut down)
 //	DROIDROOT_ANDROID_POLICY   run every droidroot command under this Android release's app
 //	                           seccomp policy (make test-e2e-android: 12, then 16); the
 //	                           TestAndroid* tests pass --android-policy themselves
