@@ -194,6 +194,17 @@ func TestPathHandlersBelowNewFile(t *testing.T) {
 		{name: "create in a bind", step: openat(cwdFD, "/mnt/g", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC), how: cmpSign},
 		{name: "mkdir below it in a bind", step: tt.Call("mkdirat", cwdFD, tt.Str("/mnt/g/d"), tt.Int(0o755))},
 		{name: "below a missing one", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/none/d"), tt.Int(0o755))},
+		// O_CREAT through a symlink to "file/": the kernel's EISDIR for the trailing slash
+		// it reaches, before what is there; without O_CREAT, ENOTDIR.
+		{name: "link to a file and a slash", step: tt.Call("symlinkat", tt.Str("/dir/file/"), cwdFD, tt.Str("/tmp/ts"))},
+		{name: "create through it", step: openat(cwdFD, "/tmp/ts", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
+		{name: "open through it", step: openat(cwdFD, "/tmp/ts", unix.O_RDONLY|unix.O_CLOEXEC)},
+		{name: "relative link", step: tt.Call("symlinkat", tt.Str("file/"), cwdFD, tt.Str("/dir/ts2"))},
+		{name: "create through the relative one", step: openat(cwdFD, "/dir/ts2", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
+		{name: "a link to the link", step: tt.Call("symlinkat", tt.Str("ts"), cwdFD, tt.Str("/tmp/ts3"))},
+		{name: "create through both", step: openat(cwdFD, "/tmp/ts3", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
+		{name: "a link to a file below a file and a slash", step: tt.Call("symlinkat", tt.Str("/dir/file/x/"), cwdFD, tt.Str("/tmp/ts4"))},
+		{name: "create through that", step: openat(cwdFD, "/tmp/ts4", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
 	}
 	t.Run("uncached", func(t *testing.T) { againstKernel(t, Config{}, "/", cases) })
 	t.Run("cached", func(t *testing.T) { againstKernelCached(t, Config{}, "/", cases) })

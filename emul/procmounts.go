@@ -349,6 +349,9 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 		}
 	}, Enter: func(c *tracer.Call) {
 		t, errno := translate(c, a, 0)
+		if errno == unix.ENOTDIR && c.Arg(flagsArg)&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT && createsThroughSlash(c, a) {
+			errno = unix.EISDIR
+		}
 		if errno != 0 {
 			if g, err := c.ReadPath(c.Arg(a.path)); err == nil && v.ashmem && isAshmemOpen(g, "") {
 				c.NoExit()
@@ -388,6 +391,39 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 		}
 		writeArgs(c, []pathArg{a}, []translated{t})
 	}}
+}
+
+// createsThroughSlash tells whether an open with O_CREAT (not O_EXCL) of
+// path argument a, whose lookup failed with ENOTDIR, reaches through the
+// symlinks of its last component a name with a trailing slash ("file/")
+// whose parent is there: the kernel refuses such a name with EISDIR before
+// it looks at what it is (open_last_lookups), where the lookup, which
+// followed the links, found a file and a slash (found by TestOracleRandom).
+func createsThroughSlash(c *tracer.Call, a pathArg) bool {
+	guest, err := c.ReadPath(c.Arg(a.path))
+	if err != nil || guest == "" || strings.HasSuffix(guest, "/") {
+		return false // a slash of its own: Entry's lookup, the kernel's EISDIR
+	}
+	dirfd := a.dirfd
+	for range 40 { // the kernel's limit of links followed
+		r, errno := lookupAt(c, dirfd, guest, pathmap.WantGuest) // the last component not followed
+		if errno != 0 || r.Guest == "" {
+			return false
+		}
+		target, err := os.Readlink(r.Host)
+		if err != nil || target == "" {
+			return false // no symlink: the ENOTDIR is the lookup's own
+		}
+		if !strings.HasPrefix(target, "/") {
+			target = filepath.Dir(r.Guest) + "/" + target
+		}
+		if strings.HasSuffix(target, "/") {
+			r, errno := lookupAt(c, -1, strings.TrimRight(target, "/"), pathmap.Entry)
+			return errno == 0 && parentErrno(r.Host) == 0 // the lookup checks no name before the last
+		}
+		guest, dirfd = target, -1
+	}
+	return false
 }
 
 // exclCreate is an open with O_CREAT, without O_EXCL, of a name the lookup
