@@ -292,6 +292,13 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		if dirHost, errno = fdDirHost(c, int(int32(c.Arg(dirfdArg)))); errno != 0 {
 			return pathmap.Result{}, errno
 		}
+		if strings.HasSuffix(dirHost, " (deleted)") {
+			// Removed since it was opened: no walk, no pin reaches it,
+			// but a file is the kernel's ENOTDIR all the same.
+			if errno := isDir(c, int(int32(c.Arg(dirfdArg))), dirHost); errno != 0 {
+				return pathmap.Result{}, errno
+			}
+		}
 		cwd, dirExact = dirGuestIn(c, dirHost, b)
 		if !dirExact {
 			cwd = dirHost
@@ -304,7 +311,7 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	if dirHost != "" && (err != nil || !r.Literal || !dirExact) {
 		// The kernel's first check, which a path it resolves itself
 		// from the dirfd (Literal) leaves to it.
-		if errno := isDir(dirHost); errno != 0 {
+		if errno := isDir(c, int(int32(c.Arg(dirfdArg))), dirHost); errno != 0 {
 			return pathmap.Result{}, errno
 		}
 		r.Literal = r.Literal && dirExact
@@ -378,7 +385,7 @@ func dirGuestIn(c *tracer.Call, dirHost string, b *pathmap.Batch) (string, bool)
 func fdGuestPath(c *tracer.Call, fd int) (string, unix.Errno) {
 	host, errno := fdDirHost(c, fd)
 	if errno == 0 {
-		errno = isDir(host)
+		errno = isDir(c, fd, host)
 	}
 	if errno != 0 {
 		return "", errno
@@ -397,11 +404,18 @@ func fdDirHost(c *tracer.Call, fd int) (string, unix.Errno) {
 	return host, errno
 }
 
-// isDir gives ENOTDIR when host is not a directory (0 when it is, or when
-// it cannot be told: the kernel says what it says).
-func isDir(host string) unix.Errno {
+// isDir gives ENOTDIR when the caller's descriptor fd, whose host path
+// reads host, is not a directory (0 when it is, or when it cannot be told:
+// the kernel says what it says). The host path is stat'ed, or, when that
+// fails (a file removed since it was opened reads "... (deleted)"), the
+// descriptor's /proc link, which leads to the open file itself.
+func isDir(c *tracer.Call, fd int, host string) unix.Errno {
 	var st unix.Stat_t
-	if unix.Stat(host, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	err := unix.Stat(host, &st)
+	if err != nil {
+		err = unix.Stat(procFd(c.Tid(), fd), &st)
+	}
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return unix.ENOTDIR
 	}
 	return 0

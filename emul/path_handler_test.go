@@ -64,7 +64,7 @@ func TestPathHandlersKernel(t *testing.T) {
 		{name: "stat bind file", step: fstatat(cwdFD, "/mnt/inside", 0), stat: []int{2}},
 		{name: "stat empty path", step: fstatat(cwdFD, "", 0)},
 		// dirfd-relative calls on an fd the guest opened.
-		{name: "open dir", step: openat(cwdFD, "/dir", unix.O_RDONLY|unix.O_DIRECTORY), how: cmpSign}, // 25
+		{name: "open dir", step: openat(cwdFD, "/dir", unix.O_RDONLY|unix.O_DIRECTORY), how: cmpSign}, // 23
 		{name: "dirfd file", step: tt.Call("faccessat", tt.Ret(25), tt.Str("file"), tt.Int(0), tt.Int(0))},
 		{name: "dirfd dotdot", step: tt.Call("faccessat", tt.Ret(25), tt.Str("../etc/hostname"), tt.Int(0), tt.Int(0))},
 		{name: "dirfd absolute", step: tt.Call("faccessat", tt.Ret(25), tt.Str("/mnt/inside"), tt.Int(0), tt.Int(0))},
@@ -205,6 +205,19 @@ func TestPathHandlersBelowNewFile(t *testing.T) {
 		{name: "create through both", step: openat(cwdFD, "/tmp/ts3", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
 		{name: "a link to a file below a file and a slash", step: tt.Call("symlinkat", tt.Str("/dir/file/x/"), cwdFD, tt.Str("/tmp/ts4"))},
 		{name: "create through that", step: openat(cwdFD, "/tmp/ts4", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
+		// ... the name with the slash is not followed: a dangling link there, or the link
+		// itself (a loop), is EISDIR too.
+		{name: "a dangling link", step: tt.Call("symlinkat", tt.Str("none/x"), cwdFD, tt.Str("/tmp/dl"))},
+		{name: "a link to it and a slash", step: tt.Call("symlinkat", tt.Str("dl/"), cwdFD, tt.Str("/tmp/ts5"))},
+		{name: "create through the dangling one", step: openat(cwdFD, "/tmp/ts5", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
+		{name: "a link to itself and a slash", step: tt.Call("symlinkat", tt.Str("ts6/"), cwdFD, tt.Str("/tmp/ts6"))},
+		{name: "create through the loop", step: openat(cwdFD, "/tmp/ts6", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC)},
+		{name: "open through the loop", step: openat(cwdFD, "/tmp/ts6", unix.O_RDONLY|unix.O_CLOEXEC)},
+		// A dirfd open on a file that was removed since: ENOTDIR for a name below it.
+		{name: "a file", step: openat(cwdFD, "/tmp/gone", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC), how: cmpSign}, // 23
+		{name: "removed", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/gone"), tt.Int(0))},
+		{name: "below its descriptor", step: fstatat(tt.Ret(23), "x", 0)},
+		{name: "below it, not followed", step: fstatat(tt.Ret(23), "x/y", unix.AT_SYMLINK_NOFOLLOW)},
 	}
 	t.Run("uncached", func(t *testing.T) { againstKernel(t, Config{}, "/", cases) })
 	t.Run("cached", func(t *testing.T) { againstKernelCached(t, Config{}, "/", cases) })

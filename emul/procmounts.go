@@ -349,7 +349,8 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 		}
 	}, Enter: func(c *tracer.Call) {
 		t, errno := translate(c, a, 0)
-		if errno == unix.ENOTDIR && c.Arg(flagsArg)&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT && createsThroughSlash(c, a) {
+		if (errno == unix.ENOTDIR || errno == unix.ENOENT || errno == unix.ELOOP) &&
+			c.Arg(flagsArg)&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT && createsThroughSlash(c, a) {
 			errno = unix.EISDIR
 		}
 		if errno != 0 {
@@ -394,11 +395,12 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 }
 
 // createsThroughSlash tells whether an open with O_CREAT (not O_EXCL) of
-// path argument a, whose lookup failed with ENOTDIR, reaches through the
-// symlinks of its last component a name with a trailing slash ("file/")
-// whose parent is there: the kernel refuses such a name with EISDIR before
-// it looks at what it is (open_last_lookups), where the lookup, which
-// followed the links, found a file and a slash (found by TestOracleRandom).
+// path argument a, whose lookup failed (ENOTDIR, ENOENT, ELOOP), reaches
+// through the symlinks of its last component a name with a trailing slash
+// ("file/") whose parent is there: the kernel refuses such a name with
+// EISDIR before it looks at what it is (open_last_lookups), where the
+// lookup, which followed the links, found a file and a slash, or followed
+// that name too, to a missing file or a loop (found by TestOracleRandom).
 func createsThroughSlash(c *tracer.Call, a pathArg) bool {
 	guest, err := c.ReadPath(c.Arg(a.path))
 	if err != nil || guest == "" || strings.HasSuffix(guest, "/") {
