@@ -15,7 +15,7 @@
 //	DROIDROOT_ORACLE_OUT       a directory where the oracle tests save their transcripts (and
 //	                           TestOracleRandom its op sequences)
 //	DROIDROOT_ORACLE_SEED=N    TestOracleRandom runs the sequence of seed N only (a failure's),
-//	DROIDROOT_ORACLE_SEEDS=K   K seeds (3 by default, from 1 or from N), of
+//	DROIDROOT_ORACLE_SEEDS=K   K seeds (8 by default, from 1 or from N), of
 //	DROIDROOT_ORACLE_OPS=L     L ops each (250 by default); DROIDROOT_ORACLE_FILE=F runs the ops
 //	                           file F instead (a failing sequence cut down)
 //	DROIDROOT_ANDROID_POLICY   run every droidroot command under this Android release's app

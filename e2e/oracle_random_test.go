@@ -348,7 +348,7 @@ func TestOracleRandom(t *testing.T) {
 	needRoot(t)
 	base := rootfs(t, "busybox")
 	droidrootBin(t)
-	first, count := uint64(1), 3
+	first, count := uint64(1), 8
 	if s := os.Getenv("DROIDROOT_ORACLE_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
