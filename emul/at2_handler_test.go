@@ -104,7 +104,7 @@ func TestOpenat2RemovedCwd(t *testing.T) {
 		{name: "dot beneath", step: openat2(cwdFD, "./.", rd, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS), how: cmpSign},
 		{name: "a name there", step: openat2(cwdFD, "x", rd, unix.RESOLVE_BENEATH)},
 		// Slashes and dots but absolute: the guest's root, never the host's.
-		{name: "root", step: openat2(cwdFD, "/", rd, 0), how: cmpSign}, // 7
+		{name: "root", step: openat2(cwdFD, "/", rd, 0), how: cmpSign},                          // 7
 		{name: "list root", step: tt.Call("getdents64", tt.Ret(7), tt.Out(4096), tt.Int(4096))}, // its names' length
 		{name: "root dot", step: openat2(cwdFD, "/./", rd, unix.RESOLVE_NO_XDEV), how: cmpSign}, // 9
 		{name: "list root dot", step: tt.Call("getdents64", tt.Ret(9), tt.Out(4096), tt.Int(4096))},

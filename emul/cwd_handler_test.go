@@ -7,7 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/droidroot/droidroot/pathmap"
 	tt "github.com/droidroot/droidroot/tracer/tracertest"
 )
 
@@ -112,16 +111,7 @@ func TestCwdRenamedOrRemoved(t *testing.T) {
 // under the name it was given there (found by e2e's TestOracleRandom: the failing fchdir took
 // the place of the chdir's pending change, and the cwd came back under the rootfs name).
 func TestCwdFailedChangeAfterChdir(t *testing.T) {
-	alias := func(g *guestFS) {
-		mustMkdir(t, filepath.Join(g.root, "alias"))
-		g.binds = append(g.binds, pathmap.Binding{Host: filepath.Join(g.root, "dir"), Guest: "/alias"})
-		m, err := pathmap.New(g.root, g.binds, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.m.Close()
-		g.m = m
-	}
+	alias := func(g *guestFS) { g.addBind(t, filepath.Join(g.root, "dir"), "/alias") }
 	cases := []kcase{
 		{name: "chdir alias", step: chdir("/alias")},
 		{name: "fchdir bad", step: tt.Call("fchdir", tt.Int(999))},

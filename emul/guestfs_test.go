@@ -70,6 +70,25 @@ func newGuestFS(t *testing.T) *guestFS {
 	return g
 }
 
+// addBind binds host at guest in g (the mount point made in the rootfs: a
+// directory, or an empty file for a file), for the kernel's run and for
+// droidroot's mapper alike.
+func (g *guestFS) addBind(t *testing.T, host, guest string) {
+	t.Helper()
+	if st, err := os.Stat(host); err == nil && !st.IsDir() {
+		mustWrite(t, filepath.Join(g.root, guest), "")
+	} else {
+		mustMkdir(t, filepath.Join(g.root, guest))
+	}
+	g.binds = append(g.binds, pathmap.Binding{Host: host, Guest: guest})
+	m, err := pathmap.New(g.root, g.binds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.m.Close()
+	g.m = m
+}
+
 func mustMkdir(t *testing.T, p string) {
 	t.Helper()
 	if err := os.MkdirAll(p, 0o755); err != nil {

@@ -1,6 +1,7 @@
 package emul
 
 import (
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -321,4 +322,22 @@ func TestOnlyDots(t *testing.T) {
 			t.Errorf("onlyDots(%q) = %v, want %v", p, got, want)
 		}
 	}
+}
+
+// TestPathHandlersFileBindPoint: rmdir of a file's bind point is ENOTDIR and unlink of it
+// EBUSY, in the kernel's order (may_delete before the mount point's EBUSY).
+func TestPathHandlersFileBindPoint(t *testing.T) {
+	fileBind := func(g *guestFS) {
+		src := filepath.Join(filepath.Dir(g.root), "bound-file")
+		mustWrite(t, src, "f")
+		g.addBind(t, src, "/mf")
+	}
+	cases := []kcase{
+		{name: "rmdir a file bind point", step: tt.Call("unlinkat", cwdFD, tt.Str("/mf"), tt.Int(unix.AT_REMOVEDIR))},
+		{name: "unlink a file bind point", step: tt.Call("unlinkat", cwdFD, tt.Str("/mf"), tt.Int(0))},
+		{name: "rename onto it", step: tt.Call("renameat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mf"))},
+		{name: "rename a directory onto it", step: tt.Call("renameat", cwdFD, tt.Str("/dir/sub"), cwdFD, tt.Str("/mf"))},
+		{name: "stat it", step: fstatat(cwdFD, "/mf", 0), stat: []int{2}},
+	}
+	againstKernelIn(t, Config{}, "/", fileBind, cases)
 }
