@@ -126,3 +126,19 @@ func TestCwdFailedChangeAfterChdir(t *testing.T) {
 	}
 	againstKernelIn(t, Config{}, "/", alias, cases)
 }
+
+// TestCwdRemovedRenameAcrossBinds: a rename of a name in a removed cwd into a bind is the
+// kernel's EXDEV (its parent is the cwd the kernel holds), not ENOENT (found by e2e's
+// TestOracleRandom: the parents' check looked the removed cwd's path up).
+func TestCwdRemovedRenameAcrossBinds(t *testing.T) {
+	cases := []kcase{
+		{name: "mkdir", step: tt.Call("mkdirat", cwdFD, tt.Str("/tmp/gone"), tt.Int(0o755))},
+		{name: "chdir", step: chdir("/tmp/gone")},
+		{name: "rmdir", step: tt.Call("unlinkat", cwdFD, tt.Str("/tmp/gone"), tt.Int(unix.AT_REMOVEDIR))},
+		{name: "rename into a bind", step: tt.Call("renameat", cwdFD, tt.Str("a"), cwdFD, tt.Str("/mnt/x"))},
+		{name: "rename from a bind", step: tt.Call("renameat", cwdFD, tt.Str("/mnt/inside"), cwdFD, tt.Str("a"))},
+		{name: "link into a bind", step: tt.Call("linkat", cwdFD, tt.Str("/dir/file"), cwdFD, tt.Str("/mnt/x"), tt.Int(0))},
+		{name: "link from a bind", step: tt.Call("linkat", cwdFD, tt.Str("/mnt/inside"), cwdFD, tt.Str("a"), tt.Int(0))},
+	}
+	againstKernel(t, Config{}, "/", cases)
+}

@@ -640,6 +640,23 @@ func entryHandler(args ...pathArg) tracer.Handler {
 func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 	mp := func(k int) bool { return ts[k].res.MountPoint && args[k].follow(c, ts[k].guest)&pathmap.Entry != 0 }
 	path := func(k int) string { return tracerPath(c, args[k], ts[k]) }
+	// The kernel's lookup of argument k's parent: none for one name in
+	// the cwd or dirfd, which the kernel holds (a removed cwd too); a new
+	// name (creates) cannot be made in a removed directory, though.
+	parentErr := func(k int, creates bool) unix.Errno {
+		if strings.Contains(strings.TrimRight(ts[k].guest, "/"), "/") {
+			return parentErrno(path(k))
+		}
+		dir := procCwd(c.Tid())
+		if a := args[k].dirfd; a >= 0 && int32(c.Arg(a)) != unix.AT_FDCWD {
+			dir = procFd(c.Tid(), int(int32(c.Arg(a))))
+		}
+		var st unix.Stat_t
+		if creates && unix.Stat(dir, &st) == nil && st.Nlink == 0 {
+			return unix.ENOENT
+		}
+		return 0
+	}
 	if len(args) == 1 {
 		if !mp(0) {
 			return 0
@@ -675,10 +692,10 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 			return 0
 		}
 		// Both parents are looked up first.
-		if e := parentErrno(path(0)); e != 0 {
+		if e := parentErr(0, false); e != 0 {
 			return e
 		}
-		if e := parentErrno(path(1)); e != 0 {
+		if e := parentErr(1, false); e != 0 {
 			return e
 		}
 		if cross {
@@ -719,7 +736,7 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 		return e
 	}
 	dst := path(1)
-	if e := parentErrno(dst); e != 0 {
+	if e := parentErr(1, true); e != 0 {
 		return e
 	}
 	// The name itself, of whatever type (a trailing slash does not make
