@@ -136,10 +136,7 @@ func openat2Handler(emulate bool) tracer.Handler {
 			}
 			c.SetArg(1, addr)
 			if emulate {
-				nr, _ := nativeNr("openat")
-				c.SetNr(nr)
-				c.SetArg(2, flags)
-				c.SetArg(3, how.mode)
+				asOpenat(c, how)
 			}
 			return
 		}
@@ -168,10 +165,7 @@ func openat2Handler(emulate bool) tracer.Handler {
 		c.SetArg(0, atFDCWDReg)
 		c.SetArg(1, addr)
 		if emulate {
-			nr, _ := nativeNr("openat")
-			c.SetNr(nr)
-			c.SetArg(2, flags)
-			c.SetArg(3, how.mode)
+			asOpenat(c, how)
 			return
 		}
 		resolve := how.resolve & (resolveNoMagiclinks | resolveCached)
@@ -190,4 +184,13 @@ func openat2Handler(emulate bool) tracer.Handler {
 		c.SetArg(2, hp)
 		c.SetArg(3, openHowSizeVer0)
 	}}
+}
+
+// asOpenat makes the call, whose dirfd and path arguments are set, the
+// openat with how's flags and mode (Android's policy blocks openat2).
+func asOpenat(c *tracer.Call, how openHow) {
+	nr, _ := nativeNr("openat")
+	c.SetNr(nr)
+	c.SetArg(2, how.flags)
+	c.SetArg(3, how.mode)
 }

@@ -282,6 +282,10 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 	pr.Batch = b
 	var cwd, dirHost string
 	dirExact := false
+	dirfd := -1
+	if dirfdArg >= 0 {
+		dirfd = int(int32(c.Arg(dirfdArg)))
+	}
 	switch {
 	case strings.HasPrefix(guest, "/"):
 	case dirfdArg < 0 || int32(c.Arg(dirfdArg)) == unix.AT_FDCWD:
@@ -289,13 +293,13 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 		pr.KernelCwd = !c.FS().Lost // the kernel's cwd is cwd's host directory
 	default:
 		var errno unix.Errno
-		if dirHost, errno = fdDirHost(c, int(int32(c.Arg(dirfdArg)))); errno != 0 {
+		if dirHost, errno = fdDirHost(c, dirfd); errno != 0 {
 			return pathmap.Result{}, errno
 		}
 		if strings.HasSuffix(dirHost, " (deleted)") {
 			// Removed since it was opened: no walk, no pin reaches it,
 			// but a file is the kernel's ENOTDIR all the same.
-			if errno := isDir(c, int(int32(c.Arg(dirfdArg))), dirHost); errno != 0 {
+			if errno := isDir(c, dirfd, dirHost); errno != 0 {
 				return pathmap.Result{}, errno
 			}
 		}
@@ -304,14 +308,14 @@ func lookupIn(c *tracer.Call, dirfdArg int, guest string, flags pathmap.Flags, b
 			cwd = dirHost
 		} else {
 			// A long Host is then given relative to the dirfd.
-			pr.Dir, pr.DirFd = dirHost, int(int32(c.Arg(dirfdArg)))
+			pr.Dir, pr.DirFd = dirHost, dirfd
 		}
 	}
 	r, err := c.Mapper().Lookup(pr, cwd, guest, flags)
 	if dirHost != "" && (err != nil || !r.Literal || !dirExact) {
 		// The kernel's first check, which a path it resolves itself
 		// from the dirfd (Literal) leaves to it.
-		if errno := isDir(c, int(int32(c.Arg(dirfdArg))), dirHost); errno != 0 {
+		if errno := isDir(c, dirfd, dirHost); errno != 0 {
 			return pathmap.Result{}, errno
 		}
 		r.Literal = r.Literal && dirExact
@@ -613,7 +617,7 @@ func entryHandler(args ...pathArg) tracer.Handler {
 				if k == 1 && args[0].follow(c, ts[0].guest)&pathmap.Entry == 0 && !ts[0].skip {
 					// link: the kernel looks the source up first
 					// (its lookup here checks no last component).
-					if e := lstatErrno(tracerPath(c, args[0], ts[0]), args[0].follow(c, ts[0].guest)&pathmap.Follow != 0); e != 0 {
+					if e := linkSourceErrno(c, args[0], ts[0]); e != 0 {
 						errno = e
 					}
 				}
@@ -709,8 +713,8 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 		if err := unix.Lstat(path(0), &from); err != nil {
 			return err.(unix.Errno)
 		}
-		isDir := func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
-		if !isDir(&from) && strings.HasSuffix(ts[1].guest, "/") {
+		dirSt := func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+		if !dirSt(&from) && strings.HasSuffix(ts[1].guest, "/") {
 			return unix.ENOTDIR // a file renamed to a name with a trailing slash
 		}
 		if unix.Lstat(path(1), &to) == nil {
@@ -718,9 +722,9 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 				return 0 // one file: the kernel's rename does nothing, and succeeds
 			}
 			switch {
-			case isDir(&from) && !isDir(&to):
+			case dirSt(&from) && !dirSt(&to):
 				return unix.ENOTDIR
-			case !isDir(&from) && isDir(&to):
+			case !dirSt(&from) && dirSt(&to):
 				return unix.EISDIR
 			}
 		}
@@ -732,7 +736,7 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 	if !mp(1) && mountOf(m, ts[0].res.Guest) == parentMount(1) {
 		return 0
 	}
-	if e := lstatErrno(path(0), args[0].follow(c, ts[0].guest)&pathmap.Follow != 0); e != 0 {
+	if e := linkSourceErrno(c, args[0], ts[0]); e != 0 {
 		return e
 	}
 	dst := path(1)
@@ -752,6 +756,12 @@ func entryErrno(c *tracer.Call, args []pathArg, ts []translated) unix.Errno {
 		return unix.ENOENT // a new name with a trailing slash asks for a directory
 	}
 	return unix.EXDEV
+}
+
+// linkSourceErrno is what the kernel's lookup of a link's source (argument
+// a, translated to t) answers: the lookup here checks no last component.
+func linkSourceErrno(c *tracer.Call, a pathArg, t translated) unix.Errno {
+	return lstatErrno(tracerPath(c, a, t), a.follow(c, t.guest)&pathmap.Follow != 0)
 }
 
 // lstatErrno is the errno of an lstat of host path p (a stat with follow),

@@ -148,11 +148,13 @@ func (s *sockets) translateAddr(c *tracer.Call, addr uint64, n int, flags pathma
 			return 0, 0, nil, unix.EADDRINUSE // the kernel's answer when the name exists
 		}
 	}
-	if _, err := os.Lstat(res.Host); bind && err != nil {
+	if bind {
 		// Not where a name is there already: the kernel's bind then
 		// fails (EADDRINUSE), and the name stays the socket's that has it.
-		s.names[host.path] = string(path)
-		s.names[res.Host] = string(path)
+		if _, err := os.Lstat(res.Host); err != nil {
+			s.names[host.path] = string(path)
+			s.names[res.Host] = string(path)
+		}
 	}
 	if host.path == string(path) {
 		return 0, 0, nil, 0
