@@ -18,6 +18,8 @@
 //	DROIDROOT_ORACLE_SEEDS=K   K seeds (8 by default, from 1 or from N), of
 //	DROIDROOT_ORACLE_OPS=L     L ops each (250 by default); DROIDROOT_ORACLE_FILE=F runs the ops
 //	                           file F instead (a failing sequence cut down)
+//	DROIDROOT_PYSUITE          CPython test modules for TestPythonSuite to run instead of its
+//	                           own list (names separated by spaces: "test_os test_signal")
 //	DROIDROOT_ANDROID_POLICY   run every droidroot command under this Android release's app
 //	                           seccomp policy (make test-e2e-android: 12, then 16); the
 //	                           TestAndroid* tests pass --android-policy themselves
@@ -42,6 +44,7 @@
 //	                           its file, as before Linux 5.13 (TestFastPathTrampolinePage)
 //
 // Build the rootfses with test/mkrootfs.sh busybox and test/mkrootfs.sh debian. The oracle
-// tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout. To see
+// tests need root (mount namespaces, chroot). Every command runs with a 60 s timeout
+// (TestPythonSuite's with 3 minutes). To see
 // how proot fares on the same tests: DROIDROOT_BIN=$PWD/test/proot-as-droidroot.sh.
 package e2e

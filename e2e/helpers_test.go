@@ -177,7 +177,13 @@ func run(t testing.TB, stdin string, argv ...string) result {
 // runAs is run with the credentials cred (nil: ours).
 func runAs(t testing.TB, cred *syscall.Credential, stdin string, argv ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	return runWithin(t, cmdTimeout, cred, stdin, argv...)
+}
+
+// runWithin is runAs with the time limit limit.
+func runWithin(t testing.TB, limit time.Duration, cred *syscall.Credential, stdin string, argv ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = guestEnv()
@@ -192,7 +198,7 @@ func runAs(t testing.TB, cred *syscall.Credential, stdin string, argv ...string)
 	err := cmd.Run()
 	res := result{Stdout: stdout.String(), Stderr: stderr.String()}
 	if ctx.Err() != nil {
-		t.Fatalf("timed out after %v: %q\n%s", cmdTimeout, argv, res)
+		t.Fatalf("timed out after %v: %q\n%s", limit, argv, res)
 	}
 	var ee *exec.ExitError
 	switch {
@@ -219,6 +225,16 @@ type guest struct {
 	Root  string
 	Binds []string
 	Cwd   string
+	// Timeout bounds each command in the guest (0: cmdTimeout).
+	Timeout time.Duration
+}
+
+// limit is the time limit of a command in g.
+func (g guest) limit() time.Duration {
+	if g.Timeout > 0 {
+		return g.Timeout
+	}
+	return cmdTimeout
 }
 
 // runner runs a command in a guest: the chroot oracle or droidroot.
@@ -235,7 +251,7 @@ func viaChroot(t testing.TB, g guest, stdin string, cmd ...string) result {
 	argv = append(argv, g.Root)
 	argv = append(argv, g.Binds...)
 	argv = append(argv, "--")
-	return run(t, stdin, append(argv, cmd...)...)
+	return runWithin(t, g.limit(), nil, stdin, append(argv, cmd...)...)
 }
 
 // droidrootArgs is the droidroot command line for cmd in g.
@@ -254,7 +270,7 @@ func droidrootArgs(bin string, g guest, cmd ...string) []string {
 // viaDroidroot runs cmd in g under droidroot.
 func viaDroidroot(t testing.TB, g guest, stdin string, cmd ...string) result {
 	t.Helper()
-	return run(t, stdin, droidrootArgs(droidrootBin(t), g, cmd...)...)
+	return runWithin(t, g.limit(), nil, stdin, droidrootArgs(droidrootBin(t), g, cmd...)...)
 }
 
 // runners are the two ways of running a guest, by name, oracle first.

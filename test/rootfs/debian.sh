@@ -5,14 +5,15 @@
 #   debian.sh build HERE DIR CACHE build the rootfs into the empty directory DIR
 #   debian.sh mirror               print the Debian mirror the builds use
 #
-# A Debian 12 minbase system with python3, git, tar, findutils, gcc, libc6-dev, strace and
-# gdb-minimal (/usr/bin/gdb; the full gdb's libsource-highlight does not configure in minbase):
+# A Debian 12 minbase system with python3, git, tar, findutils, gcc, libc6-dev, strace,
+# gdb-minimal (/usr/bin/gdb; the full gdb's libsource-highlight does not configure in minbase)
+# and libpython3.11-testsuite (CPython's own tests, which e2e TestPythonSuite runs):
 # a real glibc userland for the e2e tests. Downloaded .debs are kept in CACHE/debs so rebuilds are
 # quicker. The mirror comes from DROIDROOT_DEBIAN_MIRROR, else this machine's apt sources.
 set -euo pipefail
 
 suite=bookworm
-include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal
+include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal,libpython3.11-testsuite
 
 mirror() {
 	if [[ -n ${DROIDROOT_DEBIAN_MIRROR:-} ]]; then echo "$DROIDROOT_DEBIAN_MIRROR"; return; fi
