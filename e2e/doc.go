@@ -19,7 +19,8 @@
 //	DROIDROOT_ORACLE_OPS=L     L ops each (250 by default); DROIDROOT_ORACLE_FILE=F runs the ops
 //	                           file F instead (a failing sequence cut down)
 //	DROIDROOT_PYSUITE          CPython test modules for TestPythonSuite to run instead of its
-//	                           own list (names separated by spaces: "test_os test_signal")
+//	                           own list (names separated by spaces or commas: "test_os
+//	                           test_signal"; commas pass through DROIDROOT_ARM64_APPEND)
 //	DROIDROOT_ANDROID_POLICY   run every droidroot command under this Android release's app
 //	                           seccomp policy (make test-e2e-android: 12, then 16); the
 //	                           TestAndroid* tests pass --android-policy themselves
