@@ -91,7 +91,7 @@ var harmless = namesOf(`
 	nfsservctl perf_event_open personality pidfd_getfd pidfd_open pidfd_send_signal pipe2
 	pkey_alloc pkey_free pkey_mprotect ppoll prctl pread64 preadv preadv2 prlimit64
 	process_madvise process_mrelease process_vm_readv process_vm_writev pselect6 ptrace
-	pwrite64 pwritev pwritev2 quotactl_fd read readahead readv reboot recvfrom recvmmsg
+	pwrite64 pwritev pwritev2 quotactl_fd read readahead readv reboot recvmmsg
 	recvmsg remap_file_pages request_key restart_syscall rseq rt_sigaction rt_sigpending
 	rt_sigprocmask rt_sigqueueinfo rt_sigreturn rt_sigsuspend rt_sigtimedwait
 	rt_tgsigqueueinfo sched_get_priority_max sched_get_priority_min sched_getaffinity

@@ -99,18 +99,21 @@ func TestClassification(t *testing.T) {
 		// bind, connect and sendto: traced only with an address length
 		// that can hold an AF_UNIX path (3 to 110 bytes), so send() costs
 		// no stop; bind's exit stop renames a long path's socket.
+		// recvfrom: only when it asks for the sender's name, which its
+		// exit maps.
 		for name, want := range map[string]seccomp.ArgRule{
-			"bind":    {Arg: 2, Min: 3, Max: 110, Action: seccomp.TraceExit},
-			"connect": {Arg: 2, Min: 3, Max: 110, Action: seccomp.TraceEntry},
-			"sendto":  {Arg: 5, Min: 3, Max: 110, Action: seccomp.TraceEntry},
+			"bind":     {Arg: 2, Min: 3, Max: 110, Action: seccomp.TraceExit},
+			"connect":  {Arg: 2, Min: 3, Max: 110, Action: seccomp.TraceEntry},
+			"sendto":   {Arg: 5, Min: 3, Max: 110, Action: seccomp.TraceEntry},
+			"recvfrom": {Arg: 4, Mask: 0xffffffff, Action: seccomp.TraceExit},
 		} {
 			nr, _ := abi.Nr(name)
 			if got := p.ArgRules[abi][nr]; got != want {
 				t.Errorf("%s: %s's argument rule %+v, want %+v", goarch, name, got, want)
 			}
 		}
-		if len(p.ArgRules[abi]) != 4 {
-			t.Errorf("%s: argument rules %v, want clone's, bind's, connect's and sendto's only", goarch, p.ArgRules[abi])
+		if len(p.ArgRules[abi]) != 5 {
+			t.Errorf("%s: argument rules %v, want clone's, bind's, connect's, sendto's and recvfrom's only", goarch, p.ArgRules[abi])
 		}
 		// file_getattr and file_setattr (Linux 6.17), not in the tables.
 		for _, nr := range []int{468, 469, 1000} {

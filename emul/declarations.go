@@ -259,6 +259,7 @@ func declarations() map[string]decl {
 		"getpeername": {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
 		"accept":      {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
 		"accept4":     {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.sockNameHandler(1, 2) })},
+		"recvfrom":    {flagsArg: -1, base: baseSocket(func(s *sockets) tracer.Handler { return s.recvfromHandler() })},
 		// devices
 		"ioctl": {flagsArg: -1},
 		// a guest's own seccomp filters

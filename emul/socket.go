@@ -273,8 +273,31 @@ func (s *sockets) sendmsgHandler() tracer.Handler {
 	}}
 }
 
+// recvfromHandler maps the AF_UNIX name recvfrom reports for a datagram's
+// sender (the sun_path the sender bound, which the kernel keeps as it was
+// given: the host path droidroot gave it) back to the name the sender
+// gave, as a chroot's kernel reports it, so that a reply sent to that name
+// reaches the sender (Go's and musl's programs, and every static one: the
+// fast path library maps the names its own recvfrom and recvmsg receive,
+// docs/fastpath.md). The filter stops only the calls that ask for the
+// sender's name (a src_addr whose low 32 bits are not all zero), so that
+// recv() and recvfrom without an address cost no stop; the library makes
+// its recvfrom through the trampoline. recvmsg's name sits in guest memory,
+// where the filter cannot see it: recvmsg is not stopped (docs/architecture.md).
+func (s *sockets) recvfromHandler() tracer.Handler {
+	h := s.sockNameHandler(4, 5)
+	h.TraceIf = &tracer.ArgMask{Arg: 4, Mask: 0xffffffff}
+	return h
+}
+
 // sockNameHandler maps an AF_UNIX address the kernel returns (getsockname,
-// getpeername, accept) back to the guest path.
+// getpeername, accept, recvfrom) back to the guest path. The kernel writes
+// as much of the address as the guest's buffer holds and reports its whole
+// length; a buffer too short for the longest address (below
+// sockNameFull) would hold only part of the host path, which cannot be
+// mapped: the kernel is then given a buffer of that size on the guest's
+// stack, and the exit writes the guest path's part that fits into the
+// guest's buffer, with the guest path's whole length, as the kernel would.
 func (s *sockets) sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
 	return tracer.Handler{
 		Enter: func(c *tracer.Call) {
@@ -283,55 +306,108 @@ func (s *sockets) sockNameHandler(addrArg, lenPtrArg int) tracer.Handler {
 				c.NoExit()
 				return
 			}
-			c.Data = int(int32(binary.LittleEndian.Uint32(lb[:])))
+			n := int(int32(binary.LittleEndian.Uint32(lb[:])))
+			nc := sockNameCall{addr: c.Arg(addrArg), lenp: c.Arg(lenPtrArg), size: n}
+			if n >= 0 && n < sockNameFull {
+				// The kernel's buffer and length on the stack (one push:
+				// the length word after the buffer).
+				b := make([]byte, sockNameFull+4)
+				binary.LittleEndian.PutUint32(b[sockNameFull:], sockNameFull)
+				addr, err := c.Push(b)
+				if err != nil {
+					c.NoExit()
+					return
+				}
+				c.SetArg(addrArg, addr)
+				c.SetArg(lenPtrArg, addr+sockNameFull)
+				nc.kaddr, nc.klenp = addr, addr+sockNameFull
+			} else {
+				nc.kaddr, nc.klenp = nc.addr, nc.lenp
+			}
+			c.Data = nc
 		},
 		Exit: func(c *tracer.Call) {
+			nc := c.Data.(sockNameCall)
 			if c.Ret() < 0 {
 				return
 			}
-			addr, lenp := c.Arg(addrArg), c.Arg(lenPtrArg)
 			var lb [4]byte
-			if c.ReadMem(lenp, lb[:]) != nil {
+			if c.ReadMem(nc.klenp, lb[:]) != nil {
 				return
 			}
-			bufSize := c.Data.(int)
 			full := int(binary.LittleEndian.Uint32(lb[:]))
-			if full <= 2 || full > 3+sunPathMax || bufSize <= 2 {
+			n := min(full, sockNameFull)
+			if nc.kaddr == nc.addr {
+				n = min(n, nc.size)
+			}
+			sa := make([]byte, n)
+			if c.ReadMem(nc.kaddr, sa) != nil {
 				return
 			}
-			sa := make([]byte, min(full, bufSize))
-			if c.ReadMem(addr, sa) != nil || binary.LittleEndian.Uint16(sa) != unix.AF_UNIX || sa[2] == 0 {
+			out := s.guestSockName(c, sa, full)
+			if nc.kaddr == nc.addr && out == nil {
+				return // the kernel's own answer, in the guest's buffer
+			}
+			if out != nil {
+				full = len(out)
+			} else {
+				out = sa
+			}
+			// Write what fits the guest's buffer; report the whole length,
+			// as the kernel does.
+			w := out[:min(len(out), max(nc.size, 0))]
+			if len(w) > 0 && c.WriteMem(nc.addr, w) != nil {
+				c.Fail(unix.EFAULT)
 				return
 			}
-			path := sa[2:]
-			if i := bytes.IndexByte(path, 0); i >= 0 {
-				path = path[:i]
+			binary.LittleEndian.PutUint32(lb[:], uint32(full))
+			if c.WriteMem(nc.lenp, lb[:]) != nil {
+				c.Fail(unix.EFAULT)
 			}
-			g, ok := s.names[string(path)]
-			if !ok && !filepath.IsAbs(string(path)) {
-				// Bound through a relative alias: the kernel reports that.
-				if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", guestCwd(c), true); err == nil {
-					g, ok = s.names[filepath.Join(cwdHost, string(path))]
-				}
-			}
-			if !ok {
-				g, ok = toGuest(c, string(path))
-			}
-			if !ok || g == string(path) {
-				return
-			}
-			nsa := make([]byte, 2+len(g)+1) // the kernel counts the NUL, even past sun_path
-			binary.LittleEndian.PutUint16(nsa, unix.AF_UNIX)
-			copy(nsa[2:], g)
-			// Write what fits the guest's buffer; report the real length
-			// like the kernel.
-			w := nsa
-			if len(w) > bufSize {
-				w = w[:bufSize]
-			}
-			c.WriteMem(addr, w)
-			binary.LittleEndian.PutUint32(lb[:], uint32(len(nsa)))
-			c.WriteMem(lenp, lb[:])
 		},
 	}
+}
+
+// sockNameFull is the buffer that holds every AF_UNIX address the kernel
+// reports: the family, a sun_path of 108 bytes and the NUL the kernel
+// counts past it.
+const sockNameFull = 2 + sunPathMax + 1
+
+// sockNameCall is what sockNameHandler's Enter leaves its Exit: the guest's
+// buffer, length word and buffer size, and the buffer and length word the
+// kernel was given (the guest's own, or ones on its stack).
+type sockNameCall struct {
+	addr, lenp   uint64
+	size         int
+	kaddr, klenp uint64
+}
+
+// guestSockName returns the guest's form of the address sa (of whole
+// length full, as the kernel reported it) for an AF_UNIX path, the NUL
+// counted, or nil for an address to report as it is.
+func (s *sockets) guestSockName(c *tracer.Call, sa []byte, full int) []byte {
+	if full <= 2 || full > sockNameFull || len(sa) < full || binary.LittleEndian.Uint16(sa) != unix.AF_UNIX || sa[2] == 0 {
+		return nil
+	}
+	path := sa[2:]
+	if i := bytes.IndexByte(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	g, ok := s.names[string(path)]
+	if !ok && !filepath.IsAbs(string(path)) {
+		// Bound through a relative alias: the kernel reports that.
+		if cwdHost, err := c.Mapper().Resolve(c.PathProc(), "/", guestCwd(c), true); err == nil {
+			g, ok = s.names[filepath.Join(cwdHost, string(path))]
+		}
+	}
+	if !ok {
+		g, ok = toGuest(c, string(path))
+	}
+	if !ok || g == string(path) {
+		return nil
+	}
+	nsa := make([]byte, 2+len(g)+1) // the kernel counts the NUL, even past sun_path
+	binary.LittleEndian.PutUint16(nsa, unix.AF_UNIX)
+	copy(nsa[2:], g)
+	return nsa
 }

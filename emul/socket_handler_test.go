@@ -39,7 +39,8 @@ func sameSockaddr(name string, addr, lenp int) func(t *testing.T, g, w tt.StepRe
 		gl, wl := binary.LittleEndian.Uint32(g.Mem[lenp]), binary.LittleEndian.Uint32(w.Mem[lenp])
 		n := min(gl, uint32(len(g.Mem[addr])), uint32(len(w.Mem[addr])))
 		if gl != wl || string(g.Mem[addr][:n]) != string(w.Mem[addr][:n]) {
-			t.Errorf("%s: address %q (length %d), kernel %q (length %d)", name, g.Mem[addr][:min(gl, 110)], gl, w.Mem[addr][:min(wl, 110)], wl)
+			gb, wb := g.Mem[addr], w.Mem[addr]
+			t.Errorf("%s: address %q (length %d), kernel %q (length %d)", name, gb[:min(int(gl), len(gb))], gl, wb[:min(int(wl), len(wb))], wl)
 		}
 	}
 }
@@ -66,6 +67,7 @@ func TestSocketHandlersKernel(t *testing.T) {
 				return tt.Call(name, tt.Ret(fd), a, n)
 			}
 			sa, sn := sockaddrUn(dg)
+			ra, rn := sockaddrUn(dir + "/snd")
 			ab, al := sockName()
 			cases := []kcase{
 				{name: "server socket", step: sock(unix.SOCK_STREAM), how: cmpSign}, // 0
@@ -94,6 +96,20 @@ func TestSocketHandlersKernel(t *testing.T) {
 				{name: "third socket", step: sock(unix.SOCK_STREAM), how: cmpSign}, // 21
 				{name: "connect through the symlink", step: withAddr("connect", 21, "/sl/srv")},
 				{name: "getpeername after the failed bind", step: named("getpeername", 21), check: sameSockaddr("getpeername", 1, 2)},
+				// recvfrom reports a sender's name as the sender bound it
+				// (a reply goes to it), also truncated to a short buffer.
+				{name: "named sender", step: sock(unix.SOCK_DGRAM), how: cmpSign}, // 24
+				{name: "bind sender", step: withAddr("bind", 24, dir+"/snd")},
+				{name: "sendto from a name", step: tt.Call("sendto", tt.Ret(24), tt.Str("hi"), tt.Int(2), tt.Int(0), sa, sn)},
+				{name: "recvfrom with the name", step: tt.Call("recvfrom", tt.Ret(13), tt.Out(8), tt.Int(8), tt.Int(unix.MSG_DONTWAIT), ab, al), mem: []int{1}, check: sameSockaddr("recvfrom", 4, 5)},
+				{name: "sendto again", step: tt.Call("sendto", tt.Ret(24), tt.Str("ho"), tt.Int(2), tt.Int(0), sa, sn)},
+				{name: "recvfrom a short buffer", step: tt.Call("recvfrom", tt.Ret(13), tt.Out(8), tt.Int(8), tt.Int(unix.MSG_DONTWAIT), tt.Out(9), tt.In([]byte{9, 0, 0, 0})), mem: []int{1}, check: sameSockaddr("recvfrom", 4, 5)},
+				{name: "recvfrom nothing left", step: tt.Call("recvfrom", tt.Ret(13), tt.Out(8), tt.Int(8), tt.Int(unix.MSG_DONTWAIT), ab, al)},
+				{name: "reply to the name", step: tt.Call("sendto", tt.Ret(13), tt.Str("re"), tt.Int(2), tt.Int(0), ra, rn)},
+				{name: "getsockname short", step: tt.Call("getsockname", tt.Ret(0), tt.Out(5), tt.In([]byte{5, 0, 0, 0})), check: sameSockaddr("getsockname", 1, 2)},
+				{name: "getsockname length 0", step: tt.Call("getsockname", tt.Ret(24), tt.Out(4), tt.In([]byte{0, 0, 0, 0})), check: sameSockaddr("getsockname", 1, 2)},
+				{name: "getsockname length -1", step: tt.Call("getsockname", tt.Ret(24), tt.Out(4), tt.In([]byte{0xff, 0xff, 0xff, 0xff}))},
+				{name: "recv the reply", step: tt.Call("recvfrom", tt.Ret(24), tt.Out(8), tt.Int(8), tt.Int(unix.MSG_DONTWAIT), tt.Int(0), tt.Int(0)), mem: []int{1}},
 			}
 			setup := func(g *guestFS) {
 				if err := os.MkdirAll(g.root+long, 0o755); err != nil {

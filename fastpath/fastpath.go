@@ -72,7 +72,7 @@ const FileName = "libdroidroot-fastpath.so"
 // from the page.
 var TrampolineCalls = []string{"openat", "openat2", "newfstatat", "fstatat", "statx", "faccessat", "faccessat2", "readlinkat", "fstat", "close",
 	"mkdirat", "unlinkat", "renameat2", "symlinkat", "linkat", "fchmodat", "fchownat", "utimensat", "truncate", "mknodat",
-	"getcwd", "getdents64", "sendmsg", "sendto", "connect", "bind", "getsockname", "getpeername", "accept4", "getxattr", "setxattr", "listxattr", "removexattr", "fstatfs", "getresuid", "getresgid", "capget", "wait4"}
+	"getcwd", "getdents64", "sendmsg", "sendto", "connect", "bind", "getsockname", "getpeername", "accept4", "recvfrom", "getxattr", "setxattr", "listxattr", "removexattr", "fstatfs", "getresuid", "getresgid", "capget", "wait4"}
 
 // The cwd record (fastpath.c's struct fp_cwd), which the handshake's
 // fourth argument points at: seq (uint32), the waits word at CwdWaitsOff

@@ -4078,6 +4078,10 @@ static long guest_name(const char *p, size_t n, char *out, size_t size)
 	return (long)len;
 }
 
+/* FP_SUN_FULL holds every AF_UNIX name the kernel reports: the family, a
+ * sun_path of 108 bytes and the NUL it counts past it. */
+#define FP_SUN_FULL ((socklen_t)(offsetof(struct sockaddr_un, sun_path) + sizeof(((struct sockaddr_un *)0)->sun_path) + 1))
+
 /* name_to_guest rewrites the AF_UNIX name the kernel wrote at addr (its full
  * length *lenp, of a buffer of cap bytes) to its guest path (above), with
  * the kernel's own length (the NUL counted) and truncation to cap. */
@@ -4103,14 +4107,46 @@ static void name_to_guest(void *addr, socklen_t *lenp, socklen_t cap)
 	count(F_RECV, W_ANSWERED);
 }
 
-EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
+/* A recvfrom that asks for the sender's name is one the filter stops (the
+ * tracer maps the name at the call's exit: emul's recvfromHandler), so the
+ * library makes it through the trampoline while it is on, and maps the name
+ * itself; libc's makes the others (no stop) and every call while the
+ * library is off. block: a cancellation point (libc's function), not for
+ * syscall(). */
+static long fp_recvfrom(int block, int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
 {
-	socklen_t cap = from && user_ptr(fromlen) ? *fromlen : 0;
-	ssize_t r = real_recvfrom ? real_recvfrom(fd, buf, len, flags, from, fromlen)
-				  : (ssize_t)fp_ret(cancel_sys6(1, 1, SYS_recvfrom, fd, (long)buf, (long)len, flags, (long)from, (long)fromlen));
+	int named = from && user_ptr(fromlen);
+	socklen_t cap = named ? *fromlen : 0;
+	if (named && user_ptr(from) && (int)cap >= 0 && cap < FP_SUN_FULL) {
+		/* A buffer too short for a whole AF_UNIX name (a sockaddr_in's,
+		 * for one) would get part of the host path: the kernel writes
+		 * into one that holds every name, and the guest gets the part of
+		 * the (mapped) name that fits and its whole length, as from the
+		 * kernel (none of it for a length of 0). */
+		union {
+			struct sockaddr_storage ss;
+			char b[FP_SUN_FULL];
+		} k;
+		socklen_t klen = sizeof k;
+		long r = cancel_sys6(block, 0, SYS_recvfrom, fd, (long)buf, (long)len, flags, (long)&k, (long)&klen);
+		if (r >= 0) {
+			name_to_guest(&k, &klen, sizeof k);
+			fp_memcpy((char *)from, k.b, klen < cap ? klen : cap);
+			*fromlen = klen;
+		}
+		return r;
+	}
+	long r = cancel_sys6(block, 0, SYS_recvfrom, fd, (long)buf, (long)len, flags, (long)from, (long)fromlen);
 	if (r >= 0 && cap)
 		name_to_guest(from, fromlen, cap);
 	return r;
+}
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
+{
+	if (from && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp)
+		return (ssize_t)fp_ret(fp_recvfrom(1, fd, buf, len, flags, from, fromlen));
+	return real_recvfrom ? real_recvfrom(fd, buf, len, flags, from, fromlen)
+			     : (ssize_t)fp_ret(cancel_sys6(1, 1, SYS_recvfrom, fd, (long)buf, (long)len, flags, (long)from, (long)fromlen));
 }
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
@@ -4287,6 +4323,13 @@ EXPORT long syscall(long nr, ...)
 		r = fp_readlinkat(AT_FDCWD, (const char *)a, (char *)b, (size_t)c);
 		break;
 #endif
+	case SYS_recvfrom:
+		if (e && __atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) && cfg.tramp) {
+			r = fp_recvfrom(0, (int)a, (void *)b, (size_t)c, (int)d, (struct sockaddr *)e, (socklen_t *)f);
+			break;
+		}
+		r = raw6(nr, a, b, c, d, e, f);
+		break;
 	case SYS_wait4:
 		r = fp_wait4(a, (int *)b, (int)c, (void *)d, 0);
 		if (r == FP_DEFER)

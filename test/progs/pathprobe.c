@@ -60,6 +60,10 @@
  *                            prints getsockname
  *   connect P                new AF_UNIX socket connected to P; prints getpeername, closes
  *   closesocks               close all sockets made by bind
+ *   dgram S C [ALEN]         AF_UNIX datagrams: a receiver bound at S, a sender bound at C
+ *                            ("-": unbound) sends to S; prints the sender's name recvfrom
+ *                            reports in an ALEN-byte buffer, its whole length, and whether a
+ *                            reply to that name reaches the sender
  *   exec P [ARGS...]         execv P in a child (argv[0] = P); prints the errno, or the exit
  *                            status and the child's output
  *   fexec FD [ARGS...]       the same with fexecve(FD)
@@ -699,6 +703,55 @@ static int do_connect(const char *p)
 	return 0;
 }
 
+/* do_dgram: AF_UNIX datagram sockets, a receiver bound at s and a sender bound at c ("-": an
+ * unbound sender); the sender sends to s, the receiver's recvfrom reports the sender's name
+ * in a buffer of alen bytes (the kernel writes what fits and reports the whole length), and,
+ * when the name fit, the receiver replies to it and the sender receives the reply. */
+static int do_dgram(const char *s, const char *c, socklen_t alen)
+{
+	struct sockaddr_un sa, ca, from;
+	socklen_t slen = 0, clen = 0, flen = alen;
+	char buf[8];
+	int r = -1, w = -1, ret = -1;
+	if (alen > sizeof from || unix_addr(s, &sa, &slen) < 0 || (strcmp(c, "-") && unix_addr(c, &ca, &clen) < 0))
+		return -1;
+	r = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	w = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (r < 0 || w < 0 || bind(r, (struct sockaddr *)&sa, slen) < 0 ||
+	    (strcmp(c, "-") && bind(w, (struct sockaddr *)&ca, clen) < 0) ||
+	    sendto(w, "q", 1, 0, (struct sockaddr *)&sa, slen) != 1) {
+		ret = fail();
+		goto out;
+	}
+	memset(&from, 'X', sizeof from);
+	if (recvfrom(r, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen) != 1) {
+		ret = fail();
+		goto out;
+	}
+	put_sockname("from", &from, flen < alen ? flen : alen);
+	printf(" reported=%u", (unsigned)flen);
+	if (flen > 2 && flen <= alen) {
+		if (sendto(r, "reply", 5, 0, (struct sockaddr *)&from, flen) != 5) {
+			printf(" reply=");
+			ret = fail();
+			goto out;
+		}
+		if (recv(w, buf, sizeof buf, MSG_DONTWAIT) != 5) {
+			printf(" recv=");
+			ret = fail();
+			goto out;
+		}
+		printf(" reply=ok");
+	}
+	ret = 0;
+out:
+	if (r >= 0)
+		close(r);
+	if (w >= 0)
+		close(w);
+	return ret;
+}
+
 /*
  * do_nullstat runs newfstatat(dirfd, NULL, &st, flags) or statx(dirfd, NULL, flags, ...) as
  * raw system calls (glibc may check or rewrite the NULL). From Linux 6.11 a NULL path with
@@ -1043,6 +1096,13 @@ static int run(int argc, char **argv)
 	if (!strcmp(op, "connect")) {
 		NEED(1);
 		return do_connect(argv[1]);
+	}
+	if (!strcmp(op, "dgram")) {
+		if (argc != 3 && argc != 4) {
+			bad_op("USAGE");
+			return -1;
+		}
+		return do_dgram(argv[1], argv[2], argc == 4 ? (socklen_t)strtoul(argv[3], NULL, 0) : (socklen_t)sizeof(struct sockaddr_un));
 	}
 	if (!strcmp(op, "exec") || !strcmp(op, "fexec")) {
 		if (argc < 2) {
