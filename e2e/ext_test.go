@@ -194,6 +194,28 @@ func TestLink2SymlinkL2SDir(t *testing.T) {
 	}
 }
 
+// TestProcStatusTracerPid: /proc/PID/status (and a thread's, through /proc/thread-self and
+// task/) shows TracerPid 0 for an untraced process and its tracer's pid under a guest's strace,
+// as in a chroot, where the kernel shows droidroot's (programs read it to tell whether a
+// debugger is attached: Go's runtime tests skip theirs, anti-debugging checks refuse to run).
+func TestProcStatusTracerPid(t *testing.T) {
+	needRoot(t)
+	g := debianGuest(t)
+	const script = `t() { awk '/^TracerPid:/ {print $2}' "$1"; }
+echo self $(t /proc/self/status) thread $(t /proc/thread-self/status) pid $(t /proc/$$/status) task $(t /proc/$$/task/$$/status)
+strace -f -qq -e trace=none -o /dev/null sh -c 'tp=$(awk "/^TracerPid:/ {print \$2}" /proc/$$/status); [ "$tp" = "$PPID" ] && echo traced by the parent strace'
+python3 -c 'import threading, os
+def f(): print("thread", open("/proc/thread-self/status").read().split("TracerPid:")[1].split()[0])
+th = threading.Thread(target=f); th.start(); th.join()'
+`
+	want := "self 0 thread 0 pid 0 task 0\ntraced by the parent strace\nthread 0\n"
+	for _, r := range runners {
+		if res := r.Run(t, g, "", "/bin/sh", "-c", script); res.Code != 0 || res.Stdout != want {
+			t.Errorf("%s: %s\nwant stdout:\n%s", r.Name, res, want)
+		}
+	}
+}
+
 // TestProcMountsAndShm: single-file binds over /proc entries, the guest's mount table in
 // /proc/self/mountinfo, /proc/PID/mountinfo and /proc/mounts (the rootfs as "/", each bind at
 // its guest path, host mounts under a bound directory), and statfs/fstatfs of /dev/shm

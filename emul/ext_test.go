@@ -230,3 +230,24 @@ func TestIsTermuxFinal(t *testing.T) {
 		}
 	}
 }
+
+// TestGuestStatus: /proc/PID/status as a chroot shows it, TracerPid naming
+// the emulated tracer or none (the kernel names droidroot).
+func TestGuestStatus(t *testing.T) {
+	const head = "Name:\tsh\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t7\nNgid:\t0\nPid:\t7\nPPid:\t6\n"
+	for _, tc := range []struct {
+		name, in string
+		tracer   int
+		want     string
+	}{
+		{"untraced", head + "TracerPid:\t4242\nUid:\t0\t0\t0\t0\n", 0, head + "TracerPid:\t0\nUid:\t0\t0\t0\t0\n"},
+		{"a guest tracer", head + "TracerPid:\t4242\nUid:\t0\t0\t0\t0\n", 9, head + "TracerPid:\t9\nUid:\t0\t0\t0\t0\n"},
+		{"the last line", head + "TracerPid:\t4242", 0, head + "TracerPid:\t0"},
+		{"no such line", head, 0, head},
+		{"not a prefix of another field", head + "XTracerPid:\t1\nTracerPid:\t2\n", 0, head + "XTracerPid:\t1\nTracerPid:\t0\n"},
+	} {
+		if got := guestStatus(tc.in, tc.tracer); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

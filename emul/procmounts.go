@@ -248,40 +248,74 @@ func formatMounts(lines []mountLine) string {
 	return b.String()
 }
 
+// procFile is a file of a traced process's /proc directory that the guest
+// sees generated: its process, the thread it names (the process's own
+// for /proc/PID/...), and its kind: "mountinfo", "mounts", "auxv" or
+// "status".
+type procFile struct {
+	pid, tid int
+	kind     string
+}
+
 // procMountFile recognises a host path naming a traced process's mount
-// table or auxiliary vector: it returns the process id and "mountinfo",
-// "mounts" or "auxv".
-func procMountFile(c *tracer.Call, host string) (int, string, bool) {
+// table, auxiliary vector or status (also a thread's, below task/).
+func procMountFile(c *tracer.Call, host string) (procFile, bool) {
 	s, ok := strings.CutPrefix(host, "/proc/")
 	if !ok {
-		return 0, "", false
+		return procFile{}, false
 	}
 	first, rest, _ := strings.Cut(s, "/")
-	pid := 0
+	pid, tid := 0, 0
 	switch first {
 	case "self":
 		pid = c.Pid()
 	case "thread-self":
-		pid = c.Pid()
+		pid, tid = c.Pid(), c.Tid()
 		rest = "x/" + rest
 		_, rest, _ = strings.Cut(rest, "/")
 	default:
 		n, err := strconv.Atoi(first)
 		if err != nil {
-			return 0, "", false
+			return procFile{}, false
 		}
 		pid = n
 	}
-	if strings.HasPrefix(rest, "task/") {
-		_, rest, _ = strings.Cut(rest[len("task/"):], "/")
+	if r, ok := strings.CutPrefix(rest, "task/"); ok {
+		t, r, _ := strings.Cut(r, "/")
+		n, err := strconv.Atoi(t)
+		if err != nil {
+			return procFile{}, false
+		}
+		tid, rest = n, r
 	}
-	if rest != "mountinfo" && rest != "mounts" && rest != "auxv" {
-		return 0, "", false
+	if rest != "mountinfo" && rest != "mounts" && rest != "auxv" && rest != "status" {
+		return procFile{}, false
 	}
-	if c.Tracer().Process(pid) == nil {
-		return 0, "", false
+	if tid == 0 {
+		tid = pid
 	}
-	return pid, rest, true
+	if p := c.Tracer().Process(pid); p == nil || c.Tracer().Process(tid) != p {
+		return procFile{}, false
+	}
+	return procFile{pid, tid, rest}, true
+}
+
+// guestStatus is the content of /proc/PID/status (or a thread's) as a
+// chroot shows it: TracerPid names the thread's emulated tracer (a guest's
+// ptrace), else 0, where the kernel names droidroot, which traces every
+// guest thread (programs read it to tell whether a debugger is attached:
+// Go's runtime tests, anti-debugging checks).
+func guestStatus(data string, tracerTid int) string {
+	i := strings.Index(data, "\nTracerPid:")
+	if i < 0 {
+		return data
+	}
+	i++
+	end := strings.IndexByte(data[i:], '\n')
+	if end < 0 {
+		end = len(data) - i
+	}
+	return data[:i] + "TracerPid:\t" + strconv.Itoa(tracerTid) + data[i+end:]
 }
 
 // procViews writes the generated files.
@@ -291,11 +325,23 @@ type procViews struct {
 	dir    string
 }
 
-// file writes the guest's mount table of pid in format kind, or its
-// auxiliary vector (kind "auxv"), and returns its host path.
-func (v *procViews) file(c *tracer.Call, pid int, kind string) (string, error) {
+// file writes the guest's mount table of pf's process in format pf.kind,
+// its auxiliary vector (kind "auxv") or its thread's status, and returns
+// its host path.
+func (v *procViews) file(c *tracer.Call, pf procFile) (string, error) {
 	var content string
-	if kind == "auxv" {
+	pid, kind := pf.pid, pf.kind
+	if kind == "status" {
+		f := "/proc/" + strconv.Itoa(pid) + "/status"
+		if pf.tid != pid {
+			f = "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pf.tid) + "/status"
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		content = guestStatus(string(data), c.Tracer().GuestTracerOf(pf.tid))
+	} else if kind == "auxv" {
 		// The vector the loader built for the program, where the kernel's
 		// file has the loader's (AT_ENTRY, AT_PHDR, AT_BASE, AT_EXECFN).
 		b, err := c.Tracer().Auxv(pid)
@@ -371,8 +417,8 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 			return
 		}
 		if c.Arg(flagsArg)&unix.O_ACCMODE == unix.O_RDONLY && strings.HasPrefix(t.host, "/proc/") {
-			if pid, kind, ok := procMountFile(c, t.host); ok {
-				if f, err := v.file(c, pid, kind); err == nil {
+			if pf, ok := procMountFile(c, t.host); ok {
+				if f, err := v.file(c, pf); err == nil {
 					t.host = f
 					c.Data = f
 				}

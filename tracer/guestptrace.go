@@ -181,6 +181,18 @@ func (t *Tracer) GuestTraced(tid int) bool {
 	return th != nil && th.pt != nil
 }
 
+// GuestTracerOf returns the thread id of the emulated tracer of traced
+// thread tid (a guest's ptrace of it), or 0: the TracerPid a chroot's
+// /proc/TID/status shows, where the kernel's shows droidroot. Call it on
+// the tracer's thread.
+func (t *Tracer) GuestTracerOf(tid int) int {
+	t.onTracerThread("GuestTracerOf")
+	if th := t.threads[tid]; th != nil && th.pt != nil {
+		return th.pt.tracer
+	}
+	return 0
+}
+
 // Tracing reports whether the calling thread's process traces anyone
 // (a guest's ptrace) or has emulated exits to see: its waits must then be
 // the wait handler's (an emulation keeps in-process waits off: the fast
