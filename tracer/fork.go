@@ -25,6 +25,15 @@ func (t *Tracer) forked(th *Thread, event int) {
 	// clone(CLONE_FS|SIGCHLD) is a "fork" event that shares the cwd. Read
 	// the flags of every clone call.
 	flags := t.cloneFlags(th)
+	if t.gone[child] {
+		// It exited before this event (goneEarly): nothing to follow.
+		delete(t.gone, child)
+		if t.ptEvent(th, event) {
+			return
+		}
+		t.cont(th, 0)
+		return
+	}
 	ct := t.threads[child]
 	wasStopped := ct != nil && ct.birth == orphan
 	if t.flight != nil {
@@ -95,6 +104,18 @@ func (t *Tracer) forked(th *Thread, event int) {
 		return
 	}
 	t.cont(th, 0)
+}
+
+// goneEarly records that task tid, not known yet (its parent's fork or
+// clone event had not come), was let go at its exit stop, so that the
+// event, if it still comes, does not wait for a stop of it. The set holds
+// at most the last 64 such tasks: a parent killed in its clone never
+// reports the event.
+func (t *Tracer) goneEarly(tid int) {
+	if t.gone == nil || len(t.gone) >= 64 {
+		t.gone = map[int]bool{}
+	}
+	t.gone[tid] = true
 }
 
 // initialStop tells whether stop status ws is a PTRACE_EVENT_STOP, as a

@@ -53,6 +53,18 @@ func (t *Tracer) loop() (int, error) {
 			continue
 		}
 		if th == nil {
+			if int(ws)>>16&0xff == unix.PTRACE_EVENT_EXIT {
+				// A new task at its exit before its parent's event: its
+				// thread group is dying (the new thread took the group's
+				// fatal signal, SIGPIPE in Go's os tests, while its
+				// parent, killed, skips its event stop) or it exited at
+				// once. Held, it would keep its group from exiting and
+				// droidroot waiting for good: let it exit, and tell
+				// forked() it is gone.
+				resume(unix.PTRACE_CONT, tid, 0)
+				t.goneEarly(tid)
+				continue
+			}
 			// A new task whose parent's event has not arrived yet: keep
 			// it stopped until it has, with the stop it reported (its
 			// initial stop, or, where that stop is missing, its first

@@ -139,6 +139,9 @@ type Tracer struct {
 	// awaiting are new tasks whose initial stop has not been reported yet
 	// (see waitAwaiting).
 	awaiting map[int]*Thread
+	// gone: new tasks let go at their exit stop before their parent's
+	// event came (goneEarly).
+	gone map[int]bool
 	// hooks are the Events hooks of the table (events.go).
 	hooks []func(*Event)
 	// exitStops is set when a hook wants EventExiting.
