@@ -214,6 +214,23 @@ th = threading.Thread(target=f); th.start(); th.join()'
 			t.Errorf("%s: %s\nwant stdout:\n%s", r.Name, res, want)
 		}
 	}
+	// The ids after set*id calls, which Android's policy makes droidroot emulate (the
+	// kernel's file would show the real ones, unchanged): as the chroot's kernel shows them.
+	const ids = `import os
+def show():
+    for l in open("/proc/self/status"):
+        if l.split(":")[0] in ("Uid", "Gid", "Groups", "CapEff"): print(repr(l))
+os.setgroups([4, 27]); os.setegid(5); os.setresuid(0, 7, 0); show()
+os.setresuid(7, 7, 7); show()`
+	chroot := viaChroot(t, g, "", "/usr/bin/python3", "-c", ids)
+	if chroot.Code != 0 || !strings.Contains(chroot.Stdout, `'Gid:\t0\t5\t0\t5\n'`) {
+		t.Fatalf("chroot: %s", chroot)
+	}
+	for _, policy := range []string{"off", "16"} {
+		if res := viaDroidrootPolicy(t, g, policy, "", "/usr/bin/python3", "-c", ids); res.Code != 0 || res.Stdout != chroot.Stdout {
+			t.Errorf("droidroot under policy %s: %s\nwant stdout (the chroot's):\n%s", policy, res, chroot.Stdout)
+		}
+	}
 }
 
 // TestProcMountsAndShm: single-file binds over /proc entries, the guest's mount table in

@@ -2,10 +2,12 @@ package emul
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/droidroot/droidroot/ident"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/seccomp"
 )
@@ -231,6 +233,25 @@ func TestIsTermuxFinal(t *testing.T) {
 	}
 }
 
+// TestGuestStatusCreds: with emulated credentials, the ids, groups and
+// capability sets of /proc/PID/status are the thread's emulated ones, in the
+// kernel's format (the groups with its trailing space).
+func TestGuestStatusCreds(t *testing.T) {
+	in := "Name:\tx\nTracerPid:\t77\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nFDSize:\t64\nGroups:\t1000 \n" +
+		"NStgid:\t5\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\n"
+	creds := ident.New(0, 0, []uint32{27, 4})
+	creds.EGID = 1
+	want := "Name:\tx\nTracerPid:\t0\nUid:\t0\t0\t0\t0\nGid:\t0\t1\t0\t0\nFDSize:\t64\nGroups:\t4 27 \n" +
+		"NStgid:\t5\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n"
+	if got := guestStatus(in, 0, &creds); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	none := ident.New(1000, 1000, nil)
+	if got := guestStatus(in, 0, &none); !strings.Contains(got, "\nGroups:\t \n") {
+		t.Errorf("no groups: got:\n%s", got)
+	}
+}
+
 // TestGuestStatus: /proc/PID/status as a chroot shows it, TracerPid naming
 // the emulated tracer or none (the kernel names droidroot).
 func TestGuestStatus(t *testing.T) {
@@ -246,7 +267,7 @@ func TestGuestStatus(t *testing.T) {
 		{"no such line", head, 0, head},
 		{"not a prefix of another field", head + "XTracerPid:\t1\nTracerPid:\t2\n", 0, head + "XTracerPid:\t1\nTracerPid:\t0\n"},
 	} {
-		if got := guestStatus(tc.in, tc.tracer); got != tc.want {
+		if got := guestStatus(tc.in, tc.tracer, nil); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}

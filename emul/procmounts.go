@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/droidroot/droidroot/fastpath"
+	"github.com/droidroot/droidroot/ident"
 
 	"golang.org/x/sys/unix"
 
@@ -304,18 +305,50 @@ func procMountFile(c *tracer.Call, host string) (procFile, bool) {
 // chroot shows it: TracerPid names the thread's emulated tracer (a guest's
 // ptrace), else 0, where the kernel names droidroot, which traces every
 // guest thread (programs read it to tell whether a debugger is attached:
-// Go's runtime tests, anti-debugging checks).
-func guestStatus(data string, tracerTid int) string {
-	i := strings.Index(data, "\nTracerPid:")
-	if i < 0 {
+// Go's runtime tests, anti-debugging checks). With emulated credentials
+// (creds not nil: -0, -i, Android's set*id emulation) the ids, groups and
+// capability sets are the thread's emulated ones, in the kernel's format
+// (Go's syscall tests read them back after each set*id call).
+func guestStatus(data string, tracerTid int, creds *ident.Creds) string {
+	data = statusField(data, "TracerPid", strconv.Itoa(tracerTid))
+	if creds == nil {
 		return data
 	}
-	i++
+	ids := func(a, b, c, d uint32) string {
+		return fmt.Sprintf("%d\t%d\t%d\t%d", a, b, c, d)
+	}
+	data = statusField(data, "Uid", ids(creds.UID, creds.EUID, creds.SUID, creds.FSUID))
+	data = statusField(data, "Gid", ids(creds.GID, creds.EGID, creds.SGID, creds.FSGID))
+	var g strings.Builder
+	for i, id := range creds.Groups {
+		if i > 0 {
+			g.WriteByte(' ')
+		}
+		g.WriteString(strconv.FormatUint(uint64(id), 10))
+	}
+	g.WriteByte(' ') // the kernel's trailing space
+	data = statusField(data, "Groups", g.String())
+	data = statusField(data, "CapInh", fmt.Sprintf("%016x", creds.CapInh))
+	data = statusField(data, "CapPrm", fmt.Sprintf("%016x", creds.CapPrm))
+	return statusField(data, "CapEff", fmt.Sprintf("%016x", creds.CapEff))
+}
+
+// statusField replaces the value of field name (a line "name:\tvalue") of
+// a /proc status file, when it has one.
+func statusField(data, name, value string) string {
+	i := 0
+	if !strings.HasPrefix(data, name+":") {
+		i = strings.Index(data, "\n"+name+":")
+		if i < 0 {
+			return data
+		}
+		i++
+	}
 	end := strings.IndexByte(data[i:], '\n')
 	if end < 0 {
 		end = len(data) - i
 	}
-	return data[:i] + "TracerPid:\t" + strconv.Itoa(tracerTid) + data[i+end:]
+	return data[:i] + name + ":\t" + value + data[i+end:]
 }
 
 // procViews writes the generated files.
@@ -340,7 +373,11 @@ func (v *procViews) file(c *tracer.Call, pf procFile) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		content = guestStatus(string(data), c.Tracer().GuestTracerOf(pf.tid))
+		var creds *ident.Creds
+		if c.CredsEmulated() {
+			creds = c.Tracer().ThreadCreds(pf.tid)
+		}
+		content = guestStatus(string(data), c.Tracer().GuestTracerOf(pf.tid), creds)
 	} else if kind == "auxv" {
 		// The vector the loader built for the program, where the kernel's
 		// file has the loader's (AT_ENTRY, AT_PHDR, AT_BASE, AT_EXECFN).
@@ -365,16 +402,36 @@ func (v *procViews) file(c *tracer.Call, pf procFile) (string, error) {
 		if tmp == "" {
 			tmp = os.TempDir()
 		}
+		// Searchable by all (0711, no listing): a guest process whose
+		// real ids a root droidroot let change (su, a daemon that drops
+		// its privileges) opens its files here as the other user.
 		d := filepath.Join(tmp, "droidroot-proc-"+strconv.Itoa(os.Getuid()))
-		if err := unix.Mkdirat(unix.AT_FDCWD, d, 0o700); err != nil && err != unix.EEXIST {
+		if err := unix.Mkdirat(unix.AT_FDCWD, d, 0o711); err != nil && err != unix.EEXIST {
+			return "", err
+		}
+		if err := unix.Chmod(d, 0o711); err != nil {
 			return "", err
 		}
 		v.dir = d
 	}
 	path := filepath.Join(v.dir, strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(c.Tid())+"-"+kind)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o444); err != nil {
+	// The kernel's modes (auxv is its task's only), and, where droidroot
+	// is root, the opener's effective ids as its owner (those /proc/TID is
+	// owned by), so that the opener reads it as it may read the kernel's.
+	mode := os.FileMode(0o444)
+	if kind == "auxv" {
+		mode = 0o400
+	}
+	unix.Unlinkat(unix.AT_FDCWD, tmp, 0)
+	if err := os.WriteFile(tmp, []byte(content), mode); err != nil {
 		return "", err
+	}
+	if os.Geteuid() == 0 {
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+strconv.Itoa(c.Tid()), &st) == nil && (st.Uid != 0 || st.Gid != 0) {
+			unix.Chown(tmp, int(st.Uid), int(st.Gid))
+		}
 	}
 	if err := unix.Renameat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path); err != nil {
 		return "", err
