@@ -452,9 +452,10 @@ func TestFastPathAnswers(t *testing.T) {
 			map[string]int{"xattr": 13, "xattr symlink": 1, "xattr proc": 1, "xattr option": 1}, nil},
 		// fstatfs: the kernel's answer in-process, but where the guest
 		// may see the file in /dev/shm (the tracer's tmpfs answer:
-		// TestProcMountsAndShm).
+		// TestProcMountsAndShm) and for a /proc file the tracer generated
+		// (/proc/self/status: /proc's answer from the tracer).
 		{"fstatfs", "fstatfs /fx/dir/file\nfstatfs /fx/dir\nfstatfs /mnt/b1/f\nfstatfs /proc/self/status\n" +
-			"fstatfs /\n", map[string]int{"fstatfs": 5}, nil},
+			"fstatfs /proc/self/stat\nfstatfs /\n", map[string]int{"fstatfs": 5, "fstatfs option": 1}, nil},
 		// statfs: fstatfs of the name's pin in-process; /dev/shm (the
 		// tracer's tmpfs answer: TestProcMountsAndShm), a symlink, a bind
 		// point's ancestor, /proc, "/" and relative paths go to the tracer.

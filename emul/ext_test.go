@@ -272,3 +272,20 @@ func TestGuestStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestProcViewFile: the files procViews generates are told by their
+// directory, whatever the temporary directory.
+func TestProcViewFile(t *testing.T) {
+	for h, want := range map[string]bool{
+		"/tmp/droidroot-proc-0/12-12-status":             true,
+		"/data/x/tmp/droidroot-proc-10123/1-2-mountinfo": true,
+		"/tmp/droidroot-proc-0":                          false,
+		"/tmp/droidroot-run-0/x":                         false,
+		"/proc/self/status":                              false,
+		"/droidroot-proc-0x/f":                           true,
+	} {
+		if got := procViewFile(h); got != want {
+			t.Errorf("procViewFile(%q) = %v, want %v", h, got, want)
+		}
+	}
+}

@@ -564,8 +564,15 @@ const tmpfsMagic = 0x01021994
 // inDevShm reports whether guest path g is /dev/shm or lies in it.
 func inDevShm(g string) bool { return g == "/dev/shm" || strings.HasPrefix(g, "/dev/shm/") }
 
+// procViewFile reports whether host path h is a file procViews generated
+// (a /proc file the guest opened: its directory droidroot-proc-UID).
+func procViewFile(h string) bool {
+	return strings.HasPrefix(filepath.Base(filepath.Dir(h)), "droidroot-proc-")
+}
+
 // statfsHandler is statfs (fd < 0) or fstatfs (fd: argument 0): f_type
-// is TMPFS_MAGIC in /dev/shm.
+// is TMPFS_MAGIC in /dev/shm, and a /proc file the guest sees generated
+// (procViews) reports /proc's file system, as the kernel's file would.
 func statfsHandler(isFd bool) tracer.Handler {
 	a := pathArgAt(0, always)
 	return tracer.Handler{
@@ -575,6 +582,10 @@ func statfsHandler(isFd bool) tracer.Handler {
 				h, errno := fdHostPath(c, int(int32(c.Arg(0))))
 				if errno != 0 || !strings.HasPrefix(h, "/") {
 					c.NoExit()
+					return
+				}
+				if procViewFile(strings.TrimSuffix(h, " (deleted)")) {
+					c.Data = procViewMark{}
 					return
 				}
 				guest = guestOrHost(c, strings.TrimSuffix(h, " (deleted)"))
@@ -595,9 +606,19 @@ func statfsHandler(isFd bool) tracer.Handler {
 			if c.Ret() != 0 {
 				return
 			}
+			if _, ok := c.Data.(procViewMark); ok {
+				if b, errno := statfsBytes("/proc"); errno == 0 {
+					c.WriteMem(c.Arg(1), b)
+				}
+				return
+			}
 			var b [8]byte
 			binary.LittleEndian.PutUint64(b[:], tmpfsMagic)
 			c.WriteMem(c.Arg(1), b[:])
 		},
 	}
 }
+
+// procViewMark is statfsHandler's note that fstatfs's descriptor is a
+// generated /proc file.
+type procViewMark struct{}

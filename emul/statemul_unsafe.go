@@ -25,3 +25,12 @@ func statxBytes(dirfd int, name string, flags int, mask uint32) ([]byte, unix.Er
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(sx)), unsafe.Sizeof(*sx)), 0
 }
+
+// statfsBytes is statfs(path) as the kernel writes its struct statfs.
+func statfsBytes(path string) ([]byte, unix.Errno) {
+	sf := new(unix.Statfs_t)
+	if err := unix.Statfs(path, sf); err != nil {
+		return nil, err.(unix.Errno)
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(sf)), unsafe.Sizeof(*sf)), 0
+}

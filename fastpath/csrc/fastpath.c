@@ -2388,6 +2388,24 @@ static int shm_visible(const char *h, size_t n)
 	return 0;
 }
 
+/* proc_view tells whether host path h is a /proc file the tracer
+ * generated for the guest (emul's procViews: its directory's name starts
+ * with "droidroot-proc-"), whose fstatfs the tracer answers as /proc's. */
+static int proc_view(const char *h, size_t n)
+{
+	static const char pv[] = "/droidroot-proc-";
+	const size_t pl = sizeof pv - 1;
+	size_t s = n;
+	while (s > 0 && h[s - 1] != '/')
+		s--; /* h[s]: the basename */
+	if (s == 0)
+		return 0;
+	size_t d = s - 1; /* the slash before the basename */
+	while (d > 0 && h[d - 1] != '/')
+		d--; /* h[d]: the directory's name */
+	return d > 0 && s - 1 - d >= pl - 1 && fp_memeq(h + d - 1, pv, pl);
+}
+
 static long fp_fstatfs(int fd, void *sf)
 {
 	if (!__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !cfg.tramp) {
@@ -2402,7 +2420,7 @@ static long fp_fstatfs(int fd, void *sf)
 	if (n > 0 && (size_t)n < sizeof h && h[0] == '/') {
 		if (n >= 10 && fp_memeq(h + n - 10, " (deleted)", 10))
 			n -= 10;
-		if (shm_visible(h, (size_t)n)) {
+		if (shm_visible(h, (size_t)n) || proc_view(h, (size_t)n)) {
 			count(F_FSTATFS, W_OPTION);
 			return raw6(SYS_fstatfs, fd, (long)sf, 0, 0, 0, 0);
 		}

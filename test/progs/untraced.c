@@ -4,14 +4,15 @@
  *
  * For each way, the child reads /etc/hostname (a translated path call: under droidroot an
  * untraced child gets ENOSYS from the filter's RET_TRACE with no tracer, or, without a filter,
- * the host's file) and its TracerPid, then waits; the parent tries PTRACE_SEIZE on it (EPERM
+ * the host's file) and its TracerPid (0, as in a chroot: droidroot's tracing is not shown, and
+ * the guest parent has not seized it yet), then waits; the parent tries PTRACE_SEIZE on it (EPERM
  * when droidroot traces it and emulates no guest ptrace; a guest that could really seize it
  * would let its calls through; with droidroot's guest ptrace emulation the seize works and
  * droidroot stays its real tracer), then lets it exit, or kills it once seized. Under droidroot
  * every line reads (with DROIDROOT_GUEST_PTRACE=0: seize EPERM, exit 0):
  *
  *   WAY hostname droidroot-busybox
- *   WAY traced yes
+ *   WAY tracerpid 0
  *   WAY seize ok
  *   WAY signal 9
  *
@@ -72,11 +73,11 @@ static int child(void *arg)
 	r = readall("/proc/self/status", buf, sizeof buf);
 	const char *tp = r < 0 ? NULL : strstr(buf, "\nTracerPid:");
 	if (r < 0)
-		dprintf(1, "%s traced %s\n", way, errname(-r));
+		dprintf(1, "%s tracerpid %s\n", way, errname(-r));
 	else if (!tp)
-		dprintf(1, "%s traced unknown\n", way);
+		dprintf(1, "%s tracerpid unknown\n", way);
 	else
-		dprintf(1, "%s traced %s\n", way, atoi(tp + 11) != 0 ? "yes" : "no");
+		dprintf(1, "%s tracerpid %d\n", way, atoi(tp + 11));
 	char c = 0;
 	if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
 		return 2;
