@@ -258,9 +258,10 @@ type procFile struct {
 	kind     string
 }
 
-// procMountFile recognises a host path naming a traced process's mount
-// table, auxiliary vector or status (also a thread's, below task/).
-func procMountFile(c *tracer.Call, host string) (procFile, bool) {
+// procViewOf recognises a host path naming a traced process's mount
+// table, auxiliary vector or status (also a thread's, below task/): a file
+// procViews generates.
+func procViewOf(c *tracer.Call, host string) (procFile, bool) {
 	s, ok := strings.CutPrefix(host, "/proc/")
 	if !ok {
 		return procFile{}, false
@@ -405,7 +406,7 @@ func (v *procViews) file(c *tracer.Call, pf procFile) (string, error) {
 		// Searchable by all (0711, no listing): a guest process whose
 		// real ids a root droidroot let change (su, a daemon that drops
 		// its privileges) opens its files here as the other user.
-		d := filepath.Join(tmp, "droidroot-proc-"+strconv.Itoa(os.Getuid()))
+		d := filepath.Join(tmp, procViewDir+strconv.Itoa(os.Getuid()))
 		if err := unix.Mkdirat(unix.AT_FDCWD, d, 0o711); err != nil && err != unix.EEXIST {
 			return "", err
 		}
@@ -474,7 +475,7 @@ func (v *procViews) openHandler(a pathArg, flagsArg int) tracer.Handler {
 			return
 		}
 		if c.Arg(flagsArg)&unix.O_ACCMODE == unix.O_RDONLY && strings.HasPrefix(t.host, "/proc/") {
-			if pf, ok := procMountFile(c, t.host); ok {
+			if pf, ok := procViewOf(c, t.host); ok {
 				if f, err := v.file(c, pf); err == nil {
 					t.host = f
 					c.Data = f
@@ -565,10 +566,14 @@ const tmpfsMagic = 0x01021994
 func inDevShm(g string) bool { return g == "/dev/shm" || strings.HasPrefix(g, "/dev/shm/") }
 
 // procViewFile reports whether host path h is a file procViews generated
-// (a /proc file the guest opened: its directory droidroot-proc-UID).
+// (a /proc file the guest opened: its directory procViewDir+UID).
 func procViewFile(h string) bool {
-	return strings.HasPrefix(filepath.Base(filepath.Dir(h)), "droidroot-proc-")
+	return strings.HasPrefix(filepath.Base(filepath.Dir(h)), procViewDir)
 }
+
+// procViewDir starts the name of the directory procViews writes its files
+// in (droidroot's uid follows; fastpath.c's proc_view knows it too).
+const procViewDir = "droidroot-proc-"
 
 // statfsHandler is statfs (fd < 0) or fstatfs (fd: argument 0): f_type
 // is TMPFS_MAGIC in /dev/shm, and a /proc file the guest sees generated

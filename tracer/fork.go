@@ -108,9 +108,9 @@ func (t *Tracer) forked(th *Thread, event int) {
 
 // goneEarly records that task tid, not known yet (its parent's fork or
 // clone event had not come), was let go at its exit stop, so that the
-// event, if it still comes, does not wait for a stop of it. The set holds
-// at most the last 64 such tasks: a parent killed in its clone never
-// reports the event.
+// event, if it still comes, does not wait for a stop of it. A parent killed
+// in its clone never reports the event, so the set is bounded: it is
+// emptied when it holds 64 tasks.
 func (t *Tracer) goneEarly(tid int) {
 	if t.gone == nil || len(t.gone) >= 64 {
 		t.gone = map[int]bool{}
