@@ -67,6 +67,26 @@ gcc -O2 -Wall -o hello hello.c; ./hello
 gcc -O2 -Wall -pthread -o threads /mnt/work/threads.c
 ./threads -t 8 -n 200 /usr/bin/awk /etc/alternatives/awk /tmp/hello ` + glibc.Interp,
 			"hello from gcc ./hello /tmp/hello\nthreads=8 iterations=200 paths=4 ok\n"},
+		// A tree deeper than PATH_MAX: fts (find, du, chmod -R, rm -r) walks it through
+		// descriptors of its directories, whose paths the kernel cannot print, pwd
+		// climbs it through "..", python makes a relative path from an fchdir there.
+		{"deep", `set -e
+n=$(printf %0200d 0 | tr 0 x)
+mkdir deep; cd deep
+for i in $(seq 25); do mkdir $n; cd $n; done
+touch f; /bin/pwd | wc -c; cd /tmp
+python3 -c '
+import os
+fd = os.open("deep", os.O_RDONLY)
+for i in range(25):
+    fd = os.open("x" * 200, os.O_RDONLY, dir_fd=fd)
+os.fchdir(fd)
+os.mkdir("../" + "x" * 200 + "/new")
+print(sorted(os.listdir(".")), len(os.getcwd()))'
+find deep -type d | wc -l; find deep -name f -type f | wc -l
+du -s deep >/dev/null; chmod -R go-rx deep; stat -c %a deep
+rm -r deep; test ! -e deep && echo gone`,
+			"5035\n['f', 'new'] 5034\n27\n1\n700\ngone\n"},
 		{"dpkg", `dpkg -s python3 | grep ^Status; dpkg-query -W -f '${Package}\n' gcc-12 git`,
 			"Status: install ok installed\ngcc-12\ngit\n"},
 	} {

@@ -71,7 +71,7 @@ func settleCwdIn(c *tracer.Call, tid int, fs *tracer.FS, b *pathmap.Batch) strin
 	// order), or if that thread is gone or no longer shares fs; another
 	// thread's call may still be on its way into the kernel.
 	done := p.Tid == tid || c.Tracer().ThreadFS(p.Tid) != fs
-	kernel, err := readlinkHost(procCwd(tid))
+	kernel, err := cwdHost(c, tid)
 	if p.Guest != "" {
 		landed := err == nil && p.Host != "" && kernel == p.Host
 		if !landed && p.Host == "" {
@@ -103,6 +103,19 @@ func settleCwdIn(c *tracer.Call, tid int, fs *tracer.FS, b *pathmap.Batch) strin
 	return fs.Cwd
 }
 
+// cwdHost reads thread tid's cwd as the kernel has it, or, for a
+// directory deeper than PATH_MAX that the kernel cannot print (an fchdir
+// to a descriptor of one), as pathmap's DirHost finds it.
+func cwdHost(c *tracer.Call, tid int) (string, error) {
+	host, err := readlinkHost(procCwd(tid))
+	if err == unix.ENAMETOOLONG {
+		if h, ok := c.Mapper().DirHost(procCwd(tid)); ok {
+			return h, nil
+		}
+	}
+	return host, err
+}
+
 func procCwd(tid int) string { return "/proc/" + strconv.Itoa(tid) + "/cwd" }
 
 // procFd is the /proc path of file descriptor fd of task tid, which the
@@ -123,7 +136,7 @@ func setCwdGuest(c *tracer.Call, fs *tracer.FS, host string) {
 // kernel has it (unchanged but fs.Lost if the kernel cannot say, as for
 // a directory deeper than PATH_MAX).
 func cwdFromKernel(c *tracer.Call, tid int, fs *tracer.FS) {
-	if host, err := readlinkHost(procCwd(tid)); err == nil {
+	if host, err := cwdHost(c, tid); err == nil {
 		setCwdGuest(c, fs, host)
 	} else {
 		fs.Lost, fs.Host = true, ""

@@ -439,7 +439,15 @@ func fdHostPath(c *tracer.Call, fd int) (string, unix.Errno) {
 	if fd < 0 {
 		return "", unix.EBADF
 	}
-	host, err := readlinkHost(procFd(c.Tid(), fd))
+	link := procFd(c.Tid(), fd)
+	host, err := readlinkHost(link)
+	if err == unix.ENAMETOOLONG {
+		// A directory deeper than PATH_MAX, which the kernel cannot
+		// print but takes relative paths from (rm -r of a deep tree).
+		if h, ok := c.Mapper().DirHost(link); ok {
+			return h, 0
+		}
+	}
 	if err != nil {
 		return "", unix.EBADF
 	}

@@ -65,6 +65,17 @@ func (a *anchors) appendName(dst, path []byte) (_ []byte, ok bool) {
 	return dst, ok
 }
 
+// remember records path, a long host path found otherwise (DirHost), as
+// if an anchor had just named it.
+func (a *anchors) remember(path string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.recent[(a.next+maxRecent-1)%maxRecent] != path {
+		a.recent[a.next] = path
+		a.next = (a.next + 1) % maxRecent
+	}
+}
+
 // find returns the most recently named long host path whose file (not
 // followed) is (dev, ino) now.
 func (a *anchors) find(dev, ino uint64) (string, bool) {

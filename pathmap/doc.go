@@ -297,9 +297,10 @@
 //     absolute path, a walk without such a directory, and a target whose
 //     relative form is PathMax bytes or more too (in a binding whose
 //     source lies elsewhere) fail with ENAMETOOLONG, as in proot. A
-//     directory named by the caller that is itself deeper than PATH_MAX
-//     works through KernelCwd only: the caller cannot read such a
-//     dirfd's host path back to give Proc.Dir.
+//     dirfd deeper than PATH_MAX, whose host path the kernel cannot print
+//     back, is named by Mapper.DirHost (climbing through "..", as getcwd
+//     did) for Proc.Dir; that needs read permission on the directories
+//     it climbs.
 //   - A binding whose source is a magic link (proot's
 //     `-b /proc/self/fd/0:/dev/stdin`) resolves to "/proc/<pid>/fd/0" even
 //     unfollowed, so lstat sees a symlink where a real bind mount would show
