@@ -4834,6 +4834,13 @@ static void stdio_buffer(FILE *f, int fd, enum fp_fn fn)
 		free(buf);
 		count(fn, W_ERRNO);
 	} else {
+		/* setvbuf points the read and write positions into the buffer,
+		 * which a stream gets only at its first read or write: a fresh
+		 * "r+" stream would then read as reading (__freading). Back to
+		 * a fresh stream's, as glibc's own allocation leaves them
+		 * (_IO_doallocbuf sets the buffer alone). */
+		f->_IO_read_base = f->_IO_read_ptr = f->_IO_read_end = NULL;
+		f->_IO_write_base = f->_IO_write_ptr = f->_IO_write_end = NULL;
 		count(fn, W_ANSWERED);
 	}
 	errno = e;

@@ -35,6 +35,14 @@ static void show(const char *what, FILE *f)
 	printf("%s: buffer %zu, line buffered %d\n", what, __fbufsize(f), __flbf(f) != 0);
 }
 
+/* fresh prints what a stream reports before its first read or write (a stream has no
+ * buffer yet then: it is neither reading nor writing, but for its mode). */
+static void fresh(const char *what, FILE *f)
+{
+	printf("%s fresh: reading %d, writing %d, pending %zu\n", what, __freading(f) != 0,
+	       __fwriting(f) != 0, __fpending(f));
+}
+
 static void cat(const char *what, const char *name)
 {
 	FILE *f = fopen(name, "r");
@@ -64,6 +72,7 @@ int main(int argc, char **argv)
 
 	FILE *f = fopen("a", "w");
 	must(f != NULL, "fopen a w");
+	fresh("w", f);
 	must(fputs("one\ntwo\n", f) >= 0, "fputs");
 	show("w", f);
 	printf("ftell after writing: %ld\n", ftell(f));
@@ -78,6 +87,7 @@ int main(int argc, char **argv)
 
 	f = fopen("a", "r+");
 	must(f != NULL, "fopen r+");
+	fresh("r+", f);
 	char buf[64];
 	must(fgets(buf, sizeof buf, f) != NULL, "fgets r+");
 	show("r+", f);
