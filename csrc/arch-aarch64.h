@@ -106,6 +106,7 @@
 #define SYS_timerfd_create 85
 #define SYS_epoll_create1 20
 #define SYS_inotify_init1 26
+#define SYS_inotify_add_watch 27
 #define SYS_memfd_create 279
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

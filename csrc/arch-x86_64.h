@@ -125,6 +125,7 @@
 #define SYS_epoll_create1 291
 #define SYS_inotify_init 253
 #define SYS_inotify_init1 294
+#define SYS_inotify_add_watch 254
 #define SYS_memfd_create 319
 
 static inline long dr_syscall6(long n, long a, long b, long c, long d, long e, long f)

@@ -87,6 +87,19 @@ find deep -type d | wc -l; find deep -name f -type f | wc -l
 du -s deep >/dev/null; chmod -R go-rx deep; stat -c %a deep
 rm -r deep; test ! -e deep && echo gone`,
 			"5035\n['f', 'new'] 5034\n27\n1\n700\ngone\n"},
+		// tail -F hears that the directory of the file it follows was removed
+		// (IN_DELETE_SELF, which comes when the last reference to the directory
+		// goes): neither tail's nor the shell's fast path cache nor the tracer's
+		// lookup cache keeps it.
+		{"inotify", `mkdir dir && echo x >dir/file
+timeout 20 tail -F dir/file >out 2>&1 & pid=$!
+for i in $(seq 100); do grep -q x out && break; sleep 0.1; done
+rm -r dir
+for i in $(seq 100); do grep -q polling out && break; sleep 0.1; done
+kill $pid; wait $pid; cat out`,
+			"x\ntail: 'dir/file' has become inaccessible: No such file or directory\n" +
+				"tail: directory containing watched file was removed\n" +
+				"tail: inotify cannot be used, reverting to polling\n"},
 		{"dpkg", `dpkg -s python3 | grep ^Status; dpkg-query -W -f '${Package}\n' gcc-12 git`,
 			"Status: install ok installed\ngcc-12\ngit\n"},
 	} {

@@ -245,6 +245,7 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 	e := c.entries[host]
 	if e != nil && e.fpin != nil {
 		e.fpin.uses++
+		e.fpin.at = time.Now()
 		return e.fpin.name, e.fpin.fd, Pinned, 0
 	}
 	if e != nil && e.dir == n && e.missing() {
@@ -276,7 +277,7 @@ func (c *cache) pinnedFile(host string) (string, int, Pin, syscall.Errno) {
 		return parent, -1, Pinned, 0 // the kernel's ENOTDIR
 	}
 	name := c.pinPrefix(fd)
-	p := &filePin{fd: fd, name: name[:len(name)-1], uses: 1}
+	p := &filePin{fd: fd, name: name[:len(name)-1], uses: 1, at: time.Now()}
 	c.filePins[fd] = p
 	if e != nil && !slash && e.dir == n && e.noSymlink(st.Mode) {
 		// Kept while the entry, which found this kind of file there, is.
@@ -354,6 +355,36 @@ type filePin struct {
 	name  string // "/proc/<pid>/fd/<fd>"
 	uses  int
 	entry *centry
+	// at is when it was last handed out; dead: its number holds the dead
+	// directory since its file was removed (letGoRemoved).
+	at   time.Time
+	dead bool
+}
+
+// letGoRemoved lets the files go that file pins in use keep although they
+// have been removed (no link left) and no entry keeps them: a pin is in use
+// until its thread's next traced call, which may never come (its calls
+// answered in-process, or blocked in poll), and the kernel reports a
+// removed file's IN_DELETE_SELF, and its directory's, only when its last
+// reference goes. Once pinGrace has passed since the name was handed out
+// (its thread has long resolved it), its number is given the dead
+// directory, and closed at the last ReleaseFile as before: the number
+// stays taken, so no later pin gets it while a release may still come.
+// c.mu is held.
+func (c *cache) letGoRemoved(now time.Time) {
+	for fd, p := range c.filePins {
+		if p.dead || p.entry != nil || now.Sub(p.at) < pinGrace {
+			continue
+		}
+		var st unix.Stat_t
+		c.st.Syscalls++
+		if unix.Fstat(fd, &st) == nil && st.Nlink == 0 && c.deadDir() != "" {
+			c.st.Syscalls++
+			if unix.Dup3(c.deadFd, fd, unix.O_CLOEXEC) == nil {
+				p.dead = true
+			}
+		}
+	}
 }
 
 // unpinFile detaches e's file pin, which is closed now if no caller uses
@@ -491,9 +522,19 @@ func (c *cache) pinFd(n *dirNode, depth int) (int, Pin) {
 	return fd, Pinned
 }
 
-// retire schedules n's descriptor for closing. c.mu is held.
+// retire schedules n's descriptor for closing. A directory that has been
+// removed is let go at once (the kernel reports its IN_DELETE_SELF when the
+// last reference goes): its number holds the dead directory until then,
+// where a tracee still on its way finds no name, as in the removed one.
+// c.mu is held.
 func (c *cache) retire(n *dirNode) {
 	if n.pin > 0 {
+		var st unix.Stat_t
+		c.st.Syscalls++
+		if unix.Fstat(n.pin, &st) == nil && st.Nlink == 0 && c.deadDir() != "" {
+			c.st.Syscalls++
+			unix.Dup3(c.deadFd, n.pin, unix.O_CLOEXEC)
+		}
 		c.grave = append(c.grave, retired{n.pin, time.Now()})
 		n.pin, n.pinName = 0, ""
 		c.npins--

@@ -252,6 +252,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 		opts = append(opts, pathmap.WithCache())
 	}
 	m, err := pathmap.New(root, binds, nil, opts...)
+	m.ApplyChangesInBackground()
 	var bindErrs pathmap.BindErrors
 	if errors.As(err, &bindErrs) && m != nil {
 		if os.Getenv("PROOT_IGNORE_MISSING_BINDINGS") == "" {

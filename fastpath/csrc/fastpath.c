@@ -909,6 +909,11 @@ static void changed(void)
 		__atomic_add_fetch(fp_changes, 1, __ATOMIC_RELEASE);
 }
 
+/* fp_watching: this process added an inotify watch, and its caches keep
+ * no descriptor past a call ("inotify watches", below). */
+static int fp_watching;
+static int watching(void) { return __atomic_load_n(&fp_watching, __ATOMIC_RELAXED); }
+
 /* fp_guard is the tracer's word for this memory's descriptors
  * (DR_FP_FDGUARD; odd until the handshake asks for it): even while the
  * filter traps every close, dup2 and dup3 onto FP_FD_BASE..FP_FD_END-1 (and
@@ -1114,7 +1119,7 @@ static int get_parent(const char *key, size_t keylen, int base, const char *dir,
 	struct slot *victim = NULL; /* held with S_BUSY */
 	uint64_t t = cfg.ttl_ns ? now_ns() : 0;
 	unsigned g0 = guard_now(); /* before any check: a change after it shows as a new word */
-	if (cfg.ttl_ns && keylen < C_KEY) {
+	if (cfg.ttl_ns && keylen < C_KEY && !watching()) {
 		int found = 0;
 		for (int i = 0; i < C_WAYS && !found; i++) {
 			struct slot *s = &slots[(h + (uint32_t)i) % C_SLOTS];
@@ -2783,6 +2788,8 @@ static int access_granted(struct pinslot *p, const struct stat *st, int mode)
  * is the mode the kernel granted through m, 0 if none. */
 static int pin_keep(uint64_t pdev, uint64_t pino, const char *name, size_t nl, long m, unsigned g0, int granted)
 {
+	if (watching())
+		return 0; /* no descriptor kept (inotify watches) */
 	uint32_t h = pin_hash(pdev, pino, name, nl);
 	uint32_t *seen = &pin_seen[h % 64];
 	if (__atomic_load_n(seen, __ATOMIC_RELAXED) != h) {
@@ -3453,6 +3460,32 @@ static int shed(void)
 	return n > 0;
 }
 
+/* ---- inotify watches ----
+ *
+ * The kernel reports a watched file's IN_DELETE_SELF (and the watch's
+ * IN_IGNORED) when the last reference to it goes, and a descriptor the
+ * caches keep is one (of the directory, and through it of its ancestors):
+ * `tail -F` never heard that the directory of the file it followed was
+ * removed, while the directory stayed in its cache. A process that adds a
+ * watch (inotify_add_watch, or syscall() of it: the tracer translates the
+ * path) is the one that can tell, so from then on its caches keep no
+ * descriptor past the call that opened it (the parents are verified at
+ * each call, the pins not kept), and those they kept are given back
+ * (shed). Another process's cache still holds a directory it used until
+ * its next call through that slot (docs/fastpath.md). */
+/* watch_added marks this process as watching (r: the add's result). */
+static long watch_added(long r)
+{
+	if (r >= 0 && !__atomic_exchange_n(&fp_watching, 1, __ATOMIC_ACQ_REL))
+		shed();
+	return r;
+}
+
+EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+	return (int)fp_ret(watch_added(raw6(SYS_inotify_add_watch, fd, (long)path, (long)mask, 0, 0, 0)));
+}
+
 /* fd_maker tells whether system call nr, made by syscall() and not one of
  * the open family's (those are fp_openat's), makes a descriptor (shed). */
 static int fd_maker(long nr)
@@ -3825,6 +3858,11 @@ static long fp_wait4(long pid, int *st, int options, void *ru, int cancel)
 	}
 	if (r == 0 && !(options & WNOHANG)) {
 		count(F_WAIT, W_FLAGS); /* none ready: the blocking wait is a stop */
+		/* The caches' descriptors are given back while the process
+		 * waits (a shell, for its command): a directory it used and
+		 * another process removes is then let go as in a chroot, whose
+		 * IN_DELETE_SELF a watcher waits for ("inotify watches"). */
+		shed();
 		return FP_DEFER;
 	}
 	count(F_WAIT, W_ANSWERED);
@@ -4253,6 +4291,9 @@ EXPORT long syscall(long nr, ...)
 		break;
 	case SYS_readlinkat:
 		r = fp_readlinkat((int)a, (const char *)b, (char *)c, (size_t)d);
+		break;
+	case SYS_inotify_add_watch:
+		r = watch_added(raw6(nr, a, b, c, d, e, f));
 		break;
 	case SYS_getcwd:
 		r = fp_getcwd((char *)a, (size_t)b);
