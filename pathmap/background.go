@@ -22,6 +22,11 @@ import (
 // before it checks that the cache is still on and reaps old descriptors.
 const backgroundWait = 500 // ms
 
+// backgroundPause is how long it waits after a wake-up before it applies
+// what came, so that it takes the cache's lock at most some 40 times a
+// second.
+const backgroundPause = 25 * time.Millisecond
+
 // ApplyChangesInBackground starts a goroutine that applies the lookup
 // cache's reported changes as they come (and closes the dropped nodes'
 // descriptors once their grace has passed), rather than only at the next
@@ -46,6 +51,10 @@ func (m *Mapper) ApplyChangesInBackground() {
 			} else {
 				unix.Poll([]unix.PollFd{{Fd: int32(ifd), Events: unix.POLLIN}}, backgroundWait)
 			}
+			// Changes come in bursts (a tar, a build): a pause lets the
+			// burst's events be read at once, rather than the lock be
+			// taken from the tracer at every one.
+			time.Sleep(backgroundPause)
 			c.mu.Lock()
 			if c.ifd >= 0 {
 				c.sync()
