@@ -20,7 +20,7 @@ import (
 
 // backgroundWait is how long the background goroutine waits for a change
 // before it checks that the cache is still on and reaps old descriptors.
-const backgroundWait = 500 // ms
+const backgroundWait = 250 // ms
 
 // backgroundPause is how long it waits after a wake-up before it applies
 // what came, so that it takes the cache's lock at most some 40 times a

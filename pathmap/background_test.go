@@ -69,7 +69,7 @@ func TestRetireRemoved(t *testing.T) {
 }
 
 // TestLetGoRemoved: a file pin still in use whose file was removed is given
-// the dead directory once pinGrace has passed since it was handed out (not
+// the dead directory once removedGrace has passed since it was handed out (not
 // before, and not for a file that still has a link), and closed at its last
 // release.
 func TestLetGoRemoved(t *testing.T) {
@@ -91,7 +91,7 @@ func TestLetGoRemoved(t *testing.T) {
 	c.sync() // the entries are dropped; the pins stay in use
 	c.letGoRemoved(time.Now())
 	early := c.deadFd > 0 && sameFile(t, dfd, c.deadFd)
-	c.letGoRemoved(time.Now().Add(pinGrace + time.Second))
+	c.letGoRemoved(time.Now().Add(removedGrace + time.Second))
 	late := c.deadFd > 0 && sameFile(t, dfd, c.deadFd)
 	renamed := c.deadFd > 0 && sameFile(t, efd, c.deadFd)
 	c.mu.Unlock()

@@ -39,6 +39,10 @@ import (
 // pinGrace is how long a dropped node's descriptor stays open.
 const pinGrace = 2 * time.Second
 
+// removedGrace is how long a file pin in use keeps a file removed since
+// (letGoRemoved).
+const removedGrace = 200 * time.Millisecond
+
 // maxPinsCap bounds the descriptors the nodes hold (a quarter of the
 // process's RLIMIT_NOFILE if that is less, at least minPins): past it, all
 // are retired and opened again as needed.
@@ -366,14 +370,15 @@ type filePin struct {
 // until its thread's next traced call, which may never come (its calls
 // answered in-process, or blocked in poll), and the kernel reports a
 // removed file's IN_DELETE_SELF, and its directory's, only when its last
-// reference goes. Once pinGrace has passed since the name was handed out
-// (its thread has long resolved it), its number is given the dead
+// reference goes. Once removedGrace has passed since the name was handed out
+// (the kernel resolves a name the moment its thread is resumed, in the
+// system call it is stopped in), its number is given the dead
 // directory, and closed at the last ReleaseFile as before: the number
 // stays taken, so no later pin gets it while a release may still come.
 // c.mu is held.
 func (c *cache) letGoRemoved(now time.Time) {
 	for fd, p := range c.filePins {
-		if p.dead || p.entry != nil || now.Sub(p.at) < pinGrace {
+		if p.dead || p.entry != nil || now.Sub(p.at) < removedGrace {
 			continue
 		}
 		var st unix.Stat_t
