@@ -525,3 +525,33 @@ func TestFakeRootModes(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsearchableAncestor: a process whose cwd lies below a directory it may no longer
+// search makes and reads names relative to its cwd, as the kernel walks them from there and
+// never searches the cwd's ancestors; droidroot's own lookups of such names (as the same user)
+// go through the kernel's cwd too. install -d of an absolute directory then of relative ones is
+// coreutils' install/basic-1 (gnulib's savewd). droidroot runs as nobody; the oracle is the
+// chroot with the script run as nobody.
+func TestUnsearchableAncestor(t *testing.T) {
+	needRoot(t)
+	tmp := filepath.Join(openTempDir(t), "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, tmp)
+	g := guest{Root: rootfs(t, "debian"), Binds: []string{"/proc", "/dev", "/sys", tmp + ":/tmp"}, Cwd: "/tmp"}
+	script := `mkdir -p w/sub1/d xx && cd w/sub1/d && chmod a-r . && chmod a-rx ..
+install -d /tmp/xx/zz rel/a rel/b; echo install $?
+mkdir new && touch new/f && ln -s f new/l && readlink new/l && cat new/l && ls -d rel/a rel/b new/f
+cd /tmp && chmod 755 w/sub1 w/sub1/d && ls -d xx/zz && rm -r w xx && echo done`
+	want := "install 0\nf\nnew/f\nrel/a\nrel/b\nxx/zz\ndone\n"
+	oracle := viaChroot(t, g, "", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script)
+	if oracle.Stdout != want || oracle.Code != 0 {
+		t.Fatalf("chroot: got %s\nwant stdout %q: the expectation is wrong", oracle, want)
+	}
+	chownTree(t, tmp)
+	res := runAs(t, nobodyCred, "", asNobody(t, droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script))...)
+	if res.Stdout != want || res.Code != 0 {
+		t.Errorf("droidroot as nobody: got %s\nwant stdout %q", res, want)
+	}
+}

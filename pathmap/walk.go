@@ -320,13 +320,30 @@ func (w *walker) lstat(path []byte) (uint32, error) {
 	}
 	if w.m.osfs {
 		w.cbuf = append(append(w.cbuf[:0], path...), 0)
+		var mode uint32
+		var err error
 		if w.m.cache != nil {
-			return w.m.cache.lstat(w, path)
+			mode, err = w.m.cache.lstat(w, path)
+		} else {
+			mode, err = sysLstat(w.cbuf)
 		}
-		return sysLstat(w.cbuf)
+		if err == syscall.EACCES && w.nearRel(path) {
+			return sysLstat(w.cbuf) // not cached: EACCES depends on the caller
+		}
+		return mode, err
 	}
 	mode, err := w.m.fs.Lstat(string(path))
 	return mode, toErrno(err)
+}
+
+// nearRel names path in w.cbuf through the kernel's directory of the walk
+// (deepRel), for a lookup that its host path refused with EACCES: a
+// directory on the way from "/" that the caller may not search (a cwd
+// below a directory made unsearchable since: the kernel walks a relative
+// path from the cwd, and never searches the cwd's ancestors). false when
+// the walk has no such directory.
+func (w *walker) nearRel(path []byte) bool {
+	return len(w.base) > 0 && w.m.osfs && w.deepRel(path)
 }
 
 // readlink returns the target of path in w.lbuf (valid until the next
@@ -345,6 +362,9 @@ func (w *walker) readlink(path []byte) ([]byte, error) {
 		if w.m.cache != nil && !deep { // inotify cannot watch a deep path
 			n, err = w.m.cache.readlink(w, path)
 		} else {
+			n, err = sysReadlink(w.cbuf, w.lbuf)
+		}
+		if err == syscall.EACCES && !deep && w.nearRel(path) {
 			n, err = sysReadlink(w.cbuf, w.lbuf)
 		}
 		if err != nil {

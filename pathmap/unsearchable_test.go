@@ -1,0 +1,87 @@
+package pathmap
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// unsearchableEnv makes the test binary run TestWalkUnsearchableAncestor's
+// part as a child (as nobody, where the kernel refuses a search).
+const unsearchableEnv = "PATHMAP_UNSEARCHABLE_DIR"
+
+// TestWalkUnsearchableAncestor: a relative walk from the kernel's cwd
+// (Proc.KernelCwd) below a directory the caller may not search looks its
+// names up through /proc/<tid>/cwd, as the kernel walks them from the cwd,
+// where their host paths get EACCES; an absolute path there still does.
+// It runs as nobody (root searches anything): a child of the test binary.
+func TestWalkUnsearchableAncestor(t *testing.T) {
+	if dir := os.Getenv(unsearchableEnv); dir != "" {
+		unsearchableChild(t, dir)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the walk as nobody")
+	}
+	top := t.TempDir()
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(top, "root")
+	must(t, os.MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "a", "b", "c", "f"), []byte("f"), 0o644))
+	must(t, os.Symlink("f", filepath.Join(dir, "a", "b", "c", "l")))
+	must(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 65534, 65534)
+	}))
+	must(t, os.Chmod(filepath.Dir(top), 0o755))
+	// The test binary where nobody may run it.
+	self, err := os.ReadFile(os.Args[0])
+	must(t, err)
+	bin := filepath.Join(top, "pathmap.test")
+	must(t, os.WriteFile(bin, self, 0o755))
+	cmd := exec.Command(bin, "-test.run=^TestWalkUnsearchableAncestor$", "-test.v")
+	cmd.Env = append(os.Environ(), unsearchableEnv+"="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child as nobody: %v\n%s", err, out)
+	}
+}
+
+// unsearchableChild is the child's part: cwd a/b/c, then a/b unsearchable.
+func unsearchableChild(t *testing.T, dir string) {
+	m, err := New(dir, nil, nil, WithCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cwd := filepath.Join(dir, "a", "b", "c")
+	must(t, os.Chdir(cwd))
+	must(t, os.Chmod(filepath.Join(dir, "a", "b"), 0o311)) // search only
+	must(t, os.Chmod(filepath.Join(dir, "a"), 0o200))      // no search
+	defer os.Chmod(filepath.Join(dir, "a"), 0o755)
+	pr := Proc{Pid: os.Getpid(), KernelCwd: true}
+	for _, tc := range []struct {
+		path  string
+		flags Flags
+		host  string
+		err   error
+	}{
+		{"f", 0, cwd + "/f", nil},
+		{"new", 0, cwd + "/new", nil},
+		{"l", Follow, cwd + "/f", nil},
+		{"l", 0, cwd + "/l", nil},
+		{"/a/b/c/f", 0, "", syscall.EACCES},
+	} {
+		r, err := m.Lookup(pr, "/a/b/c", tc.path, tc.flags)
+		if err != tc.err || (err == nil && r.Host != tc.host) {
+			t.Errorf("Lookup(%q, %v) = %q, %v; want %q, %v", tc.path, tc.flags, r.Host, err, tc.host, tc.err)
+		}
+	}
+}
