@@ -252,6 +252,14 @@ func tracerPath(c *tracer.Call, a pathArg, t translated) string {
 	if strings.HasPrefix(rel, "/") { // through an anchor: the tracer's own /proc/<pid>/fd/N
 		return rel
 	}
+	return nearPath(c, a, rel)
+}
+
+// nearPath is the caller's relative path rel as the tracer names it from
+// the caller's cwd, or from the dirfd of argument a: below /proc/<tid>/cwd
+// or /proc/<tid>/fd/<fd>, which the kernel resolves without searching the
+// directory's ancestors.
+func nearPath(c *tracer.Call, a pathArg, rel string) string {
 	dir := procCwd(c.Tid())
 	if a.dirfd >= 0 && int32(c.Arg(a.dirfd)) != unix.AT_FDCWD {
 		dir = procFd(c.Tid(), int(int32(c.Arg(a.dirfd))))

@@ -15,7 +15,9 @@ const unsearchableEnv = "PATHMAP_UNSEARCHABLE_DIR"
 // TestWalkUnsearchableAncestor: a relative walk from the kernel's cwd
 // (Proc.KernelCwd) below a directory the caller may not search looks its
 // names up through /proc/<tid>/cwd, as the kernel walks them from the cwd,
-// where their host paths get EACCES; an absolute path there still does.
+// where their host paths get EACCES, and gives a result it had to rewrite
+// (a symlink followed) relative to the cwd; an absolute path there still
+// gets EACCES.
 // It runs as nobody (root searches anything): a child of the test binary.
 func TestWalkUnsearchableAncestor(t *testing.T) {
 	if dir := os.Getenv(unsearchableEnv); dir != "" {
@@ -82,6 +84,11 @@ func unsearchableChild(t *testing.T, dir string) {
 		r, err := m.Lookup(pr, "/a/b/c", tc.path, tc.flags)
 		if err != tc.err || (err == nil && r.Host != tc.host) {
 			t.Errorf("Lookup(%q, %v) = %q, %v; want %q, %v", tc.path, tc.flags, r.Host, err, tc.host, tc.err)
+		}
+		// What the kernel is given where the walk left the guest's path:
+		// the result relative to the cwd, which it reaches from there.
+		if err == nil && !r.Literal && r.Rel != filepath.Base(tc.host) {
+			t.Errorf("Lookup(%q, %v).Rel = %q, want %q", tc.path, tc.flags, r.Rel, filepath.Base(tc.host))
 		}
 	}
 }

@@ -154,7 +154,7 @@ func (m *Mapper) Lookup(pr Proc, cwd, p string, flags Flags) (Result, error) {
 		return Result{}, syscall.ENAMETOOLONG
 	}
 	w := walkers.Get().(*walker)
-	w.m, w.pr, w.flags, w.links, w.synced, w.bent = m, pr, flags, 0, pr.Batch != nil && pr.Batch.synced, false
+	w.m, w.pr, w.flags, w.links, w.synced, w.bent, w.near = m, pr, flags, 0, pr.Batch != nil && pr.Batch.synced, false, false
 	if w.pr.Tid <= 0 {
 		w.pr.Tid = w.pr.Pid
 	}
@@ -197,6 +197,10 @@ type walker struct {
 	synced bool
 	// bent: the walk left the literal path (Result.Literal is false).
 	bent bool
+	// near: a lookup was made through the kernel's directory of the walk
+	// after its host path got EACCES (nearRel): Result.Rel then names the
+	// result from there too.
+	near bool
 	// base: the host path of the kernel's cwd or dirfd when a relative
 	// walk started there (Proc.KernelCwd, Proc.Dir), else empty; fd is
 	// the dirfd that names it, -1 for the cwd.
@@ -343,7 +347,11 @@ func (w *walker) lstat(path []byte) (uint32, error) {
 // path from the cwd, and never searches the cwd's ancestors). false when
 // the walk has no such directory.
 func (w *walker) nearRel(path []byte) bool {
-	return len(w.base) > 0 && w.m.osfs && w.deepRel(path)
+	if len(w.base) > 0 && w.m.osfs && w.deepRel(path) {
+		w.near = true
+		return true
+	}
+	return false
 }
 
 // readlink returns the target of path in w.lbuf (valid until the next
@@ -556,7 +564,7 @@ func (w *walker) finish(trailing bool, r Result) Result {
 	}
 	r.Virtual = r.Virtual || w.virt
 	r.Literal = !w.bent && !r.Virtual
-	if len(r.Host) >= PathMax && (!r.Literal || len(w.base) == 0) {
+	if (len(r.Host) >= PathMax || w.near) && (!r.Literal || len(w.base) == 0) {
 		r.Rel = w.relHost(r.Host)
 	}
 	return r
