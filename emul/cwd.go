@@ -103,13 +103,18 @@ func settleCwdIn(c *tracer.Call, tid int, fs *tracer.FS, b *pathmap.Batch) strin
 	return fs.Cwd
 }
 
-// cwdHost reads thread tid's cwd as the kernel has it, or, for a
-// directory deeper than PATH_MAX that the kernel cannot print (an fchdir
-// to a descriptor of one), as pathmap's DirHost finds it.
-func cwdHost(c *tracer.Call, tid int) (string, error) {
-	host, err := readlinkHost(procCwd(tid))
+// cwdHost reads thread tid's cwd as the kernel has it (readlinkDir: an
+// fchdir to a directory deeper than PATH_MAX too).
+func cwdHost(c *tracer.Call, tid int) (string, error) { return readlinkDir(c, procCwd(tid)) }
+
+// readlinkDir reads magic link link (/proc/<tid>/cwd, /proc/<tid>/fd/<N>),
+// or, for a directory deeper than PATH_MAX, which the kernel cannot print
+// but takes relative paths from (rm -r of a deep tree), finds its path as
+// pathmap's DirHost does.
+func readlinkDir(c *tracer.Call, link string) (string, error) {
+	host, err := readlinkHost(link)
 	if err == unix.ENAMETOOLONG {
-		if h, ok := c.Mapper().DirHost(procCwd(tid)); ok {
+		if h, ok := c.Mapper().DirHost(link); ok {
 			return h, nil
 		}
 	}

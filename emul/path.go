@@ -447,15 +447,7 @@ func fdHostPath(c *tracer.Call, fd int) (string, unix.Errno) {
 	if fd < 0 {
 		return "", unix.EBADF
 	}
-	link := procFd(c.Tid(), fd)
-	host, err := readlinkHost(link)
-	if err == unix.ENAMETOOLONG {
-		// A directory deeper than PATH_MAX, which the kernel cannot
-		// print but takes relative paths from (rm -r of a deep tree).
-		if h, ok := c.Mapper().DirHost(link); ok {
-			return h, 0
-		}
-	}
+	host, err := readlinkDir(c, procFd(c.Tid(), fd))
 	if err != nil {
 		return "", unix.EBADF
 	}

@@ -58,9 +58,8 @@ func (a *anchors) appendName(dst, path []byte) (_ []byte, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	dst, ok = a.appendNameLocked(dst, path, 0)
-	if ok && a.recent[(a.next+maxRecent-1)%maxRecent] != string(path) {
-		a.recent[a.next] = string(path)
-		a.next = (a.next + 1) % maxRecent
+	if ok {
+		a.rememberLocked(string(path))
 	}
 	return dst, ok
 }
@@ -70,6 +69,12 @@ func (a *anchors) appendName(dst, path []byte) (_ []byte, ok bool) {
 func (a *anchors) remember(path string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.rememberLocked(path)
+}
+
+// rememberLocked adds path to the recent long paths (not again when it is
+// the last one). a.mu is held.
+func (a *anchors) rememberLocked(path string) {
 	if a.recent[(a.next+maxRecent-1)%maxRecent] != path {
 		a.recent[a.next] = path
 		a.next = (a.next + 1) % maxRecent

@@ -1,6 +1,7 @@
 package pathmap
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ func (m *Mapper) DirHost(link string) (string, bool) {
 			return "", false
 		}
 		names = append(names, name)
-		top, err := readlinkFd(fd)
+		top, err := hostFS{}.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 		if err == unix.ENAMETOOLONG {
 			continue
 		}
@@ -74,16 +75,6 @@ func (m *Mapper) DirHost(link string) (string, bool) {
 		return path, true
 	}
 	return "", false
-}
-
-// readlinkFd reads this process's /proc/self/fd/<fd> link.
-func readlinkFd(fd int) (string, error) {
-	var buf [PathMax]byte
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
 }
 
 // entryNaming returns the name under which directory dir (opened for
@@ -114,7 +105,7 @@ func entryNaming(dir int, dev, ino uint64) (string, bool) {
 			dino := binary.NativeEndian.Uint64(d[0:8])
 			typ := d[18]
 			name := d[19:reclen]
-			if i := strings.IndexByte(string(name), 0); i >= 0 {
+			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
 			off += reclen

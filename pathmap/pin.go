@@ -381,15 +381,22 @@ func (c *cache) letGoRemoved(now time.Time) {
 		if p.dead || p.entry != nil || now.Sub(p.at) < removedGrace {
 			continue
 		}
-		var st unix.Stat_t
-		c.st.Syscalls++
-		if unix.Fstat(fd, &st) == nil && st.Nlink == 0 && c.deadDir() != "" {
-			c.st.Syscalls++
-			if unix.Dup3(c.deadFd, fd, unix.O_CLOEXEC) == nil {
-				p.dead = true
-			}
-		}
+		p.dead = c.deadIfRemoved(fd)
 	}
+}
+
+// deadIfRemoved gives descriptor fd the dead directory (deadDir) if the
+// file it is open on has been removed (no link left), so that fd keeps its
+// number but no longer the removed file; it tells whether it did. c.mu is
+// held.
+func (c *cache) deadIfRemoved(fd int) bool {
+	var st unix.Stat_t
+	c.st.Syscalls++
+	if unix.Fstat(fd, &st) != nil || st.Nlink != 0 || c.deadDir() == "" {
+		return false
+	}
+	c.st.Syscalls++
+	return unix.Dup3(c.deadFd, fd, unix.O_CLOEXEC) == nil
 }
 
 // unpinFile detaches e's file pin, which is closed now if no caller uses
@@ -534,12 +541,7 @@ func (c *cache) pinFd(n *dirNode, depth int) (int, Pin) {
 // c.mu is held.
 func (c *cache) retire(n *dirNode) {
 	if n.pin > 0 {
-		var st unix.Stat_t
-		c.st.Syscalls++
-		if unix.Fstat(n.pin, &st) == nil && st.Nlink == 0 && c.deadDir() != "" {
-			c.st.Syscalls++
-			unix.Dup3(c.deadFd, n.pin, unix.O_CLOEXEC)
-		}
+		c.deadIfRemoved(n.pin)
 		c.grave = append(c.grave, retired{n.pin, time.Now()})
 		n.pin, n.pinName = 0, ""
 		c.npins--
