@@ -100,6 +100,17 @@ kill $pid; wait $pid; cat out`,
 			"x\ntail: 'dir/file' has become inaccessible: No such file or directory\n" +
 				"tail: directory containing watched file was removed\n" +
 				"tail: inotify cannot be used, reverting to polling\n"},
+		// A #! script's interpreter gets the script's argv, thousands of arguments
+		// (find -exec {} +, xargs): droidroot hands the kernel the guest's own strings
+		// and a pointer array of its own, which the stack must take (Linux 6.5 and later
+		// do not grow a stack for a write from outside the process: the thread writes
+		// there first). Too many for the kernel: E2BIG, as natively.
+		{"argv", `printf '#!/bin/sh\necho $# "$1" "${3000}"\n' >s; chmod +x s
+./s $(seq 3000); ./s $(seq 30000)
+./s $(seq 200000) 2>&1 | sed 's/.*: //'
+mkdir d; seq -f d/abcdefghijklmnopqrstuv%04g 3719 | xargs touch
+find d -type f -exec ./s {} + | awk '{n += $1} END {print n}'`,
+			"3000 1 3000\n30000 1 3000\nArgument list too long\n3719\n"},
 		{"dpkg", `dpkg -s python3 | grep ^Status; dpkg-query -W -f '${Package}\n' gcc-12 git`,
 			"Status: install ok installed\ngcc-12\ngit\n"},
 	} {

@@ -25,7 +25,7 @@ const binprmBufSize = 256
 
 // execPlan is the result of looking at what the guest wants to exec.
 type execPlan struct {
-	argv    []string // nil when argv is unchanged (no script)
+	argv    []execArg // nil when argv is unchanged (no script)
 	program string   // host path of the ELF to load
 	exe     string   // guest path of it
 	interp  string   // host path of PT_INTERP, "" if none
@@ -47,7 +47,7 @@ type execPlan struct {
 // names for /proc/self/exe (execveat of a descriptor whose file no path
 // reaches: a memfd, a file removed since its open; see heldExec).
 func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, inaccessible bool, argvAddr uint64) (*execPlan, unix.Errno) {
-	var argv []string
+	var argv []execArg
 	filename := guest
 	for depth := 0; ; depth++ {
 		host, errno := host0, unix.Errno(0)
@@ -89,21 +89,11 @@ func planExec(c *tracer.Call, dirfdArg int, guest, host0, scriptName string, ina
 			}
 			if argv == nil {
 				var err error
-				argv, err = readArgv(c, argvAddr)
-				if err != nil {
-					return nil, unix.EFAULT
+				if argv, err = readArgv(c, argvAddr); err != nil {
+					return nil, argvErrno(err)
 				}
 			}
-			rest := []string{}
-			if len(argv) > 1 {
-				rest = argv[1:]
-			}
-			na := []string{interp}
-			if arg != "" {
-				na = append(na, arg)
-			}
-			na = append(na, scriptName)
-			argv = append(na, rest...)
+			argv = scriptArgv(argv, interp, arg, scriptName)
 			if interp == "" {
 				// open_exec("") opens the cwd (getname_kernel takes an
 				// empty name): a directory, EACCES.
@@ -232,6 +222,9 @@ func (e *Emulation) dropHeld(pid int) {
 // execEvents closes the files heldExec keeps once their loader is done with
 // them: at the process's next exec after the one they were for, or its end.
 func (e *Emulation) execEvents(ev *tracer.Event) {
+	if ev.Kind == tracer.EventThreadGone {
+		delete(e.execGrew, ev.Tid)
+	}
 	h := e.execHeld[ev.Pid]
 	if h == nil {
 		return
@@ -432,32 +425,103 @@ func fdFlags(c *tracer.Call, fd int) (uint64, bool) {
 	return 0, false
 }
 
-// readArgv reads a NULL-terminated array of string pointers.
-func readArgv(c *tracer.Call, addr uint64) ([]string, error) {
-	var out []string
+// scriptArgv is the argv the kernel gives a #! script's interpreter
+// (load_script): the interpreter, its optional argument and the script's
+// name in place of argv[0], then the rest of argv.
+func scriptArgv(argv []execArg, interp, arg, scriptName string) []execArg {
+	na := strArgs(interp)
+	if arg != "" {
+		na = append(na, strArgs(arg)...)
+	}
+	na = append(na, strArgs(scriptName)...)
+	if len(argv) > 1 {
+		na = append(na, argv[1:]...)
+	}
+	return na
+}
+
+// argvErrno is readArgv's error as the call's errno: E2BIG, else EFAULT.
+func argvErrno(err error) unix.Errno {
+	if err == unix.E2BIG {
+		return unix.E2BIG
+	}
+	return unix.EFAULT
+}
+
+// execArg is one string of the argv an exec hands the kernel: one droidroot
+// pushes (s), or, where addr is not 0, one of the guest's own argv, left
+// where it is for the kernel to read (a #! line's rewrite keeps the
+// arguments after argv[0], and a find -exec or xargs passes thousands).
+type execArg struct {
+	s    string
+	addr uint64
+}
+
+// strArgs makes execArgs droidroot pushes of ss.
+func strArgs(ss ...string) []execArg {
+	out := make([]execArg, len(ss))
+	for i, s := range ss {
+		out[i].s = s
+	}
+	return out
+}
+
+// maxArgStrlen is the kernel's MAX_ARG_STRLEN: a longer argument is E2BIG.
+const maxArgStrlen = 32 * 4096
+
+// maxArgvPointers bounds how far readArgv reads an argv without its NULL:
+// more pointers than the kernel takes (argv and envp share at most 6 MiB
+// of pointers and strings: prepare_arg_pages), so E2BIG is its answer too.
+const maxArgvPointers = 1 << 20
+
+// readArgv reads the guest's NULL-terminated argv pointer array at addr, a
+// page at a time, and the string of argv[0], which a #! line or the
+// emulator replaces and the kernel still reads first (a pointer there it
+// cannot read is EFAULT, as natively). The other strings stay in guest
+// memory (execArg.addr) and only the kernel reads them.
+func readArgv(c *tracer.Call, addr uint64) ([]execArg, error) {
+	var out []execArg
 	if addr == 0 {
 		return out, nil
 	}
-	var b [8]byte
-	for i := 0; i < 1<<16; i++ {
-		if err := c.ReadMem(addr+uint64(8*i), b[:]); err != nil {
+	buf := make([]byte, 4096)
+	for len(out) < maxArgvPointers {
+		a := addr + uint64(8*len(out))
+		b := buf[:4096-int(a%4096)]
+		if err := c.ReadMem(a, b); err != nil {
 			return nil, err
 		}
-		p := binary.LittleEndian.Uint64(b[:])
-		if p == 0 {
-			return out, nil
-		}
-		s, err := c.ReadPath(p)
-		if err != nil {
-			// Arguments may be longer than PATH_MAX; read in full.
-			s, err = readLongString(c, p)
-			if err != nil {
-				return nil, err
+		for i := 0; i+8 <= len(b); i += 8 {
+			p := binary.LittleEndian.Uint64(b[i:])
+			if p == 0 {
+				if len(out) > 0 {
+					if err := readArg0(c, &out[0]); err != nil {
+						return nil, err
+					}
+				}
+				return out, nil
 			}
+			out = append(out, execArg{addr: p})
 		}
-		out = append(out, s)
 	}
 	return nil, unix.E2BIG
+}
+
+// readArg0 reads the string of an argv's first argument into it, leaving
+// its address, or E2BIG where the kernel finds it longer than it takes.
+func readArg0(c *tracer.Call, a *execArg) error {
+	s, err := c.ReadPath(a.addr)
+	if err != nil {
+		// Arguments may be longer than PATH_MAX; read in full.
+		if s, err = readLongString(c, a.addr); err != nil {
+			return err
+		}
+	}
+	if len(s) >= maxArgStrlen {
+		return unix.E2BIG
+	}
+	a.s = s
+	return nil
 }
 
 func readLongString(c *tracer.Call, addr uint64) (string, error) {
@@ -476,23 +540,68 @@ func readLongString(c *tracer.Call, addr uint64) (string, error) {
 	return "", unix.E2BIG
 }
 
-// pushArgv writes argv strings and the pointer array onto the guest stack.
-func pushArgv(c *tracer.Call, argv []string) (uint64, error) {
-	ptrs := make([]byte, 8*(len(argv)+1))
-	for i, s := range argv {
-		a, err := c.PushString(s)
-		if err != nil {
-			return 0, err
+// pushArgv writes the strings of argv droidroot makes (with one write) and
+// the pointer array, and returns the array's address. need is how many
+// bytes they take, what a failed push needs below the stack pointer.
+func pushArgv(c *tracer.Call, argv []execArg) (addr uint64, need int, err error) {
+	var ss []string
+	for _, a := range argv {
+		if a.addr == 0 {
+			ss = append(ss, a.s)
+			need += len(a.s) + 1 + 15
 		}
-		binary.LittleEndian.PutUint64(ptrs[8*i:], a)
 	}
-	return c.Push(ptrs)
+	ptrs := make([]byte, 8*(len(argv)+1))
+	need += len(ptrs) + 15
+	pushed, err := c.PushStrings(ss...)
+	if err != nil {
+		return 0, need, err
+	}
+	for i, a := range argv {
+		if a.addr == 0 {
+			a.addr, pushed = pushed[0], pushed[1:]
+		}
+		binary.LittleEndian.PutUint64(ptrs[8*i:], a.addr)
+	}
+	addr, err = c.PushInput(ptrs)
+	return addr, need, err
+}
+
+// growStack makes the calling thread write 16 bytes at low itself (an
+// injected clock_gettime into it) and then makes its call nr again. Since
+// Linux 6.5 a write from outside the process (process_vm_writev, ptrace)
+// no longer grows a stack mapping down, and a push below the stack
+// pointer fails where the thread's stack was never that deep (an argv of
+// thousands of arguments given a #! line's interpreter); the thread's own
+// write grows it as any use of its stack does. Where even that fails (the
+// stack's limit, a mapping in the way), the call gets E2BIG.
+func growStack(c *tracer.Call, low uint64, nr int) {
+	e := emulationOf(c)
+	if e.execGrew[c.Tid()] {
+		delete(e.execGrew, c.Tid())
+		c.Fail(unix.E2BIG) // grown and still short
+		return
+	}
+	if e.execGrew == nil {
+		e.execGrew = map[int]bool{}
+	}
+	e.execGrew[c.Tid()] = true
+	clk, _ := nativeNr("clock_gettime")
+	c.Run(clk, [6]uint64{unix.CLOCK_MONOTONIC, low &^ 15}, func(c *tracer.Call, ret int64) {
+		if ret < 0 {
+			delete(emulationOf(c).execGrew, c.Tid())
+			c.Fail(unix.E2BIG)
+			return
+		}
+		c.Reissue(nr)
+	})
 }
 
 // execHandler handles execve and execveat: the kernel execs the loader,
 // which maps the guest program and its interpreter from the rootfs.
 func execHandler(at bool) tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
+		nr := c.Nr()
 		dirfdArg, pathArgI, argvArg, envpArg := -1, 0, 1, 2
 		if at {
 			dirfdArg, pathArgI, argvArg, envpArg = 0, 1, 2, 3
@@ -582,11 +691,14 @@ func execHandler(at bool) tracer.Handler {
 		}
 		argvAddr := c.Arg(argvArg)
 		if plan.argv != nil {
-			if argvAddr, err = pushArgv(c, plan.argv); err != nil {
-				c.Fail(unix.EFAULT)
+			var need int
+			if argvAddr, need, err = pushArgv(c, plan.argv); err != nil {
+				emulationOf(c).dropHeld(c.Pid())
+				growStack(c, c.PushAddr(need), nr)
 				return
 			}
 		}
+		delete(emulationOf(c).execGrew, c.Tid())
 		envp := c.Arg(envpArg)
 		if at {
 			nr, _ := nativeNr("execve")

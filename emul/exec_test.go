@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/tracer"
@@ -164,5 +165,34 @@ func TestExecEvents(t *testing.T) {
 	e.dropHeld(40)
 	if e.execHeld[40] != nil || !closed(c) {
 		t.Error("dropHeld left it open")
+	}
+}
+
+// TestScriptArgv: a #! script's interpreter gets the interpreter, its
+// optional argument and the script's name in place of argv[0], then the
+// guest's own arguments, left where they are in guest memory.
+func TestScriptArgv(t *testing.T) {
+	guest := []execArg{{s: "./s", addr: 0x1000}, {addr: 0x2000}, {addr: 0x3000}}
+	for _, tc := range []struct {
+		name               string
+		argv               []execArg
+		interp, arg, name2 string
+		want               []execArg
+	}{
+		{"plain", guest, "/bin/sh", "", "./s",
+			[]execArg{{s: "/bin/sh"}, {s: "./s"}, {addr: 0x2000}, {addr: 0x3000}}},
+		{"with an argument", guest, "/usr/bin/env", "python3 -u", "/dev/fd/3/s",
+			[]execArg{{s: "/usr/bin/env"}, {s: "python3 -u"}, {s: "/dev/fd/3/s"}, {addr: 0x2000}, {addr: 0x3000}}},
+		{"argv[0] only", guest[:1], "/bin/sh", "", "./s", []execArg{{s: "/bin/sh"}, {s: "./s"}}},
+		{"empty argv", nil, "/bin/sh", "", "./s", []execArg{{s: "/bin/sh"}, {s: "./s"}}},
+		{"again, for a script's script", []execArg{{s: "/a/b"}, {s: "./s"}, {addr: 0x2000}}, "/a/c", "", "/a/b",
+			[]execArg{{s: "/a/c"}, {s: "/a/b"}, {s: "./s"}, {addr: 0x2000}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := scriptArgv(tc.argv, tc.interp, tc.arg, tc.name2)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(execArg{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

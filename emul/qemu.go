@@ -45,24 +45,26 @@ func foreignELF(f *os.File) bool {
 // plan runs the foreign ELF at host through the emulator; argv is the
 // argument list when a #! line already changed it, else nil (read from
 // argvAddr).
-func (q *qemu) plan(c *tracer.Call, host string, argv []string, argvAddr uint64) (*execPlan, unix.Errno) {
+func (q *qemu) plan(c *tracer.Call, host string, argv []execArg, argvAddr uint64) (*execPlan, unix.Errno) {
 	if argv == nil {
 		var err error
 		if argv, err = readArgv(c, argvAddr); err != nil {
-			return nil, unix.EFAULT
+			return nil, argvErrno(err)
 		}
 	}
 	prog, ok := c.Mapper().ToGuest(host)
 	if !ok {
 		prog = host
 	}
-	argv0 := prog
-	var rest []string
+	argv0 := strArgs(prog)[0]
+	var rest []execArg
 	if len(argv) > 0 {
 		argv0, rest = argv[0], argv[1:]
 	}
-	na := append([]string{}, q.cmd...)
-	na = append(na, "-0", argv0, prog)
+	na := strArgs(q.cmd...)
+	na = append(na, strArgs("-0")...)
+	na = append(na, argv0)
+	na = append(na, strArgs(prog)...)
 	na = append(na, rest...)
 	qf, errno := openExec(q.cmd[0])
 	if errno != 0 {

@@ -151,6 +151,9 @@ type Emulation struct {
 	waitv *waitvEmu
 	// execHeld: files droidroot opened for a process's loader (heldExec).
 	execHeld map[int]*heldFile
+	// execGrew holds the threads whose exec growStack grew the stack
+	// for, until that exec's next try.
+	execGrew map[int]bool
 	// dac: a fake root's mode override (dac.go), nil when off.
 	dac *dacOverride
 	// dirGuests: the guest paths of dirfds' host directories (path.go).

@@ -501,6 +501,10 @@ func (c *Call) Push(b []byte) (uint64, error) {
 	return addr, nil
 }
 
+// PushAddr returns the address the next Push of n bytes would write below
+// the stack pointer.
+func (c *Call) PushAddr(n int) uint64 { return (c.scratch - uint64(n)) &^ 15 }
+
 // pushed reports whether v is an address Push or PushString handed out
 // during this call.
 func (c *Call) pushed(v uint64) bool {
