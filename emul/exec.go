@@ -26,9 +26,9 @@ const binprmBufSize = 256
 // execPlan is the result of looking at what the guest wants to exec.
 type execPlan struct {
 	argv    []execArg // nil when argv is unchanged (no script)
-	program string   // host path of the ELF to load
-	exe     string   // guest path of it
-	interp  string   // host path of PT_INTERP, "" if none
+	program string    // host path of the ELF to load
+	exe     string    // guest path of it
+	interp  string    // host path of PT_INTERP, "" if none
 	// interpGuest is PT_INTERP as the program names it, "" if none.
 	interpGuest string
 }
