@@ -555,3 +555,42 @@ cd /tmp && chmod 755 w/sub1 w/sub1/d && ls -d xx/zz && rm -r w xx && echo done`
 		t.Errorf("droidroot as nobody: got %s\nwant stdout %q", res, want)
 	}
 }
+
+// TestUnsearchableDots: "." and ".." are names the kernel looks up in their directory, which
+// it must search first (link_path_walk's may_lookup): in a directory the caller may read but
+// not search, "r/." and "r/.." are EACCES though "r" itself is not (bash's glob test: `*/.`
+// lists only the searchable directories). droidroot's walk takes "." and ".." itself, so it
+// checks that search where the kernel would. As nobody (root searches anything).
+func TestUnsearchableDots(t *testing.T) {
+	needRoot(t)
+	tmp := filepath.Join(openTempDir(t), "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, tmp)
+	g := guest{Root: rootfs(t, "debian"), Binds: []string{"/proc", "/dev", "/sys", tmp + ":/tmp"}, Cwd: "/tmp"}
+	script := `mkdir -m a=r r && mkdir -m a=x s && touch f
+for p in r/. r/./. r/.. r/../f s/. s/.. r r/ ./f; do printf '%s ' $p; stat -c %F $p 2>&1 | sed 's/.*: //'; done
+python3 -c '
+import os
+for p in ["r/.", "r/..", "s/."]:
+    r = []
+    for fn in (os.lstat, lambda p: os.access(p, os.F_OK), lambda p: os.open(p, os.O_RDONLY)):
+        try: r.append(str(fn(p) is not False))
+        except OSError as e: r.append(e.strerror)
+    print(p, *r)'
+echo */.; rmdir r s`
+	want := "r/. Permission denied\nr/./. Permission denied\nr/.. Permission denied\nr/../f Permission denied\n" +
+		"s/. directory\ns/.. directory\nr directory\nr/ directory\n./f regular empty file\n" +
+		"r/. Permission denied False Permission denied\nr/.. Permission denied False Permission denied\n" +
+		"s/. True True Permission denied\ns/.\n"
+	oracle := viaChroot(t, g, "", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script)
+	if oracle.Stdout != want || oracle.Code != 0 {
+		t.Fatalf("chroot: got %s\nwant stdout %q: the expectation is wrong", oracle, want)
+	}
+	chownTree(t, tmp)
+	res := runAs(t, nobodyCred, "", asNobody(t, droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script))...)
+	if res.Stdout != want || res.Code != 0 {
+		t.Errorf("droidroot as nobody: got %s\nwant stdout %q", res, want)
+	}
+}

@@ -25,6 +25,12 @@
 //     point, never to the host parent of the binding's source. Since the
 //     symlinks before it were already resolved, "link/.." is the parent of
 //     the link's target, as in the kernel.
+//   - "." and "..", which the walk takes itself (they are not in the host
+//     path it returns), are looked up in their directory, which the kernel
+//     searches first: unless the Mapper's process is root, the walk checks
+//     that search (faccessat X_OK) and gives EACCES where the caller may
+//     not search the directory ("r/." and "r/.." of a directory r with
+//     read but no search permission).
 //   - When the walk enters guest directory G and a Binding has Guest == G,
 //     the host side switches to Binding.Host, exactly like crossing a mount
 //     point; this holds however the walk got there (including through
@@ -106,7 +112,9 @@
 //     comes with the same call (lstat+readlink would be two). Whether it is a
 //     directory is left to the next lookup below it, which the host kernel
 //     fails with ENOTDIR exactly as the guest kernel would. Only before "."
-//     or ".." (which do not touch the host) is an lstat(2) made instead.
+//     or ".." (which do not touch the host) is an lstat(2) made instead,
+//     and, unless the process is root, a faccessat(2) of the directory's
+//     search permission.
 //   - A final component that is not followed (follow=false without trailing
 //     slash, or the Entry flag) costs nothing: the kernel looks it up itself
 //     when the tracee's call runs on the returned path.

@@ -251,6 +251,9 @@ type Mapper struct {
 	fileHosts map[string]bool
 	// hostView: the guest's view hides nothing of the host's (HostView).
 	hostView bool
+	// searchAll: this process may search any directory (root), so the
+	// walk's "." and ".." need no check of their directory (walker.search).
+	searchAll bool
 }
 
 // New canonicalises root (the host realpath of the rootfs directory) and the
@@ -278,6 +281,7 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 	_, m.osfs = m.fs.(hostFS)
 	if m.osfs {
 		m.anch = newAnchors()
+		m.searchAll = os.Geteuid() == 0
 	}
 
 	rootPath, mode, err := realpath(m.fs, root)

@@ -40,3 +40,14 @@ func sysReadlink(path, buf []byte) (int, error) {
 	}
 	return int(n), nil
 }
+
+// sysSearch checks that the caller may search directory path (X_OK, with
+// its real ids: the tracer's are the same), NUL-terminated.
+func sysSearch(path []byte) error {
+	_, _, e := syscall.Syscall(unix.SYS_FACCESSAT, uintptr(atFDCWD),
+		uintptr(unsafe.Pointer(&path[0])), unix.X_OK)
+	if e != 0 {
+		return e
+	}
+	return nil
+}

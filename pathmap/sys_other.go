@@ -2,6 +2,8 @@
 
 package pathmap
 
+import "golang.org/x/sys/unix"
+
 // Portable fallbacks of the direct system calls of sys_fast.go; they
 // allocate a string per call.
 
@@ -17,4 +19,10 @@ func sysReadlink(path, buf []byte) (int, error) {
 		return 0, err
 	}
 	return copy(buf, s), nil
+}
+
+// sysSearch checks that the caller may search directory path (X_OK),
+// which must end with a NUL byte.
+func sysSearch(path []byte) error {
+	return toErrno(unix.Access(string(path[:len(path)-1]), unix.X_OK))
 }

@@ -35,6 +35,8 @@ func TestWalkUnsearchableAncestor(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "a", "b", "c", "f"), []byte("f"), 0o644))
 	must(t, os.Symlink("f", filepath.Join(dir, "a", "b", "c", "l")))
+	must(t, os.Mkdir(filepath.Join(dir, "a", "b", "c", "r"), 0o755))
+	must(t, os.Mkdir(filepath.Join(dir, "a", "b", "c", "s"), 0o755))
 	must(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -65,6 +67,8 @@ func unsearchableChild(t *testing.T, dir string) {
 	defer m.Close()
 	cwd := filepath.Join(dir, "a", "b", "c")
 	must(t, os.Chdir(cwd))
+	must(t, os.Chmod(filepath.Join(cwd, "r"), 0o444))      // read only
+	must(t, os.Chmod(filepath.Join(cwd, "s"), 0o111))      // search only
 	must(t, os.Chmod(filepath.Join(dir, "a", "b"), 0o311)) // search only
 	must(t, os.Chmod(filepath.Join(dir, "a"), 0o200))      // no search
 	defer os.Chmod(filepath.Join(dir, "a"), 0o755)
@@ -89,6 +93,31 @@ func unsearchableChild(t *testing.T, dir string) {
 		// the result relative to the cwd, which it reaches from there.
 		if err == nil && !r.Literal && r.Rel != filepath.Base(tc.host) {
 			t.Errorf("Lookup(%q, %v).Rel = %q, want %q", tc.path, tc.flags, r.Rel, filepath.Base(tc.host))
+		}
+	}
+	// "." and ".." are looked up in their directory, which the kernel
+	// searches first: a directory the caller may read but not search
+	// refuses them, though its own path needs no search of it. The cwd
+	// itself is searchable: its unsearchable ancestors do not count.
+	for _, tc := range []struct {
+		path string
+		host string
+		err  error
+	}{
+		{"r/.", "", syscall.EACCES},
+		{"r/./.", "", syscall.EACCES},
+		{"r/..", "", syscall.EACCES},
+		{"r/../f", "", syscall.EACCES},
+		{"r", cwd + "/r", nil},
+		{"r/", cwd + "/r/", nil},
+		{"s/.", cwd + "/s", nil},
+		{"s/..", cwd, nil},
+		{"./f", cwd + "/f", nil},
+		{"..", filepath.Dir(cwd), nil},
+	} {
+		r, err := m.Lookup(pr, "/a/b/c", tc.path, Follow)
+		if err != tc.err || (err == nil && r.Host != tc.host) {
+			t.Errorf("Lookup(%q) = %q, %v; want %q, %v", tc.path, r.Host, err, tc.host, tc.err)
 		}
 	}
 }

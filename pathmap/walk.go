@@ -354,6 +354,26 @@ func (w *walker) nearRel(path []byte) bool {
 	return false
 }
 
+// search checks that the caller may search the current directory, as the
+// kernel does before it looks up any name there, "." and ".." too
+// (link_path_walk's may_lookup): a walk that takes "." and ".." itself
+// leaves that directory out of the host path it hands the kernel ("r/." is
+// r, "r/../x" is x), where the kernel's own lookup of any other name checks
+// it. Root may search any directory; a virtual directory stands in for a
+// mount point's missing parent, which a chroot's mounts would have made
+// searchable; a host path of PathMax bytes or more is not checked.
+func (w *walker) search() error {
+	if !w.m.osfs || w.m.searchAll || w.virt || len(w.host) >= PathMax {
+		return nil
+	}
+	w.cbuf = append(append(w.cbuf[:0], w.host...), 0)
+	err := sysSearch(w.cbuf)
+	if err == syscall.EACCES && w.nearRel(w.host) {
+		err = sysSearch(w.cbuf) // an ancestor, not the directory, refused
+	}
+	return err
+}
+
 // readlink returns the target of path in w.lbuf (valid until the next
 // readlink); EINVAL means path is not a symlink.
 func (w *walker) readlink(path []byte) ([]byte, error) {
@@ -635,6 +655,9 @@ func (w *walker) walk() (Result, error) {
 				w.guest = appendComponent(w.guest, name)
 				w.virt = false
 				return w.finish(false, Result{}), nil
+			}
+			if err := w.search(); err != nil {
+				return Result{}, err
 			}
 			if isDotDot(name) {
 				w.bent = true // the guest's "..", even at its root
