@@ -533,6 +533,18 @@ func TestFakeRootModes(t *testing.T) {
 // coreutils' install/basic-1 (gnulib's savewd). droidroot runs as nobody; the oracle is the
 // chroot with the script run as nobody.
 func TestUnsearchableAncestor(t *testing.T) {
+	script := `mkdir -p w/sub1/d xx && cd w/sub1/d && chmod a-r . && chmod a-rx ..
+install -d /tmp/xx/zz rel/a rel/b; echo install $?
+mkdir new && touch new/f && ln -s f new/l && readlink new/l && cat new/l && ls -d rel/a rel/b new/f
+cd /tmp && chmod 755 w/sub1 w/sub1/d && ls -d xx/zz && rm -r w xx && echo done`
+	againstChrootAsNobody(t, script, "install 0\nf\nnew/f\nrel/a\nrel/b\nxx/zz\ndone\n")
+}
+
+// againstChrootAsNobody runs script with /bin/sh as nobody in the debian rootfs, with /proc,
+// /dev and /sys bound and a /tmp of its own (nobody's, the cwd): in the chroot oracle
+// (setpriv), which must print want, and under droidroot run as nobody, which must too.
+func againstChrootAsNobody(t *testing.T, script, want string) {
+	t.Helper()
 	needRoot(t)
 	tmp := filepath.Join(openTempDir(t), "tmp")
 	if err := os.Mkdir(tmp, 0o755); err != nil {
@@ -540,11 +552,6 @@ func TestUnsearchableAncestor(t *testing.T) {
 	}
 	chownTree(t, tmp)
 	g := guest{Root: rootfs(t, "debian"), Binds: []string{"/proc", "/dev", "/sys", tmp + ":/tmp"}, Cwd: "/tmp"}
-	script := `mkdir -p w/sub1/d xx && cd w/sub1/d && chmod a-r . && chmod a-rx ..
-install -d /tmp/xx/zz rel/a rel/b; echo install $?
-mkdir new && touch new/f && ln -s f new/l && readlink new/l && cat new/l && ls -d rel/a rel/b new/f
-cd /tmp && chmod 755 w/sub1 w/sub1/d && ls -d xx/zz && rm -r w xx && echo done`
-	want := "install 0\nf\nnew/f\nrel/a\nrel/b\nxx/zz\ndone\n"
 	oracle := viaChroot(t, g, "", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script)
 	if oracle.Stdout != want || oracle.Code != 0 {
 		t.Fatalf("chroot: got %s\nwant stdout %q: the expectation is wrong", oracle, want)
@@ -562,13 +569,6 @@ cd /tmp && chmod 755 w/sub1 w/sub1/d && ls -d xx/zz && rm -r w xx && echo done`
 // lists only the searchable directories). droidroot's walk takes "." and ".." itself, so it
 // checks that search where the kernel would. As nobody (root searches anything).
 func TestUnsearchableDots(t *testing.T) {
-	needRoot(t)
-	tmp := filepath.Join(openTempDir(t), "tmp")
-	if err := os.Mkdir(tmp, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	chownTree(t, tmp)
-	g := guest{Root: rootfs(t, "debian"), Binds: []string{"/proc", "/dev", "/sys", tmp + ":/tmp"}, Cwd: "/tmp"}
 	script := `mkdir -m a=r r && mkdir -m a=x s && touch f
 for p in r/. r/./. r/.. r/../f s/. s/.. r r/ ./f; do printf '%s ' $p; stat -c %F $p 2>&1 | sed 's/.*: //'; done
 python3 -c '
@@ -584,13 +584,5 @@ echo */.; rmdir r s`
 		"s/. directory\ns/.. directory\nr directory\nr/ directory\n./f regular empty file\n" +
 		"r/. Permission denied False Permission denied\nr/.. Permission denied False Permission denied\n" +
 		"s/. True True Permission denied\ns/.\n"
-	oracle := viaChroot(t, g, "", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script)
-	if oracle.Stdout != want || oracle.Code != 0 {
-		t.Fatalf("chroot: got %s\nwant stdout %q: the expectation is wrong", oracle, want)
-	}
-	chownTree(t, tmp)
-	res := runAs(t, nobodyCred, "", asNobody(t, droidrootArgs(droidrootBin(t), g, "/bin/sh", "-c", script))...)
-	if res.Stdout != want || res.Code != 0 {
-		t.Errorf("droidroot as nobody: got %s\nwant stdout %q", res, want)
-	}
+	againstChrootAsNobody(t, script, want)
 }

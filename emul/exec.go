@@ -429,11 +429,11 @@ func fdFlags(c *tracer.Call, fd int) (uint64, bool) {
 // (load_script): the interpreter, its optional argument and the script's
 // name in place of argv[0], then the rest of argv.
 func scriptArgv(argv []execArg, interp, arg, scriptName string) []execArg {
-	na := strArgs(interp)
+	na := []execArg{{s: interp}}
 	if arg != "" {
-		na = append(na, strArgs(arg)...)
+		na = append(na, execArg{s: arg})
 	}
-	na = append(na, strArgs(scriptName)...)
+	na = append(na, execArg{s: scriptName})
 	if len(argv) > 1 {
 		na = append(na, argv[1:]...)
 	}

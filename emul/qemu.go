@@ -56,15 +56,12 @@ func (q *qemu) plan(c *tracer.Call, host string, argv []execArg, argvAddr uint64
 	if !ok {
 		prog = host
 	}
-	argv0 := strArgs(prog)[0]
+	argv0 := execArg{s: prog}
 	var rest []execArg
 	if len(argv) > 0 {
 		argv0, rest = argv[0], argv[1:]
 	}
-	na := strArgs(q.cmd...)
-	na = append(na, strArgs("-0")...)
-	na = append(na, argv0)
-	na = append(na, strArgs(prog)...)
+	na := append(strArgs(q.cmd...), execArg{s: "-0"}, argv0, execArg{s: prog})
 	na = append(na, rest...)
 	qf, errno := openExec(q.cmd[0])
 	if errno != 0 {
