@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,7 +130,8 @@ func TestStrace(t *testing.T) {
 	if _, err := os.Stat(root + "/usr/bin/strace"); err != nil {
 		missing(t, "the debian rootfs has no strace: rebuild it (test/mkrootfs.sh debian)")
 	}
-	// -ff: one file per process, so that the order of lines does not depend on scheduling.
+	// -ff: one file per process, so that the order of lines does not depend on scheduling; the
+	// files are then put in the order of their text, not of their pids (pids wrap at pid_max).
 	// --seccomp-bpf: strace's own filter in the traced program stops the calls it traces
 	// (PTRACE_O_TRACESECCOMP), stacked on droidroot's.
 	for _, opt := range []string{"", "--seccomp-bpf "} {
@@ -153,7 +155,7 @@ for f in $(ls /tmp/log.* | sort -t. -k2 -n); do echo "== process"; grep -v -e 'l
 				}
 				lines = append(lines, l)
 			}
-			outs = append(outs, strings.Join(lines, "\n"))
+			outs = append(outs, sortedBlocks(strings.Join(lines, "\n"), "== process\n"))
 		}
 		if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
 			t.Errorf("strace %s-f in droidroot differs from strace -f in a chroot (-chroot +droidroot):\n%s", opt, diff)
@@ -164,6 +166,21 @@ for f in $(ls /tmp/log.* | sort -t. -k2 -n); do echo "== process"; grep -v -e 'l
 			}
 		}
 	}
+}
+
+// sortedBlocks returns s with the blocks that begin with sep in the order of their text; what
+// comes before the first sep stays first.
+func sortedBlocks(s, sep string) string {
+	parts := strings.Split(s, sep)
+	if len(parts) == 1 {
+		return s
+	}
+	blocks := parts[1:]
+	for i := range blocks {
+		blocks[i] = strings.TrimSuffix(blocks[i], "\n") + "\n"
+	}
+	slices.Sort(blocks)
+	return parts[0] + sep + strings.Join(blocks, sep)
 }
 
 // TestNestedDroidroot runs python three droidroot sessions deep (issue 16): the Debian rootfs,
