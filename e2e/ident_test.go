@@ -468,12 +468,20 @@ rmdir d/s; echo "rmdir $?"; rm -rf d; echo "rm -rf $?"
 mkdir -p m/a/b; touch m/a/b/f; chmod -R a-w m; rm -rf m; echo "rm -rf of a read-only tree $?"; ls
 echo a > a; mkdir l; chmod 0555 l; ln a l/b; echo "link $?"; cat l/b; stat -c '%a %h' a l/b
 mv l/b l/c; echo "mv link $?"; rm l/c; echo "rm link $?"; ls l; stat -c '%a %h' a l
+for m in 0400 0600 0000; do
+  mkdir u; echo data > u/f; mkdir u/s; chmod $m u
+  touch u/new; echo "create in $m $?"; stat -c '%a %s' u/f; cat u/f; ls -l u/s/.. | wc -l; rm u/f; echo "rm $?"
+  echo more > u/s/g; cat u/s/g; mv u/s/g u/s/h; echo "mv $?"; ln -s t u/l; readlink u/l; rmdir u/nothing 2>/dev/null; echo "rmdir $?"
+  (cd u && pwd && ls && cat s/h && echo x > y && cat ./y); echo "cd $?"; ls u; stat -c %a u
+  chmod 700 u; rm -r u
+done
 `
 
 // TestFakeRootModes: a fake root (-0, droidroot running as nobody, who owns the files as an
-// Android app owns its rootfs) writes a 0444 file, reads a 0000 one and makes and removes
-// names in a 0555 directory as root does in a real chroot (the oracle), and the modes are
-// back after each call. In the busybox rootfs every call is traced; in the Debian one the fast
+// Android app owns its rootfs) writes a 0444 file, reads a 0000 one, makes and removes
+// names in a 0555 directory, and looks up, makes, removes and reads names in and below
+// directories it may not search (0400, 0600, 0000) and changes into them, as root does in a
+// real chroot (the oracle), and the modes are back after each call. In the busybox rootfs every call is traced; in the Debian one the fast
 // path library answers them, and hands the kernel's EACCES to the tracer.
 func TestFakeRootModes(t *testing.T) {
 	needRoot(t)

@@ -160,6 +160,7 @@ var chdirHandler = tracer.Handler{
 			return
 		}
 		c.Data = t.res.Guest
+		searchTarget(c, t.host)
 		if errno := rewrite(c, 0, t); errno != 0 {
 			c.Fail(errno)
 			return

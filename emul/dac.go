@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/droidroot/droidroot/ident"
+	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
 
@@ -111,6 +112,11 @@ type dacOverride struct {
 	uid     uint32 // the real user droidroot runs as
 	raised  map[dacKey]*dacRaised
 	pending map[int]*dacPending // by tid
+	// call is the call whose entry handler runs with the search override
+	// (pathmap.Proc.Search), nil when none; searched is what its lookups
+	// raised so far.
+	call     *tracer.Call
+	searched []*dacRaised
 	// ops are the file operations (the real ones; tests count them).
 	ops dacOps
 }
@@ -180,6 +186,89 @@ func addDacOverride(t *tableBuilder, uid uint32) {
 		}
 		t.set(name, h)
 	}
+	// The other calls that take a path search the directories on the way
+	// too. Not an exec: its exit is the new program's (docs/identity.md).
+	for name := range t.decls {
+		h, ok := t.get(name)
+		if _, done := dacCalls()[name]; done || !ok || h.Enter == nil || name == "execve" || name == "execveat" {
+			continue
+		}
+		t.set(name, d.wrapSearch(h))
+	}
+}
+
+// searcher returns the search override of call c's path lookups
+// (pathmap.Proc.Search), or nil where there is none: c is not the call
+// whose entry the override wraps.
+func (d *dacOverride) searcher(c *tracer.Call) pathmap.SearchOverride {
+	if d == nil || d.call != c {
+		return nil
+	}
+	return dacSearch{d}
+}
+
+// dacSearch is a fake root's search of any directory (CAP_DAC_OVERRIDE
+// and CAP_DAC_READ_SEARCH), for the path lookups of the call being entered.
+type dacSearch struct{ d *dacOverride }
+
+// Search implements pathmap.SearchOverride: directory dir gets its
+// owner's search bit where the real user owns it, until the call's exit.
+func (s dacSearch) Search(dir string) bool {
+	r := s.d.raise(dir, true, 0o100, nil)
+	if r == nil {
+		return false
+	}
+	s.d.searched = append(s.d.searched, r)
+	return true
+}
+
+// searchTarget gives directory host, the target of call c (chdir's), its
+// owner's search bit where c has the search override and the host user
+// may not search it: the kernel checks that search of the target itself,
+// which no lookup of the walk makes.
+func searchTarget(c *tracer.Call, host string) {
+	s := emulationOf(c).dac.searcher(c)
+	if s == nil || !strings.HasPrefix(host, "/") || len(host) >= tracer.PathMax {
+		return
+	}
+	if c.Mapper().SearchDir(host) == unix.EACCES {
+		s.Search(host)
+	}
+}
+
+// enterSearching runs enter, a handler's entry, with the search override
+// for c's lookups where c's credentials have it, and returns what the
+// lookups raised.
+func (d *dacOverride) enterSearching(c *tracer.Call, enter func(c *tracer.Call)) []*dacRaised {
+	cr := c.Creds()
+	if c.AtSIGSYS() || !(cr.Capable(ident.CapDacOverride) || cr.Capable(ident.CapDacReadSearch)) {
+		enter(c)
+		return nil
+	}
+	d.call, d.searched = c, nil
+	enter(c)
+	raised := d.searched
+	d.call, d.searched = nil, nil
+	return raised
+}
+
+// wrapSearch is h with the search override for the directories on the
+// way of its paths: what a lookup raised goes back at the call's exit.
+func (d *dacOverride) wrapSearch(h tracer.Handler) tracer.Handler {
+	enter := h.Enter
+	h.Enter = func(c *tracer.Call) {
+		raised := d.enterSearching(c, enter)
+		if len(raised) == 0 {
+			return
+		}
+		tid := c.Tid()
+		d.done(tid) // a call before whose exit was never seen
+		d.pending[tid] = &dacPending{raised: raised}
+		if !c.AfterExit(func(*tracer.Call) { d.done(tid) }) {
+			d.done(tid) // the kernel runs nothing more of it
+		}
+	}
+	return h
 }
 
 // wrap is h with the override for call dc: after h's Enter (which has
@@ -188,15 +277,16 @@ func addDacOverride(t *tableBuilder, uid uint32) {
 func (d *dacOverride) wrap(h tracer.Handler, dc dacCall) tracer.Handler {
 	enter, exit := h.Enter, h.Exit
 	h.Enter = func(c *tracer.Call) {
-		enter(c)
+		raised := d.enterSearching(c, enter)
 		prevExit := exit != nil && c.ExitWanted()
 		if !prevExit {
 			c.NoExit() // the Exit below is for raised modes only
 		}
 		if c.Answered() || c.AtSIGSYS() || !c.Creds().Capable(ident.CapDacOverride) {
+			d.release(raised)
 			return
 		}
-		raised := d.enter(c, dc)
+		raised = append(raised, d.enter(c, dc)...)
 		if len(raised) == 0 {
 			return
 		}

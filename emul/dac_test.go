@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -319,5 +320,65 @@ func TestDacAround(t *testing.T) {
 	ev(&tracer.Event{Kind: tracer.EventThreadGone, Tid: 99, Pid: 99})
 	if m := modeOf(t, sealed); m != 0o555 || len(em.dac.pending) != 0 {
 		t.Errorf("after the thread is gone: %#o, %d pending", m, len(em.dac.pending))
+	}
+}
+
+// TestDacSearch: the search override of a fake root's lookups (pathmap's
+// Proc.Search, in the calls wrapSearch wraps). A directory the lookups ask
+// about gets its owner's search bit while the kernel runs the call (seen
+// at the entry stop) and has its mode back at the call's exit (seen at
+// the next call); a call the handler answers itself puts it back at once;
+// a thread whose credentials lack CAP_DAC_OVERRIDE gets no override.
+func TestDacSearch(t *testing.T) {
+	g := newGuestFS(t)
+	u := filepath.Join(g.root, "tmp/u")
+	mustMkdir(t, u)
+	must(t, os.Chmod(u, 0o400))
+	defer os.Chmod(u, 0o700)
+	for _, tc := range []struct {
+		name     string
+		identity Identity
+		answer   bool
+		during   uint32 // u's mode while the kernel runs the call
+		asked    bool
+	}{
+		{"root", Identity{}, false, 0o500, true},
+		{"answered", Identity{}, true, 0o400, true},
+		{"user", Identity{UID: 1000, GID: 1000}, false, 0o400, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Identity: &tc.identity}
+			em := New(cfg)
+			b := &tableBuilder{t: em.Table, e: em, decls: declarations(), layer: "test"}
+			addDacOverride(b, uint32(os.Geteuid()))
+			var asked []bool
+			em.Table["getppid"] = em.dac.wrapSearch(tracer.Handler{Enter: func(c *tracer.Call) {
+				s := pathProc(c).Search
+				asked = append(asked, s != nil)
+				if s != nil && len(asked) == 1 && !s.Search(u) {
+					t.Errorf("Search(%s) refused", u)
+				}
+				if tc.answer {
+					c.Return(0)
+				}
+			}})
+			var modes []uint32
+			observe := func(c *tracer.Call, s *tt.Stop) {
+				if !s.Exit {
+					modes = append(modes, modeOf(t, u))
+				}
+			}
+			tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Creds: InitialCreds(cfg), Observe: observe},
+				tt.Call("getppid"), tt.Call("getppid"))
+			if want := []uint32{tc.during, 0o400}; !slices.Equal(modes, want) {
+				t.Errorf("u's modes at the two entries %#o, want %#o", modes, want)
+			}
+			if len(asked) != 2 || asked[0] != tc.asked {
+				t.Errorf("the override given to the two calls: %v, want %v first", asked, tc.asked)
+			}
+			if len(em.dac.raised) != 0 || len(em.dac.pending) != 0 {
+				t.Errorf("%d raises, %d calls pending left", len(em.dac.raised), len(em.dac.pending))
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 func pathProc(c *tracer.Call) pathmap.Proc {
 	pr := c.PathProc()
 	pr.Links = magicLinks{c}
+	pr.Search = emulationOf(c).dac.searcher(c)
 	return pr
 }
 

@@ -137,6 +137,10 @@ type dirNode struct {
 	// attrib: the watch reports attribute changes (IN_ATTRIB), of the
 	// directory and of its children (see watchMask).
 	attrib bool
+	// searchOK: the host user may search the directory (search), as
+	// checked after the watch was added; dropped with the node when its
+	// attributes or anything above it change, as its entries are.
+	searchOK bool
 	// pin: an O_PATH descriptor of the directory, 0 until one is needed
 	// (pin.go); pinName: "/proc/<pid>/fd/<pin>/", made with it.
 	pin     int
@@ -654,6 +658,45 @@ func (c *cache) readlink(w *walker, path []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// search is the walker's check that the host user may search directory
+// dir (w.cbuf: dir NUL-terminated): faccessat(X_OK), remembered in dir's
+// node (made, and watched, if needed) while no change to dir or above it
+// is reported. A refusal is not kept (EACCES depends on the caller).
+func (c *cache) search(w *walker, dir []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.dirs[string(dir)]
+	// Before a remembered search is used, or where a failure kept dir
+	// from being watched (it may be watchable now), the reported changes
+	// are applied (as in begin).
+	if n != nil && (n.searchOK || !n.cacheable && n.failed) && !w.synced {
+		w.synced = true
+		c.sync()
+		n = c.dirs[string(dir)]
+	}
+	if n != nil && n.searchOK {
+		c.st.Hits++
+		return nil
+	}
+	if n == nil && c.ifd >= 0 && cleanAbs(dir) && len(dir) >= 2 {
+		if len(c.dirs) >= c.maxDirs {
+			c.flush()
+		}
+		if c.ifd >= 0 {
+			n, _ = c.makeDir(dir)
+		}
+	}
+	if n != nil && !n.cacheable {
+		n = nil
+	}
+	c.count(n)
+	err := sysSearch(w.cbuf)
+	if err == nil && n != nil && c.ifd >= 0 {
+		n.searchOK = true
+	}
+	return err
 }
 
 func (c *cache) count(d *dirNode) {

@@ -668,6 +668,56 @@ func TestCacheNotRoot(t *testing.T) {
 	must(t, os.Chmod(dir, 0o755))
 	must(t, os.Chown(dir, 65534, 65534))
 	runChild(t, "TestCacheNotRootChild", dir, nil, &syscall.Credential{Uid: 65534, Gid: 65534}, bin)
+	runChild(t, "TestCacheSearchChild", dir, nil, &syscall.Credential{Uid: 65534, Gid: 65534}, bin)
+}
+
+// TestCacheSearchChild: the search of a directory that the walk checks
+// itself ("." and "..") is remembered (no system call the second time) and
+// forgotten at the first lookup after a chmod of the directory or of an
+// ancestor, even when that check is the walk's first use of the cache.
+func TestCacheSearchChild(t *testing.T) {
+	dir := os.Getenv(childEnv)
+	if dir == "" || os.Geteuid() == 0 {
+		t.Skip("run by TestCacheNotRoot")
+	}
+	R := filepath.Join(dir, "s", "root")
+	mkTree(t, R, "a/b/f")
+	m := newCached(t, R, nil)
+	pr := Proc{Pid: os.Getpid()}
+	dot := func(step string, want error) {
+		t.Helper()
+		before := m.CacheStats()
+		_, err := m.Lookup(pr, "/a/b", ".", Follow)
+		if err != want {
+			t.Fatalf("%s: Lookup(\".\") in /a/b: %v, want %v", step, err, want)
+		}
+		if st := m.CacheStats(); step == "again" && (st.Misses+st.Uncached != before.Misses+before.Uncached || st.Hits == before.Hits) {
+			t.Errorf("%s: the search was not remembered: %+v", step, m.CacheStats())
+		}
+	}
+	dot("first", nil)
+	dot("again", nil)
+	for _, s := range []struct {
+		path string
+		mode os.FileMode
+		want error
+	}{
+		{R + "/a/b", 0o644, syscall.EACCES}, {R + "/a/b", 0o755, nil},
+		{R + "/a", 0o600, syscall.EACCES}, {R + "/a", 0o755, nil},
+		{R, 0o644, syscall.EACCES}, {R, 0o755, nil},
+	} {
+		must(t, os.Chmod(s.path, s.mode))
+		dot(fmt.Sprintf("chmod %o %s", s.mode, s.path), s.want)
+		if s.want == nil && s.path != R {
+			// The answer made before the chmod's own event was read
+			// is dropped with it: the next lookup asks again. (Below
+			// the rootfs's own directory, which the cache keeps
+			// chained, a node that could not be watched while it was
+			// unsearchable stays unwatched: correct, not remembered.)
+			dot("settle", nil)
+			dot("again", nil)
+		}
+	}
 }
 
 func TestCacheNotRootChild(t *testing.T) {
@@ -684,8 +734,11 @@ func TestCacheNotRootChild(t *testing.T) {
 	uncached, err := New(R, binds, nil)
 	must(t, err)
 	probes := probesFor([]string{"/m/a/b/c/file", "/m/x/c/file", "/m/a/b/l", "/m/a/b/c/", "/m/a/b/", "/m/a",
-		"/usr/bin/sh", "/sdcard/d/f", "/m/a/b/c/missing"})
-	probes = append(probes, probesFor([]string{"c/file", "l"}, "/m/a/b")...)
+		"/usr/bin/sh", "/sdcard/d/f", "/m/a/b/c/missing",
+		// "." and "..": the walk checks the search of their directory
+		// (remembered by the cache: cache.search).
+		"/m/a/b/c/.", "/m/a/b/c/..", "/m/a/b/./c/file", "/m/a/b/c/../l", "/sdcard/d/.", "/m/."})
+	probes = append(probes, probesFor([]string{"c/file", "l", "c/.", "c/..", "."}, "/m/a/b")...)
 	denied := false
 	for _, s := range []struct {
 		path string

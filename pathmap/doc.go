@@ -31,6 +31,14 @@
 //     that search (faccessat X_OK) and gives EACCES where the caller may
 //     not search the directory ("r/." and "r/.." of a directory r with
 //     read but no search permission).
+//   - Proc.Search lets a caller that may search any directory (a fake
+//     root's emulated CAP_DAC_OVERRIDE) through directories the host user
+//     may not search: where the host refused one of the walk's lookups in
+//     a directory (EACCES), for the directory of a "." or "..", and for
+//     the directory of a last component the walk leaves to the kernel
+//     (one more faccessat there, remembered by the cache), the walk asks
+//     Search, which may make the directory searchable for the call, and
+//     looks again.
 //   - When the walk enters guest directory G and a Binding has Guest == G,
 //     the host side switches to Binding.Host, exactly like crossing a mount
 //     point; this holds however the walk got there (including through
@@ -114,10 +122,11 @@
 //     fails with ENOTDIR exactly as the guest kernel would. Only before "."
 //     or ".." (which do not touch the host) is an lstat(2) made instead,
 //     and, unless the process is root, a faccessat(2) of the directory's
-//     search permission.
+//     search permission (remembered by the cache, see SearchDir).
 //   - A final component that is not followed (follow=false without trailing
 //     slash, or the Entry flag) costs nothing: the kernel looks it up itself
-//     when the tracee's call runs on the returned path.
+//     when the tracee's call runs on the returned path (with Proc.Search, a
+//     faccessat of its directory, remembered by the cache).
 //   - Binding mount points cost nothing: their type is taken once in New (a
 //     real bind mount pins its source the same way).
 //   - Without WithCache, nothing is cached between calls, so the result
@@ -135,7 +144,10 @@
 // With the WithCache option (host filesystem only), a Mapper remembers the
 // answer of every lstat(2) and readlink(2) the walk makes, per host path:
 // the file type, the symlink target, or the errors ENOENT, ENOTDIR, EINVAL
-// (not a symlink) and ENAMETOOLONG. Other errors (EACCES, EIO, ...) are
+// (not a symlink) and ENAMETOOLONG, and of every faccessat(2) X_OK of a
+// directory that granted the search (kept in the directory's own node,
+// which a change of its attributes or above it drops as it drops the
+// answers below it). Other errors (EACCES, EIO, ...) are
 // not kept. The answers stay exactly what the uncached walk would give,
 // because an answer is kept only while inotify could have reported every
 // change that may alter it:

@@ -397,6 +397,22 @@ func New(root string, binds []Binding, fs FS, opts ...Option) (*Mapper, error) {
 // Cached reports whether m has a working lookup cache (see WithCache).
 func (m *Mapper) Cached() bool { return m.cache != nil && m.cache.stats().Enabled }
 
+// SearchDir tells whether the host user may search host directory dir (an
+// absolute path): faccessat(X_OK), remembered by the lookup cache while
+// nothing on dir's path changes. nil on a Mapper that does not look at
+// the host's files.
+func (m *Mapper) SearchDir(dir string) error {
+	if !m.osfs {
+		return nil
+	}
+	w := walkers.Get().(*walker)
+	w.m, w.synced = m, false
+	err := w.searchDir([]byte(dir))
+	w.m = nil
+	walkers.Put(w)
+	return err
+}
+
 // CacheStats returns the counters of m's lookup cache (zero without one).
 func (m *Mapper) CacheStats() CacheStats {
 	if m.cache == nil {

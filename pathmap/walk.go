@@ -37,6 +37,21 @@ type Proc struct {
 	// (see "procfs" in the package documentation). Without it the walk
 	// stops at a magic link and hands it to the kernel (Result.Magic).
 	Links MagicLinks
+	// Search, if set, lets the caller search directories the host user
+	// may not: a fake root's emulated CAP_DAC_OVERRIDE (see
+	// SearchOverride).
+	Search SearchOverride
+}
+
+// SearchOverride makes host directories searchable for one call of a
+// caller that may search any directory, but whose host user may not.
+type SearchOverride interface {
+	// Search is asked about host directory dir when the host refused a
+	// lookup of the walk in it (EACCES), and about the directory of a
+	// last component the walk leaves to the kernel when the host user
+	// may not search it. It returns true when it made dir searchable
+	// until the call ends: the walk then looks again.
+	Search(dir string) bool
 }
 
 // Batch is shared by the lookups of one system call (see Proc.Batch).
@@ -332,7 +347,10 @@ func (w *walker) lstat(path []byte) (uint32, error) {
 			mode, err = sysLstat(w.cbuf)
 		}
 		if err == syscall.EACCES && w.nearRel(path) {
-			return sysLstat(w.cbuf) // not cached: EACCES depends on the caller
+			mode, err = sysLstat(w.cbuf) // not cached: EACCES depends on the caller
+		}
+		if err == syscall.EACCES && w.override(dirOf(path)) {
+			mode, err = sysLstat(w.cbuf)
 		}
 		return mode, err
 	}
@@ -366,12 +384,51 @@ func (w *walker) search() error {
 	if !w.m.osfs || w.m.searchAll || w.virt || len(w.host) >= PathMax {
 		return nil
 	}
-	w.cbuf = append(append(w.cbuf[:0], w.host...), 0)
-	err := sysSearch(w.cbuf)
+	err := w.searchDir(w.host)
 	if err == syscall.EACCES && w.nearRel(w.host) {
 		err = sysSearch(w.cbuf) // an ancestor, not the directory, refused
 	}
+	if err == syscall.EACCES && w.override(w.host) {
+		err = sysSearch(w.cbuf)
+	}
 	return err
+}
+
+// override asks Proc.Search to make host directory dir searchable for
+// the call, and reports whether it did.
+func (w *walker) override(dir []byte) bool {
+	return w.pr.Search != nil && w.m.osfs && len(dir) > 0 && len(dir) < PathMax && w.pr.Search.Search(string(dir))
+}
+
+// searchLast checks, for a caller with Proc.Search, that the host user may
+// search the current directory, where the kernel looks up the last
+// component of the walk itself: where not, Search may make it searchable.
+func (w *walker) searchLast() {
+	if w.pr.Search == nil || !w.m.osfs || w.virt || len(w.host) >= PathMax {
+		return
+	}
+	if w.searchDir(w.host) == syscall.EACCES {
+		w.override(w.host)
+	}
+}
+
+// searchDir checks that the host user may search host directory dir
+// (through the lookup cache when there is one), leaving dir in w.cbuf.
+func (w *walker) searchDir(dir []byte) error {
+	w.cbuf = append(append(w.cbuf[:0], dir...), 0)
+	if w.m.cache != nil {
+		return w.m.cache.search(w, dir)
+	}
+	return sysSearch(w.cbuf)
+}
+
+// dirOf is the directory part of absolute host path p ("/" for "/x").
+func dirOf(p []byte) []byte {
+	i := bytes.LastIndexByte(p, '/')
+	if i <= 0 {
+		return p[:min(len(p), 1)]
+	}
+	return p[:i]
 }
 
 // readlink returns the target of path in w.lbuf (valid until the next
@@ -393,6 +450,9 @@ func (w *walker) readlink(path []byte) ([]byte, error) {
 			n, err = sysReadlink(w.cbuf, w.lbuf)
 		}
 		if err == syscall.EACCES && !deep && w.nearRel(path) {
+			n, err = sysReadlink(w.cbuf, w.lbuf)
+		}
+		if err == syscall.EACCES && !deep && w.override(dirOf(path)) {
 			n, err = sysReadlink(w.cbuf, w.lbuf)
 		}
 		if err != nil {
@@ -763,15 +823,17 @@ func (w *walker) walk() (Result, error) {
 			return w.finish(trailing, Result{}), nil
 		}
 
-		oldLen := len(w.host)
-		w.host = appendComponent(w.host, name)
-
 		if last && (entry || (!follow && kid == nil)) {
 			// Not followed: the kernel looks it up itself.
+			w.searchLast()
+			w.host = appendComponent(w.host, name)
 			w.guest = appendComponent(w.guest, name)
 			w.step(kid)
 			return w.finish(trailing, Result{}), nil
 		}
+
+		oldLen := len(w.host)
+		w.host = appendComponent(w.host, name)
 
 		// One system call: lstat when the type matters (a guest parent of
 		// a mount point may be virtual; "." or ".." follows; a trailing

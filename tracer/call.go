@@ -124,6 +124,9 @@ type Call struct {
 	stageAddr uint64
 	stageBuf  []byte
 
+	// afterExit are the functions AfterExit added, run at the exit stop.
+	afterExit []func(c *Call)
+
 	// Data carries handler state from Enter to Exit.
 	Data any
 }
@@ -143,6 +146,7 @@ func (c *Call) reset(th *Thread) {
 	c.restart = false
 	c.restartNr = 0
 	c.atExit = false
+	c.afterExit = nil
 	c.stage = nil
 	c.keepArgs = false
 	c.pre = [2]prefetched{}
@@ -338,6 +342,44 @@ func (c *Call) WantExit() {
 	if !c.skipped {
 		c.noExit = false
 	}
+}
+
+// AfterExit runs fn at the call's exit stop, after the handler's Exit if
+// it has one, whether or not the handler wanted that stop: a layer's work
+// that must end when the kernel has run the call (a mode raised for it put
+// back). Called at the entry, after the handler's Enter. It reports false,
+// and fn never runs, once Return answered the call (the kernel runs
+// nothing), for a call answered at a SIGSYS stop or through injected calls
+// (Run), whose exits the tracer makes itself: the layer then ends its work
+// at once. A thread that dies in the call never runs fn either: the layer
+// must end its work on EventThreadGone too.
+func (c *Call) AfterExit(fn func(c *Call)) bool {
+	if c.skipped || c.sigsys || c.th.op != nil || c.atExit {
+		return false
+	}
+	c.afterExit = append(c.afterExit, fn)
+	return true
+}
+
+// exitHandler is what the exit stop of a call whose entry ran handler h
+// runs: h's Exit, unless NoExit cancelled it, then the AfterExit
+// functions; nil for nothing.
+func (c *Call) exitHandler(h *Handler) *Handler {
+	if h.Exit == nil || c.noExit {
+		h = nil
+	}
+	if len(c.afterExit) == 0 || c.skipped {
+		return h
+	}
+	fns := c.afterExit
+	return &Handler{Exit: func(c *Call) {
+		if h != nil {
+			h.Exit(c)
+		}
+		for _, fn := range fns {
+			fn(c)
+		}
+	}}
 }
 
 // ExitNow, after Return answered the call at its entry, runs the

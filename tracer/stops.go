@@ -95,8 +95,8 @@ func (t *Tracer) enterWith(th *Thread, h *Handler) {
 	} else if t.flight != nil {
 		t.fly(th.Tid, "CLEAN", "no register change")
 	}
-	if h.Exit != nil && !c.noExit {
-		th.pendingExit = h
+	if eh := c.exitHandler(h); eh != nil {
+		th.pendingExit = eh
 	}
 	if t.cfg.NoSeccomp && t.trapsSkips(th) && c.skipped {
 		saved := c.Regs
