@@ -49,6 +49,7 @@
 #define SYS_renameat2 276
 #define SYS_seccomp 277
 #define SYS_getrandom 278
+#define SYS_prlimit64 261
 /* Also used by the fast path library (fastpath/csrc) and drbench's waitv call. */
 #define SYS_dup 23
 #define SYS_dup3 24

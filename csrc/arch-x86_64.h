@@ -49,6 +49,7 @@
 #define SYS_renameat2 316
 #define SYS_seccomp 317
 #define SYS_getrandom 318
+#define SYS_prlimit64 302
 /* Also used by the fast path library (fastpath/csrc) and drbench's waitv call; the x86_64-only
  * legacy path calls are the ones the library answers through syscall(). */
 #define SYS_open 2

@@ -282,11 +282,13 @@ func (d *dacOverride) wrap(h tracer.Handler, dc dacCall) tracer.Handler {
 		if !prevExit {
 			c.NoExit() // the Exit below is for raised modes only
 		}
-		if c.Answered() || c.AtSIGSYS() || !c.Creds().Capable(ident.CapDacOverride) {
+		if c.Answered() || c.AtSIGSYS() {
 			d.release(raised)
 			return
 		}
-		raised = append(raised, d.enter(c, dc)...)
+		if c.Creds().Capable(ident.CapDacOverride) {
+			raised = append(raised, d.enter(c, dc)...)
+		}
 		if len(raised) == 0 {
 			return
 		}

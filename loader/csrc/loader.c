@@ -137,10 +137,13 @@ extern char _end[] __attribute__((visibility("hidden")));
  * every page, as before, cost 32 faults per exec.)
  */
 #define DR_STACK_EXPAND 131072
-static void grow_stack(uint64_t sp)
+#define RLIMIT_STACK 3
+static void grow_stack(uint64_t sp, uint64_t room)
 {
-	(void)*(volatile const char *)((sp & ~(uint64_t)4095) - DR_STACK_EXPAND + 4096 - 1);
+	if (room >= 4096)
+		(void)*(volatile const char *)((sp & ~(uint64_t)4095) - room + 4096 - 1);
 }
+
 
 void loader_main(const struct dr_load_script *script) __attribute__((noreturn, used));
 void stage2_main(uint64_t *sp) __attribute__((noreturn, used));
@@ -186,6 +189,36 @@ static size_t dr_strlen(const char *s)
 static int failed(long ret)
 {
 	return (unsigned long)ret > -4096UL;
+}
+
+/*
+ * stack_room is how far below sp grow_stack may reach: DR_STACK_EXPAND, or less under a
+ * small RLIMIT_STACK (`ulimit -s 128`), where a fault past the limit would be a SIGSEGV.
+ * The kernel grows the stack mapping only while it stays within rlim_cur bytes of its top
+ * (mm/mmap.c, acct_stack_growth), and the top lies 8 bytes above the end of the file name
+ * that auxv's AT_EXECFN names, the first string the exec put there (fs/exec.c). Called
+ * before the loader changes AT_EXECFN.
+ */
+static uint64_t stack_room(uint64_t sp, const uint64_t *auxv)
+{
+	struct {
+		uint64_t cur, max;
+	} rl;
+	uint64_t top = 0, used, room;
+
+	if (failed(syscall4(SYS_prlimit64, 0, RLIMIT_STACK, 0, (uint64_t)&rl)) || rl.cur == ~(uint64_t)0)
+		return DR_STACK_EXPAND;
+	for (; auxv[0] != AT_NULL; auxv += 2)
+		if (auxv[0] == AT_EXECFN && auxv[1])
+			top = auxv[1] + dr_strlen((const char *)auxv[1]) + 1 + 8;
+	top = (top + 4095) & ~(uint64_t)4095;
+	if (top <= sp)
+		return 0; /* not found where it should be: touch nothing */
+	used = top - (sp & ~(uint64_t)4095);
+	if (rl.cur <= used)
+		return 0;
+	room = (rl.cur - used) & ~(uint64_t)4095;
+	return room < DR_STACK_EXPAND ? room : DR_STACK_EXPAND;
 }
 
 static long sys_mmap(uint64_t addr, uint64_t len, int prot, int flags, int fd, uint64_t off)
@@ -594,7 +627,7 @@ static void install_wake_filter(const uint64_t *lo, const uint64_t *hi, int n)
 void loader_main(const struct dr_load_script *s)
 {
 	const char *program, *interp = 0, *execfn;
-	uint64_t *sp, *envp, *auxv, *a, pagesz = 4096, entry, base = 0, len;
+	uint64_t *sp, *envp, *auxv, *a, pagesz = 4096, entry, base = 0, len, room;
 	struct image prog, ld;
 	const struct dr_ids *ids = 0;
 	const uint64_t *hwcap = 0, *scratch = 0;
@@ -640,6 +673,8 @@ void loader_main(const struct dr_load_script *s)
 	for (a = auxv; a[0] != AT_NULL; a += 2)
 		if (a[0] == AT_PAGESZ && a[1] >= 4096 && !(a[1] & (a[1] - 1)))
 			pagesz = a[1];
+
+	room = stack_room(s->original_sp, auxv);
 
 	/* Like the kernel, use an interpreter only if the program has a PT_INTERP. */
 	load_image(program, execfn, "program", pagesz, &prog);
@@ -749,7 +784,7 @@ void loader_main(const struct dr_load_script *s)
 			install_wake_filter(lo, hi, n);
 	}
 
-	grow_stack(s->original_sp);
+	grow_stack(s->original_sp, room);
 	if (flags & DR_FLAG_EXECSTOP) {
 		/* The exec stop of a guest tracer: the tracer jumps (see script.h). */
 		uint64_t osp = s->original_sp;
@@ -878,7 +913,14 @@ void stage2_main(uint64_t *sp)
 	}
 	if (argc < 3)
 		die_status(125, "stage 2", "no program to run", 0, 0);
-	grow_stack((uint64_t)sp); /* the tracer writes the translated path below sp */
+	{
+		uint64_t *auxv = (uint64_t *)envp;
+
+		while (*auxv)
+			auxv++;
+		/* the tracer writes the translated path below sp */
+		grow_stack((uint64_t)sp, stack_room((uint64_t)sp, auxv + 1));
+	}
 	r = syscall3(SYS_execve, argv[1], argv + 2, envp);
 	if (r == -8) {
 		/* ENOEXEC (a script without #!): run it with /bin/sh, as execvp does. */
