@@ -116,8 +116,8 @@ func testBinary(t *testing.T, goarch string, machine elf.Machine, variant int, l
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(bin) > 8192 {
-			t.Errorf("size %d bytes, want a few KiB", len(bin))
+		if len(bin) > 12288 {
+			t.Errorf("size %d bytes, want a few KiB (three pages at most)", len(bin))
 		}
 		f, err := elf.NewFile(bytes.NewReader(bin))
 		if err != nil {
