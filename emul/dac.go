@@ -165,7 +165,8 @@ func newDacOverride(uid uint32) *dacOverride {
 func addDacOverride(t *tableBuilder, uid uint32) {
 	d := newDacOverride(uid)
 	t.e.dac = d
-	for name, dc := range dacCalls() {
+	calls := dacCalls()
+	for name, dc := range calls {
 		h, ok := t.get(name)
 		if !ok || h.Enter == nil {
 			continue
@@ -190,7 +191,7 @@ func addDacOverride(t *tableBuilder, uid uint32) {
 	// too. Not an exec: its exit is the new program's (docs/identity.md).
 	for name := range t.decls {
 		h, ok := t.get(name)
-		if _, done := dacCalls()[name]; done || !ok || h.Enter == nil || name == "execve" || name == "execveat" {
+		if _, done := calls[name]; done || !ok || h.Enter == nil || name == "execve" || name == "execveat" {
 			continue
 		}
 		t.set(name, d.wrapSearch(h))

@@ -135,8 +135,9 @@ type CacheStats struct {
 	// Enabled: the Mapper has a working cache (WithCache, the host FS,
 	// inotify available, not closed).
 	Enabled bool
-	// Hits and Misses count the lstat/readlink questions of walks that
-	// the cache answered, and that it asked the host and remembered.
+	// Hits and Misses count the lstat/readlink questions and directory
+	// searches (SearchDir) of walks that the cache answered, and that it
+	// asked the host and remembered.
 	// Uncached counts those it could not remember (procfs, a filesystem
 	// inotify cannot watch, EACCES, ...).
 	Hits, Misses, Uncached uint64

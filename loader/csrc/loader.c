@@ -144,7 +144,6 @@ static void grow_stack(uint64_t sp, uint64_t room)
 		(void)*(volatile const char *)((sp & ~(uint64_t)4095) - room + 4096 - 1);
 }
 
-
 void loader_main(const struct dr_load_script *script) __attribute__((noreturn, used));
 void stage2_main(uint64_t *sp) __attribute__((noreturn, used));
 void dr_jump(uint64_t entry, uint64_t sp) __attribute__((noreturn));
