@@ -123,6 +123,12 @@ struct dr_fp_hdr {
 #define FC_BUCKETS 16
 #define FC_BLOOM 512
 #define FP_PATH_MAX 4096
+/* FP_HOST_MAX bounds the host paths the library answers for (a mapped path
+ * with its name, a descriptor's /proc/self/fd name): its buffers live on the
+ * caller's stack, which may be a small thread's (PTHREAD_STACK_MIN) or a
+ * main thread's under a small RLIMIT_STACK, so the deepest call's frames
+ * stay a few KiB. A longer path goes to the tracer, as W_LONG. */
+#define FP_HOST_MAX 1024
 #define FP_DEFER (-100000L) /* "go to the tracer" */
 
 struct fp_bind {
@@ -510,15 +516,16 @@ __attribute__((destructor)) static void fp_report(void)
 
 /* ---- set-up ---- */
 
-/* fd_link reads what /proc/self/fd names for fd into buf (FP_PATH_MAX
+/* fd_link reads what /proc/self/fd names for fd into buf (FP_HOST_MAX
  * bytes): its length, or 0 for what is no absolute path of a live file
- * (an error, a pipe or socket, a directory removed: " (deleted)"). */
+ * (an error, a pipe or socket, a directory removed: " (deleted)") or is
+ * longer than the buffer. */
 static size_t fd_link(long fd, char *buf)
 {
 	char proc[32];
 	fmt_procfd(proc, (int)fd);
-	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, FP_PATH_MAX, 0, 0);
-	if (n <= 0 || n >= FP_PATH_MAX || buf[0] != '/')
+	long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, FP_HOST_MAX, 0, 0);
+	if (n <= 0 || n >= FP_HOST_MAX || buf[0] != '/')
 		return 0;
 	if (n >= 10 && fp_memeq(buf + n - 10, " (deleted)", 10))
 		return 0;
@@ -990,9 +997,11 @@ static uint32_t hash_of(const char *s, size_t n)
 /* verify opens host directory dir (len bytes, NUL-terminated) O_PATH and
  * checks that the kernel names it exactly dir; it returns the descriptor and
  * its dev/ino, or -1. */
-static int verify(const char *dir, size_t len, struct stat *st)
+static __attribute__((noinline)) int verify(const char *dir, size_t len, struct stat *st)
 {
-	char proc[32], buf[FP_PATH_MAX];
+	char proc[32], buf[FP_HOST_MAX];
+	if (len >= sizeof buf)
+		return -1;
 	long fd = tr(SYS_openat, AT_FDCWD, (long)(len ? dir : "/"), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
 	if (fd < 0)
 		return -1;
@@ -1029,9 +1038,9 @@ static int bind_parent(uint64_t dev, uint64_t ino);
  * is the guest parent of its mount point, and of "/" is "/"; a directory
  * bound at a second guest path is such a root too). Anything else (outside
  * the guest, removed) goes to the tracer. */
-static int up_ok(long fd)
+static __attribute__((noinline)) int up_ok(long fd)
 {
-	char buf[FP_PATH_MAX];
+	char buf[FP_HOST_MAX];
 	size_t len = fd_link(fd, buf);
 	if (len <= 1)
 		return 0;
@@ -1333,7 +1342,7 @@ static int hidden_fd(long fd)
  * every path through it, and *out becomes the empty directory, for the call
  * to be made under it (the caller names it "<name>/<the call's name>"). 0,
  * or -1 to defer. */
-static int under_empty(struct parent *dir, const char *name, size_t len, struct parent *out)
+static __attribute__((noinline)) int under_empty(struct parent *dir, const char *name, size_t len, struct parent *out)
 {
 	char comp[256];
 	struct stat st;
@@ -1350,7 +1359,7 @@ static int under_empty(struct parent *dir, const char *name, size_t len, struct 
 /* ---- guest path -> host parent + name ---- */
 
 struct target {
-	char host[FP_PATH_MAX]; /* host parent directory, NUL-terminated; the name follows */
+	char host[FP_HOST_MAX]; /* host parent directory, NUL-terminated; the name follows */
 	size_t parentlen;
 	const char *name;       /* last component (in host[]) */
 	int ancestor;           /* the guest path is a strict ancestor of a bind point */
@@ -1517,7 +1526,7 @@ static long guest_host(const char *g, size_t n, char *host, size_t size)
  * (the kernel's ELOOP counts every one of a lookup's). */
 static __attribute__((noinline)) long resolve_parent(const char *g, size_t gl, char *out, size_t size, int *hopsp)
 {
-	char rem[2 * R_LEN], link[R_LEN], host[R_LEN + 1024];
+	char rem[2 * R_LEN], link[R_LEN], host[FP_HOST_MAX];
 	size_t rl = gl, pos = 0, ol = 0;
 	int hops = 0;
 	if (gl >= sizeof rem)
@@ -1834,9 +1843,9 @@ static int bind_parent(uint64_t dev, uint64_t ino)
  * /proc: a directory whose relative names the tracer would translate to
  * the same host files. (The descriptor number may have been closed and
  * reused by calls the library does not see since it opened it.) */
-static int dir_lazy(int fd)
+static __attribute__((noinline)) int dir_lazy(int fd)
 {
-	char buf[FP_PATH_MAX];
+	char buf[FP_HOST_MAX];
 	size_t len = fd_link(fd, buf);
 	if (len == 0)
 		return 0;
@@ -1910,11 +1919,14 @@ static void remember_dir(long fd, uint64_t dev, uint64_t ino)
  * ".." the kernel takes the tracer's way); the last one must be a name. */
 static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int how)
 {
-	char dir[1024];
+	/* The directories on the way (dir, dl bytes) are cached under the
+	 * base's identity: key is that (17 bytes), then dir. */
+	char key[C_KEY + 1];
+	char *dir = key + 17;
 	size_t dl = 0, n = 0, last = 0;
 	int tail = 0;
 	for (;; n++) {
-		if (n >= sizeof dir)
+		if (n >= FP_HOST_MAX)
 			return W_LONG;
 		if (path[n] != '/' && path[n] != 0)
 			continue;
@@ -1933,6 +1945,8 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int ho
 			break;
 		}
 		if (cl && !dot) {
+			if (dl + 1 + cl > C_KEY - 17)
+				return W_LONG;
 			if (dl)
 				dir[dl++] = '/';
 			fp_memcpy(dir + dl, c, cl);
@@ -2007,14 +2021,10 @@ static enum fp_why map_rel(int dirfd, const char *path, struct target *t, int ho
 		return W_ANSWERED;
 	}
 	/* The directories on the way, cached under the base's identity. */
-	char key[C_KEY];
 	size_t kl = 17 + dl;
-	if (kl > sizeof key)
-		return W_LONG;
 	key[0] = 0;
 	fp_memcpy(key + 1, (const char *)&st.st_dev, 8);
 	fp_memcpy(key + 9, (const char *)&st.st_ino, 8);
-	fp_memcpy(key + 17, dir, dl);
 	dir[dl] = 0;
 	if (get_parent(key, kl, dirfd, dir, dl, &t->parent, 0) == 0)
 		return W_ANSWERED;
@@ -2170,7 +2180,7 @@ static int map_name(enum fp_fn fn, int dirfd, const char *path, struct target *t
  * used without following (lstat, a pin): a symlink swapped in there
  * meanwhile goes to the tracer. */
 #define FOLLOW_MAX 16
-#define FOLLOW_LEN 1024
+#define FOLLOW_LEN 512
 
 /* follow_last follows symlink t->name, the last component of path (relative
  * to dirfd; t mapped for it, its parent held) to the name it leads to:
@@ -2316,7 +2326,7 @@ static int fstat_ok(int fd)
 		return 0;
 	}
 	if (cfg.flags & DR_FP_L2S) {
-		char proc[32], buf[FP_PATH_MAX];
+		char proc[32], buf[FP_HOST_MAX];
 		fmt_procfd(proc, fd);
 		long n = tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)buf, sizeof buf, 0, 0);
 		const char *b = buf + (n > 0 ? n : 0);
@@ -2419,7 +2429,7 @@ static long fp_fstatfs(int fd, void *sf)
 	}
 	if (hidden_fd(fd))
 		return -EBADF;
-	char proc[32], h[FP_PATH_MAX];
+	char proc[32], h[FP_HOST_MAX];
 	fmt_procfd(proc, fd);
 	long n = fd >= 0 ? tr(SYS_readlinkat, AT_FDCWD, (long)proc, (long)h, sizeof h, 0, 0) : -EBADF;
 	if (n > 0 && (size_t)n < sizeof h && h[0] == '/') {
@@ -3251,16 +3261,25 @@ static long open_pinned(enum fp_fn fn, struct target *t, int flags, unsigned mod
 	return r;
 }
 
-/* trim_slashes returns path without its trailing slashes, copied into buf
- * (FP_PATH_MAX bytes) when it has any and is not all slashes; else path. */
-static const char *trim_slashes(const char *path, char *buf)
+/* trimmed_len is the length of path without its trailing slashes when it
+ * has any, is not all slashes and is shorter than FP_HOST_MAX; else 0 (a
+ * longer one is left as it is, to the tracer). The caller's buffer for
+ * trim_slashes is sized by it: a small stack's frames stay small. */
+static size_t trimmed_len(const char *path)
 {
-	size_t n = path ? fp_strlen(path) : 0;
-	if (n < 2 || n >= FP_PATH_MAX || path[n - 1] != '/')
-		return path;
+	size_t n = user_ptr(path) ? fp_strlen(path) : 0;
+	if (n < 2 || n >= FP_HOST_MAX || path[n - 1] != '/')
+		return 0;
 	while (n > 1 && path[n - 1] == '/')
 		n--;
-	if (path[n - 1] == '/')
+	return path[n - 1] == '/' ? 0 : n;
+}
+
+/* trim_slashes returns path's first n bytes (trimmed_len's), copied into
+ * buf (n + 1 bytes) with a NUL, or path itself where n is 0. */
+static const char *trim_slashes(const char *path, size_t n, char *buf)
+{
+	if (!n)
 		return path;
 	fp_memcpy(buf, path, n);
 	buf[n] = 0;
@@ -3286,9 +3305,9 @@ static long fp_open_k(enum fp_fn fn, int dirfd, const char *path, int flags, uns
 	 * (both ask for a directory; a trailing symlink, which the slash
 	 * follows even under O_NOFOLLOW, is the tracer's either way):
 	 * opendir("dir/"). */
-	char trimmed[FP_PATH_MAX];
-	if ((flags & O_DIRECTORY) && !(flags & O_CREAT) && !(flags & O_NOFOLLOW))
-		path = trim_slashes(path, trimmed);
+	size_t tl = (flags & O_DIRECTORY) && !(flags & O_CREAT) && !(flags & O_NOFOLLOW) ? trimmed_len(path) : 0;
+	char trimmed[tl + 1];
+	path = trim_slashes(path, tl, trimmed);
 	struct target t;
 	if (map_name(fn, dirfd, path, &t, (flags & O_CREAT) ? 0 : M_DOT) < 0)
 		return FP_DEFER;
@@ -5023,7 +5042,7 @@ static int hidden_name(const char *name)
  * of such a descriptor, fts's way, lists). */
 static int fd_listing_fd(int fd)
 {
-	char buf[FP_PATH_MAX];
+	char buf[FP_HOST_MAX];
 	size_t n = fd_link(fd, buf);
 	if (n == 0)
 		return 0;
@@ -5154,10 +5173,12 @@ static int l2s_batch_clean(int fd, const char *b, long n)
 		off += e->d_reclen;
 		if (e->d_type != DT_LNK)
 			continue;
-		char t[FP_PATH_MAX];
+		char t[FP_HOST_MAX];
 		long k = tr(SYS_readlinkat, fd, (long)e->d_name, (long)t, sizeof t, 0, 0);
-		if (k < 0 || k >= (long)sizeof t)
+		if (k < 0)
 			continue; /* the tracer's readlink fails as well (or the name is gone) */
+		if (k >= (long)sizeof t)
+			return 0; /* longer than the library reads: the tracer's */
 		if (names_l2s_data(t, k))
 			return 0;
 	}
@@ -5708,9 +5729,10 @@ static long fp_mkdirat(int dirfd, const char *path, unsigned mode)
 {
 	/* mkdir takes a name with trailing slashes as the name (the kernel's
 	 * filename_create with LOOKUP_DIRECTORY; git makes every directory so). */
-	char trimmed[FP_PATH_MAX];
+	size_t tl = trimmed_len(path);
+	char trimmed[tl + 1];
 	struct target t;
-	enum fp_why w = map_entry(dirfd, trim_slashes(path, trimmed), &t);
+	enum fp_why w = map_entry(dirfd, trim_slashes(path, tl, trimmed), &t);
 	count(F_MKDIR, w);
 	if (w != W_ANSWERED)
 		return raw6(SYS_mkdirat, dirfd, (long)path, mode, 0, 0, 0);

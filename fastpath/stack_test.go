@@ -1,0 +1,172 @@
+package fastpath
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// stackBudget is the most stack the library's own frames may take in one call, from an exported
+// function down to its deepest callee. Its frames live on the guest's stack: a thread's made
+// with PTHREAD_STACK_MIN (16 KiB on x86_64) or a signal handler's alternate stack (the
+// kernel's frame takes up to 3.4 KiB of it with AVX-512) must still hold the guest's own frames
+// and glibc's beside the library's. test/progs/stackprobe.c (e2e TestFastPathSmallStack) runs
+// the calls on such stacks.
+const stackBudget = 9 * 1024
+
+// hostMax is fastpath.c's FP_HOST_MAX: the bound of its variable-length arrays, counted in full
+// for a frame GCC reports as "dynamic".
+const hostMax = 1024
+
+// TestStackBudget builds fastpath.c with GCC's -fstack-usage and -fcallgraph-info (the
+// Makefile's code-generation flags, for each architecture whose compiler is here) and checks
+// that no call chain from an exported function takes more than stackBudget bytes of the
+// library's frames. Calls into libc and through pointers are not in the graph: their frames are
+// the guest's own cost, as natively.
+func TestStackBudget(t *testing.T) {
+	src, err := filepath.Abs("csrc/fastpath.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, err := filepath.Abs("../csrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, tc := range []struct {
+		cc    string
+		flags []string
+	}{
+		{"x86_64-linux-gnu-gcc", nil},
+		{"aarch64-linux-gnu-gcc", []string{"-mno-outline-atomics"}},
+	} {
+		if _, err := exec.LookPath(tc.cc); err != nil {
+			continue
+		}
+		ran++
+		t.Run(tc.cc, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"-O2", "-std=gnu11", "-fPIC", "-fno-stack-protector",
+				"-fno-tree-loop-distribute-patterns", "-fvisibility=hidden", "-fno-plt",
+				"-fno-asynchronous-unwind-tables", "-I" + inc, "-fstack-usage",
+				"-fcallgraph-info=su", "-c", "-o", filepath.Join(dir, "fp.o"), src}, tc.flags...)
+			cmd := exec.Command(tc.cc, args...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", tc.cc, err, out)
+			}
+			g, err := readCallGraph(filepath.Join(dir, "fp.ci"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(g.exported) < 50 {
+				t.Fatalf("%d exported functions in the call graph: want the library's wrappers", len(g.exported))
+			}
+			worst, chain := 0, []string(nil)
+			memo := map[string]depthOf{}
+			for _, f := range g.exported {
+				if d, c := g.depth(f, map[string]bool{}, memo); d > worst {
+					worst, chain = d, c
+				}
+			}
+			t.Logf("deepest: %d bytes: %s", worst, strings.Join(chain, " > "))
+			if worst > stackBudget {
+				t.Errorf("a call takes %d bytes of the library's stack frames, more than %d: %s", worst, stackBudget, strings.Join(chain, " > "))
+			}
+		})
+	}
+	if ran == 0 {
+		t.Skip("no x86_64-linux-gnu-gcc or aarch64-linux-gnu-gcc")
+	}
+}
+
+// callGraph is GCC's -fcallgraph-info for one file: each function's frame, its callees, and
+// the functions the library exports (visible: wrappers of libc's).
+type callGraph struct {
+	frame    map[string]int
+	calls    map[string][]string
+	name     map[string]string
+	exported []string
+}
+
+var (
+	cgNode = regexp.MustCompile(`^node: \{ title: "([^"]+)" label: "([^\\"]+)\\n[^\\"]*\\n(\d+) bytes \(([a-z,]+)\)`)
+	cgEdge = regexp.MustCompile(`^edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"`)
+)
+
+// readCallGraph reads a .ci file. A frame GCC reports as "dynamic" (a variable-length array it
+// cannot bound) is counted with hostMax more.
+func readCallGraph(path string) (*callGraph, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	g := &callGraph{frame: map[string]int{}, calls: map[string][]string{}, name: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if m := cgNode.FindStringSubmatch(sc.Text()); m != nil {
+			n, _ := strconv.Atoi(m[3])
+			if m[4] == "dynamic" {
+				n += hostMax
+			}
+			g.frame[m[1]] = n
+			g.name[m[1]] = m[2]
+		} else if m := cgEdge.FindStringSubmatch(sc.Text()); m != nil {
+			g.calls[m[1]] = append(g.calls[m[1]], m[2])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	// Exported: the names fastpath.c defines with EXPORT, found in its source.
+	src, err := os.ReadFile("csrc/fastpath.c")
+	if err != nil {
+		return nil, err
+	}
+	exp := regexp.MustCompile(`(?m)^EXPORT [^(]*?\b(\w+)\(`)
+	names := map[string]bool{}
+	for _, m := range exp.FindAllStringSubmatch(string(src), -1) {
+		names[m[1]] = true
+	}
+	for id, n := range g.name {
+		if names[n] {
+			g.exported = append(g.exported, id)
+		}
+	}
+	return g, nil
+}
+
+// depthOf is a function's depth and its chain, remembered.
+type depthOf struct {
+	n     int
+	chain []string
+}
+
+// depth is the most stack a call of f takes in the library's frames, and the chain that
+// takes it; a call back into a function already on the chain (recursion) adds nothing.
+func (g *callGraph) depth(f string, on map[string]bool, memo map[string]depthOf) (int, []string) {
+	if on[f] {
+		return 0, nil
+	}
+	if d, ok := memo[f]; ok {
+		return d.n, d.chain
+	}
+	on[f] = true
+	defer delete(on, f)
+	best, chain := 0, []string(nil)
+	for _, c := range g.calls[f] {
+		if d, ch := g.depth(c, on, memo); d > best {
+			best, chain = d, ch
+		}
+	}
+	d := depthOf{g.frame[f] + best, append([]string{g.name[f] + "=" + strconv.Itoa(g.frame[f])}, chain...)}
+	memo[f] = d
+	return d.n, d.chain
+}
