@@ -473,6 +473,7 @@ for m in 0400 0600 0000; do
   touch u/new; echo "create in $m $?"; stat -c '%a %s' u/f; cat u/f; ls -l u/s/.. | wc -l; rm u/f; echo "rm $?"
   echo more > u/s/g; cat u/s/g; mv u/s/g u/s/h; echo "mv $?"; ln -s t u/l; readlink u/l; rmdir u/nothing 2>/dev/null; echo "rmdir $?"
   (cd u && pwd && ls && cat s/h && echo x > y && cat ./y); echo "cd $?"; ls u; stat -c %a u
+  if command -v python3 >/dev/null; then python3 -c 'import os; os.fchdir(os.open("u", os.O_RDONLY | os.O_DIRECTORY)); print("fchdir", os.getcwd(), sorted(os.listdir(".")), open("s/h").read().strip())'; else echo fchdir; fi
   chmod 700 u; rm -r u
 done
 `

@@ -197,11 +197,17 @@ var chdirHandler = tracer.Handler{
 }
 
 // fchdirHandler leaves the change pending: its directory is read back
-// from the kernel when the cwd is next needed.
+// from the kernel when the cwd is next needed. A fake root's fchdir into a
+// directory the real user may not search gets its search (searchTarget).
 var fchdirHandler = tracer.Handler{
 	Enter: func(c *tracer.Call) {
 		settleBefore(c)
 		c.FS().Pending = &tracer.PendingCwd{Tid: c.Tid()}
+		if emulationOf(c).dac.searcher(c) != nil {
+			if host, errno := fdHostPath(c, int(int32(c.Arg(0)))); errno == 0 {
+				searchTarget(c, host)
+			}
+		}
 	},
 }
 

@@ -223,10 +223,10 @@ func (s dacSearch) Search(dir string) bool {
 	return true
 }
 
-// searchTarget gives directory host, the target of call c (chdir's), its
-// owner's search bit where c has the search override and the host user
-// may not search it: the kernel checks that search of the target itself,
-// which no lookup of the walk makes.
+// searchTarget gives directory host, the target of call c (chdir's or
+// fchdir's), its owner's search bit where c has the search override and
+// the host user may not search it: the kernel checks that search of the
+// target itself, which no lookup of the walk makes.
 func searchTarget(c *tracer.Call, host string) {
 	s := emulationOf(c).dac.searcher(c)
 	if s == nil || !strings.HasPrefix(host, "/") || len(host) >= tracer.PathMax {

@@ -3,8 +3,11 @@ package emul
 import (
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -380,5 +383,81 @@ func TestDacSearch(t *testing.T) {
 				t.Errorf("%d raises, %d calls pending left", len(em.dac.raised), len(em.dac.pending))
 			}
 		})
+	}
+}
+
+// fchdirSearchEnv marks TestFchdirSearch's child, run as nobody.
+const fchdirSearchEnv = "DROIDROOT_TEST_FCHDIR_SEARCH"
+
+// TestFchdirSearch: a fake root's fchdir into a directory the real user owns
+// but may not search (0400) succeeds, as root's does: the directory has its
+// owner's search bit while the kernel runs the call and its mode back at
+// the next call, and getcwd names it. Run as nobody: whether the real user
+// may search is the tracer's own check, which root always passes.
+func TestFchdirSearch(t *testing.T) {
+	if os.Getenv(fchdirSearchEnv) != "" {
+		fchdirSearchChild(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the tracer as nobody")
+	}
+	top := t.TempDir()
+	must(t, os.Chmod(top, 0o755))
+	must(t, os.Chmod(filepath.Dir(top), 0o755))
+	self, err := os.ReadFile(os.Args[0])
+	must(t, err)
+	bin := filepath.Join(top, "emul.test")
+	must(t, os.WriteFile(bin, self, 0o755))
+	cmd := exec.Command(bin, "-test.run=^TestFchdirSearch$", "-test.v")
+	cmd.Env = append(os.Environ(), fchdirSearchEnv+"=1", "TMPDIR="+top)
+	must(t, os.Chmod(top, 0o1777))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestFchdirSearch") {
+		t.Fatalf("child as nobody: %v\n%s", err, out)
+	}
+}
+
+func fchdirSearchChild(t *testing.T) {
+	g := newGuestFS(t)
+	u := filepath.Join(g.root, "tmp/u")
+	mustMkdir(t, u)
+	mustWrite(t, filepath.Join(u, "f"), "x")
+	must(t, os.Chmod(u, 0o400))
+	defer os.Chmod(u, 0o700)
+	cfg := Config{Identity: &Identity{}}
+	em := New(cfg)
+	var modes []uint32
+	observe := func(c *tracer.Call, s *tt.Stop) {
+		if !s.Exit {
+			modes = append(modes, modeOf(t, u))
+		}
+	}
+	r := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Creds: InitialCreds(cfg), Observe: observe},
+		openat(cwdFD, "/tmp/u", unix.O_RDONLY|unix.O_DIRECTORY), // 0
+		tt.Call("fchdir", tt.Ret(0)),                           // 1
+		tt.Call("getcwd", tt.Out(512), tt.Int(512)),            // 2
+		tt.Call("fchdir", tt.Int(999)),                         // 3: EBADF, nothing raised
+	)
+	if r.Steps[0].Ret < 0 {
+		t.Fatalf("open: %d", r.Steps[0].Ret)
+	}
+	if r.Steps[1].Ret != 0 {
+		t.Errorf("fchdir: %d, want 0", r.Steps[1].Ret)
+	}
+	if got := string(r.Steps[2].Mem[0]); !strings.HasPrefix(got, "/tmp/u\x00") {
+		t.Errorf("getcwd: %q, want /tmp/u", got)
+	}
+	if r.Steps[3].Ret != -int64(unix.EBADF) {
+		t.Errorf("fchdir of a bad descriptor: %d, want EBADF", r.Steps[3].Ret)
+	}
+	// The open is the kernel's (a directory read, not searched); the
+	// fchdir runs with the search bit; it is back by the getcwd.
+	if want := []uint32{0o400, 0o500, 0o400, 0o400}; !slices.Equal(modes, want) {
+		t.Errorf("u's modes at the entries %#o, want %#o", modes, want)
+	}
+	if len(em.dac.raised) != 0 || len(em.dac.pending) != 0 {
+		t.Errorf("%d raises, %d calls pending left", len(em.dac.raised), len(em.dac.pending))
 	}
 }
