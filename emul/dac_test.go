@@ -436,9 +436,9 @@ func fchdirSearchChild(t *testing.T) {
 	}
 	r := tt.Run(t, tt.Options{Table: em.Table, State: em, Mapper: g.m, Creds: InitialCreds(cfg), Observe: observe},
 		openat(cwdFD, "/tmp/u", unix.O_RDONLY|unix.O_DIRECTORY), // 0
-		tt.Call("fchdir", tt.Ret(0)),                           // 1
-		tt.Call("getcwd", tt.Out(512), tt.Int(512)),            // 2
-		tt.Call("fchdir", tt.Int(999)),                         // 3: EBADF, nothing raised
+		tt.Call("fchdir", tt.Ret(0)),                            // 1
+		tt.Call("getcwd", tt.Out(512), tt.Int(512)),             // 2
+		tt.Call("fchdir", tt.Int(999)),                          // 3: EBADF, nothing raised
 	)
 	if r.Steps[0].Ret < 0 {
 		t.Fatalf("open: %d", r.Steps[0].Ret)
