@@ -170,10 +170,44 @@ static void test_bind_of(void)
 	cfg.nbinds = 0;
 }
 
+/* test_trim: trimmed_len and trim_slashes against the obvious reference
+ * (strip the trailing slashes of a path that has some and is not all
+ * slashes, shorter than FP_HOST_MAX), and an unreadable pointer (which the
+ * kernel answers EFAULT) left as it is. */
+static void test_trim(void)
+{
+	static const char alpha[] = "ab/";
+	static char path[FP_HOST_MAX + 8], buf[FP_HOST_MAX + 8];
+	for (int k = 0; k < 20000; k++) {
+		size_t n = k < 16 ? (size_t)k : rnd(40) == 0 ? FP_HOST_MAX - 2 + rnd(4) : rnd(12);
+		for (size_t i = 0; i < n; i++)
+			path[i] = alpha[rnd(3)];
+		path[n] = 0;
+		size_t want = 0;
+		if (n >= 2 && n < FP_HOST_MAX && path[n - 1] == '/') {
+			size_t m = n;
+			while (m > 0 && path[m - 1] == '/')
+				m--;
+			want = m;
+		}
+		size_t got = trimmed_len(path);
+		if (got != want)
+			fail("trimmed_len", path);
+		char small[1];
+		char *b = got ? buf : small;
+		const char *r = trim_slashes(path, got, b);
+		if (got ? (r != b || strlen(r) != got || memcmp(r, path, got) != 0) : r != path)
+			fail("trim_slashes", path);
+	}
+	if (trimmed_len((const char *)1) != 0 || trimmed_len(NULL) != 0)
+		fail("trimmed_len", "(bad pointer)");
+}
+
 int main(void)
 {
 	test_plain_len();
 	test_bind_of();
+	test_trim();
 	if (failures) {
 		printf("%d failures\n", failures);
 		return 1;
