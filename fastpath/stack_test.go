@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,6 @@ import (
 // and glibc's beside the library's. test/progs/stackprobe.c (e2e TestFastPathSmallStack) runs
 // the calls on such stacks.
 const stackBudget = 9 * 1024
-
-// hostMax is fastpath.c's FP_HOST_MAX: the bound of its variable-length arrays, counted in full
-// for a frame GCC reports as "dynamic".
-const hostMax = 1024
 
 // TestStackBudget builds fastpath.c with GCC's -fstack-usage and -fcallgraph-info (the
 // Makefile's code-generation flags, for each architecture whose compiler is here) and checks
@@ -100,8 +97,17 @@ var (
 )
 
 // readCallGraph reads a .ci file. A frame GCC reports as "dynamic" (a variable-length array it
-// cannot bound) is counted with hostMax more.
+// cannot bound) is counted with fastpath.c's FP_HOST_MAX more, its arrays' bound.
 func readCallGraph(path string) (*callGraph, error) {
+	src, err := os.ReadFile("csrc/fastpath.c")
+	if err != nil {
+		return nil, err
+	}
+	m := regexp.MustCompile(`(?m)^#define FP_HOST_MAX (\d+)$`).FindSubmatch(src)
+	if m == nil {
+		return nil, fmt.Errorf("no FP_HOST_MAX in fastpath.c")
+	}
+	hostMax, _ := strconv.Atoi(string(m[1]))
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -126,10 +132,6 @@ func readCallGraph(path string) (*callGraph, error) {
 		return nil, err
 	}
 	// Exported: the names fastpath.c defines with EXPORT, found in its source.
-	src, err := os.ReadFile("csrc/fastpath.c")
-	if err != nil {
-		return nil, err
-	}
 	exp := regexp.MustCompile(`(?m)^EXPORT [^(]*?\b(\w+)\(`)
 	names := map[string]bool{}
 	for _, m := range exp.FindAllStringSubmatch(string(src), -1) {
