@@ -20,27 +20,33 @@ import (
 // the calls on such stacks.
 const stackBudget = 9 * 1024
 
-// TestStackBudget builds fastpath.c with GCC's -fstack-usage and -fcallgraph-info (the
-// Makefile's code-generation flags, for each architecture whose compiler is here) and checks
-// that no call chain from an exported function takes more than stackBudget bytes of the
-// library's frames. Calls into libc and through pointers are not in the graph: their frames are
-// the guest's own cost, as natively.
+// TestStackBudget builds fastpath.c with GCC's -fstack-usage and -fcallgraph-info (with the
+// Makefile's FASTPATH_CFLAGS, for each architecture whose compiler is here) and checks that no
+// call chain from an exported function takes more than stackBudget bytes of the library's
+// frames. Calls into libc and through pointers are not in the graph: their frames are the
+// guest's own cost, as natively.
 func TestStackBudget(t *testing.T) {
-	src, err := filepath.Abs("csrc/fastpath.c")
+	repo, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inc, err := filepath.Abs("../csrc")
+	mk, err := os.ReadFile(filepath.Join(repo, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var common []string
+	for _, v := range []string{"FASTPATH_CFLAGS", "CSRC_CFLAGS"} {
+		f := makeVar(t, mk, v)
+		for _, a := range f {
+			if a != "-shared" { // an object is enough for the graph
+				common = append(common, strings.ReplaceAll(a, "$(CURDIR)", repo))
+			}
+		}
 	}
 	ran := 0
-	for _, tc := range []struct {
-		cc    string
-		flags []string
-	}{
-		{"x86_64-linux-gnu-gcc", nil},
-		{"aarch64-linux-gnu-gcc", []string{"-mno-outline-atomics"}},
+	for _, tc := range []struct{ cc, arch string }{
+		{"x86_64-linux-gnu-gcc", "amd64"},
+		{"aarch64-linux-gnu-gcc", "arm64"},
 	} {
 		if _, err := exec.LookPath(tc.cc); err != nil {
 			continue
@@ -48,14 +54,12 @@ func TestStackBudget(t *testing.T) {
 		ran++
 		t.Run(tc.cc, func(t *testing.T) {
 			dir := t.TempDir()
-			args := append([]string{"-O2", "-std=gnu11", "-fPIC", "-fno-stack-protector",
-				"-fno-tree-loop-distribute-patterns", "-fvisibility=hidden", "-fno-plt",
-				"-fno-asynchronous-unwind-tables", "-I" + inc, "-fstack-usage",
-				"-fcallgraph-info=su", "-c", "-o", filepath.Join(dir, "fp.o"), src}, tc.flags...)
+			args := append(append([]string{}, common...), optionalMakeVar(mk, "FASTPATH_CFLAGS_"+tc.arch)...)
+			args = append(args, "-fstack-usage", "-fcallgraph-info=su", "-c", "-o", filepath.Join(dir, "fp.o"), "fastpath/csrc/fastpath.c")
 			cmd := exec.Command(tc.cc, args...)
-			cmd.Dir = dir
+			cmd.Dir = repo
 			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s: %v\n%s", tc.cc, err, out)
+				t.Fatalf("%s %v: %v\n%s", tc.cc, args, err, out)
 			}
 			g, err := readCallGraph(filepath.Join(dir, "fp.ci"))
 			if err != nil {
@@ -80,6 +84,27 @@ func TestStackBudget(t *testing.T) {
 	if ran == 0 {
 		t.Skip("no x86_64-linux-gnu-gcc or aarch64-linux-gnu-gcc")
 	}
+}
+
+// makeVar returns the words of Makefile variable name (a `NAME := ...` line and its
+// continuations), failing t where mk has none.
+func makeVar(t *testing.T, mk []byte, name string) []string {
+	t.Helper()
+	v := optionalMakeVar(mk, name)
+	if v == nil {
+		t.Fatalf("no %s in the Makefile", name)
+	}
+	return v
+}
+
+// optionalMakeVar is makeVar's lookup: nil where mk does not set name.
+func optionalMakeVar(mk []byte, name string) []string {
+	joined := strings.ReplaceAll(string(mk), "\\\n", " ")
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` *[:?]?= *(.*)$`).FindStringSubmatch(joined)
+	if m == nil {
+		return nil
+	}
+	return strings.Fields(m[1])
 }
 
 // callGraph is GCC's -fcallgraph-info for one file: each function's frame, its callees, and
