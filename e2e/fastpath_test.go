@@ -887,14 +887,7 @@ func TestFastPathCancellation(t *testing.T) {
 	bin := droidrootBin(t)
 	for _, fp := range []string{"1", "0"} {
 		argv := droidrootArgs(bin, g, "/progs/cancelprobe.dyn", "/mnt/empty")
-		res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
-		counts, stderr := fastPathCounters(res.Stderr)
-		if res.Code != 0 || stderr != "" {
-			t.Fatalf("fast path %s: %s", fp, res)
-		}
-		if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
-			t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
-		}
+		res, counts := againstChrootFastPath(t, want, fp, argv)
 		// Opens that return: fopen with "c", and open with cancellation disabled (twice).
 		if fp == "1" && counts["open answered"] < 3 {
 			t.Errorf("open counters %v: want the opens that return answered in-process\n%s", counts, res.Stderr)
@@ -982,19 +975,29 @@ func TestFastPathListings(t *testing.T) {
 	for _, fp := range []string{"1", "0"} {
 		fresh()
 		argv := droidrootArgs(bin, g, "/progs/dirprobe.dyn", "/mnt/empty")
-		res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
-		counts, stderr := fastPathCounters(res.Stderr)
-		if res.Code != 0 || stderr != "" {
-			t.Fatalf("fast path %s: %s", fp, res)
-		}
-		if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
-			t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
-		}
+		res, counts := againstChrootFastPath(t, want, fp, argv)
 		if fp == "1" && (counts["readdir answered"] > 0) != own {
 			t.Errorf("glibc %d: listings read in-process %d, want some: %v\n%s", glibc, counts["readdir answered"], own, res.Stderr)
 		}
 	}
 	fresh()
+}
+
+// againstChrootFastPath runs argv (a droidroot command line) with the library on (fp "1") or
+// off ("0") and its counters printed; it fails t unless the run exits 0 with nothing but the
+// counters on stderr, reports a stdout other than the chroot's (want), and returns the run and
+// its counters (fastPathCounters).
+func againstChrootFastPath(t *testing.T, want result, fp string, argv []string) (result, map[string]int) {
+	t.Helper()
+	res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
+	counts, stderr := fastPathCounters(res.Stderr)
+	if res.Code != 0 || stderr != "" {
+		t.Fatalf("fast path %s: %s", fp, res)
+	}
+	if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
+		t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
+	}
+	return res, counts
 }
 
 // glibcIn reads the glibc version a probe printed ("<prefix>2.36" at the start of out) as
@@ -1488,14 +1491,7 @@ func TestFastPathSmallStack(t *testing.T) {
 	for _, fp := range []string{"1", "0"} {
 		fresh()
 		argv := droidrootArgs(bin, g, "/mnt/b2/stackprobe.dyn", "/mnt/empty")
-		res := run(t, "", append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)...)
-		counts, stderr := fastPathCounters(res.Stderr)
-		if res.Code != 0 || stderr != "" {
-			t.Errorf("fast path %s: %s", fp, res)
-		}
-		if diff := cmp.Diff(want.Stdout, res.Stdout); diff != "" {
-			t.Errorf("fast path %s differs from the chroot oracle (-chroot +droidroot):\n%s", fp, diff)
-		}
+		_, counts := againstChrootFastPath(t, want, fp, argv)
 		// Each mode makes one rename and one realpath, and follows four
 		// links: all three modes' answered in-process.
 		if fp == "1" && (counts["rename answered"] < 3 || counts["realpath answered"] < 3 || counts["follow answered"] < 3*4) {
