@@ -29,7 +29,12 @@ func TestCLIErrors(t *testing.T) {
 	}{
 		{"missing rootfs", []string{bin, "run", "-r", "/nonexistent/rootfs", "--", "/bin/true"}, 1, "rootfs /nonexistent/rootfs: no such file or directory", "", ""},
 		{"rootfs is a file", []string{bin, "run", "-r", root + "/fx/dir/file", "--", "/bin/true"}, 1, "not a directory", "", ""},
-		{"unknown option", []string{bin, "run", "--frobnicate", "/bin/true"}, 1, `unknown option "--frobnicate"`, "", ""},
+		{"unknown option", []string{bin, "run", "--frobnicate", "/bin/true"}, 1, `unknown option '--frobnicate'`, "", ""},
+		// proot's parser takes no abbreviation and wants its separator after a name.
+		{"abbreviated option", []string{proot, "--root=" + root, "/bin/true"}, 1, `unknown option '--root=`, "", ""},
+		{"long option without =", []string{proot, "--rootfs", root, "/bin/true"}, 1, `option '--rootfs' and its value must be separated by '='`, "", ""},
+		{"short option's value glued", []string{proot, "-r" + root, "/bin/true"}, 1, `option '-r' and its value must be separated by ' '`, "", ""},
+		{"short option's value in one argument", []string{proot, "-r " + root, "/bin/echo", "ran"}, 0, "", "ran\n", ""},
 		{"missing bind source", []string{bin, "run", "-r", root, "-b", "/nonexistent/src:/mnt/x", "--", "/bin/echo", "ran"}, 0, "warning: can't bind /nonexistent/src", "ran\n", ""},
 		// A bind with no host or guest path is reported and left out (":/x" once bound the cwd).
 		{"empty bind", []string{bin, "run", "-r", root, "-b", "", "--", "/bin/echo", "ran"}, 0, `warning: can't bind "": empty binding`, "ran\n", ""},

@@ -60,9 +60,10 @@ const (
 	valueOpt
 )
 
-// prootOption is one row of termux proot's option table (src/cli/cli.c),
-// in its order: a prefix of an option name selects the first row it
-// matches.
+// prootOption is one row of termux proot's option table (src/cli/proot.h),
+// in its order: the first row with a name that an argument starts with
+// takes it (lookupOption), as proot's parse_config does. Names are exact:
+// proot takes no abbreviations.
 type prootOption struct {
 	names []string // "-r", "--rootfs", ...
 	kind  optKind
@@ -155,32 +156,50 @@ func parseBind(v string) Bind {
 	return b
 }
 
-// lookupOption finds the option arg names, with proot's prefix matching:
-// a long option "--name=value" matches when "--name" is a prefix of a
-// table name; a short option must match exactly.
-func lookupOption(arg string) (*prootOption, string, bool, error) {
-	name, value, hasValue := arg, "", false
-	if strings.HasPrefix(arg, "--") {
-		if i := strings.IndexByte(arg, '='); i >= 0 {
-			name, value, hasValue = arg[:i], arg[i+1:], true
-		}
-		for i := range prootOptions {
-			for _, n := range prootOptions[i].names {
-				if strings.HasPrefix(n, "--") && strings.HasPrefix(n, name) {
-					return &prootOptions[i], value, hasValue, nil
-				}
-			}
-		}
-		return nil, "", false, fmt.Errorf("unknown option %q (see --help)", arg)
+// separator is what proot's option table puts between a name and its
+// value: ' ' (the next argument) after a short name, '=' after a long one,
+// nothing for a flag.
+func separator(kind optKind, name string) byte {
+	switch {
+	case kind == flagOpt:
+		return 0
+	case strings.HasPrefix(name, "--"):
+		return '='
 	}
+	return ' '
+}
+
+// lookupOption finds arg's row as proot's parse_config does: the first
+// name, in table order, that arg starts with decides. What follows the
+// name must be its separator: "--rootfs=/r" and "-r" (its value the next
+// argument; "-r /r" as one argument also works, as in proot) are options,
+// "--rootfs /r", "-r=/r", "-0x" and "--kill-on-exit=1" are errors, and so
+// is an abbreviation such as "--root=/r" (no name is its prefix). found
+// says a name matched (the error is then about its value).
+func lookupOption(arg string) (opt *prootOption, value string, hasValue, found bool, err error) {
 	for i := range prootOptions {
-		for _, n := range prootOptions[i].names {
-			if n == name {
-				return &prootOptions[i], "", false, nil
+		o := &prootOptions[i]
+		for _, n := range o.names {
+			if !strings.HasPrefix(arg, n) {
+				continue
 			}
+			sep, rest := separator(o.kind, n), arg[len(n):]
+			switch {
+			case rest != "" && rest[0] != sep && sep == 0:
+				return nil, "", false, true, fmt.Errorf("option '%s' expects no value", n)
+			case rest != "" && rest[0] != sep:
+				return nil, "", false, true, fmt.Errorf("option '%s' and its value must be separated by '%c'", n, sep)
+			case o.kind == flagOpt:
+				return o, "", false, true, nil
+			case rest != "":
+				return o, rest[1:], true, true, nil
+			case sep != ' ':
+				return nil, "", false, true, fmt.Errorf("option '%s' and its value must be separated by '%c': %s=VALUE", n, sep, n)
+			}
+			return o, "", false, true, nil
 		}
 	}
-	return nil, "", false, fmt.Errorf("unknown option %q (see --help)", arg)
+	return nil, "", false, false, fmt.Errorf("unknown option '%s' (see --help)", arg)
 }
 
 // ParseProot parses a proot command line (without argv[0]). Options stop
@@ -197,22 +216,17 @@ func ParseProot(args []string) (*Options, error) {
 		if !strings.HasPrefix(arg, "-") || arg == "-" {
 			break
 		}
-		opt, value, hasValue, err := lookupOption(arg)
+		opt, value, hasValue, _, err := lookupOption(arg)
 		if err != nil {
 			return nil, err
 		}
 		i++
 		if opt.kind == valueOpt && !hasValue {
-			if strings.HasPrefix(arg, "--") {
-				return nil, fmt.Errorf("option %s needs a value: %s=VALUE", arg, arg)
-			}
 			if i >= len(args) {
-				return nil, fmt.Errorf("option %s needs a value", arg)
+				return nil, fmt.Errorf("missing value for option '%s'", arg)
 			}
 			value = args[i]
 			i++
-		} else if opt.kind == flagOpt && hasValue {
-			return nil, fmt.Errorf("option %s takes no value", arg)
 		}
 		if err := opt.set(o, value); err != nil {
 			return nil, err
@@ -223,11 +237,12 @@ func ParseProot(args []string) (*Options, error) {
 }
 
 // IsProotOption reports whether arg is something proot would parse as an
-// option (so `droidroot -r ROOT ...` behaves as proot).
+// option, well formed or not (so `droidroot -r ROOT ...` behaves as proot,
+// and `droidroot -rROOT` gets proot's error).
 func IsProotOption(arg string) bool {
 	if !strings.HasPrefix(arg, "-") || arg == "-" || arg == "--" {
 		return false
 	}
-	_, _, _, err := lookupOption(arg)
-	return err == nil
+	_, _, _, found, _ := lookupOption(arg)
+	return found
 }

@@ -20,8 +20,16 @@ func TestParseProot(t *testing.T) {
 			&Options{Rootfs: "/rfs", Cwd: "/root", Binds: []Bind{{Host: "/dev", Guest: "/dev"}}, Command: []string{"ls", "-l"}}, false},
 		{"long options need =", []string{"--rootfs=/rfs", "--bind=/a:/b", "--cwd=/x", "sh"},
 			&Options{Rootfs: "/rfs", Cwd: "/x", Binds: []Bind{{Host: "/a", Guest: "/b"}}, Command: []string{"sh"}}, false},
-		{"long option prefixes match in table order", []string{"--root=/r", "--b=/h:/g", "--kill", "true"},
-			&Options{Rootfs: "/r", Cwd: ".", KillOnExit: true, Binds: []Bind{{Host: "/h", Guest: "/g"}}, Command: []string{"true"}}, false},
+		{"no abbreviations: --root", []string{"--root=/r", "true"}, nil, true},
+		{"no abbreviations: --kill", []string{"--kill", "true"}, nil, true},
+		{"no abbreviations: --b", []string{"--b=/h:/g", "true"}, nil, true},
+		{"a short option's value in the same argument after a space", []string{"-r /r", "-b /h:/g", "true"},
+			&Options{Rootfs: "/r", Cwd: ".", Binds: []Bind{{Host: "/h", Guest: "/g"}}, Command: []string{"true"}}, false},
+		{"a short option's value glued to it", []string{"-r/r", "true"}, nil, true},
+		{"a short option's value after =", []string{"-r=/r", "true"}, nil, true},
+		{"a flag with a value", []string{"--kill-on-exit=1", "true"}, nil, true},
+		{"a flag with more after it", []string{"-0x", "true"}, nil, true},
+		{"a long option's empty value", []string{"--cwd=", "true"}, &Options{Rootfs: "/", Cwd: "", Command: []string{"true"}}, false},
 		{"last rootfs wins", []string{"-r", "/a", "-r", "/b"}, &Options{Rootfs: "/b", Cwd: "."}, false},
 		{"bind splits on the first colon, ! means no deref", []string{"-b", "/proc/self/fd:/dev/fd", "-m", "/a:/b:c!"},
 			&Options{Rootfs: "/", Cwd: ".", Binds: []Bind{{Host: "/proc/self/fd", Guest: "/dev/fd"}, {Host: "/a", Guest: "/b:c", NoDeref: true}}}, false},
@@ -42,9 +50,9 @@ func TestParseProot(t *testing.T) {
 			&Options{Rootfs: "/", Cwd: ".", KernelRelease: `\Linux\localhost\6.17.0\#1 SMP\aarch64\localdomain\-1\`, KernelReleaseSet: true}, false},
 		{"android policy", []string{"--android-policy=12L", "sh"},
 			&Options{Rootfs: "/", Cwd: ".", AndroidPolicy: "12L", Command: []string{"sh"}}, false},
-		{"android policy prefix, off", []string{"--andr=off"}, &Options{Rootfs: "/", Cwd: ".", AndroidPolicy: "off"}, false},
-		{"--ash is still --ashmem-memfd", []string{"--ash"},
-			&Options{Rootfs: "/", Cwd: ".", AshmemMemfd: true}, false},
+		{"android policy off", []string{"--android-policy=off"}, &Options{Rootfs: "/", Cwd: ".", AndroidPolicy: "off"}, false},
+		{"--ash is not --ashmem-memfd", []string{"--ash"}, nil, true},
+		{"--sysvipc", []string{"--sysvipc", "sh"}, &Options{Rootfs: "/", Cwd: ".", SysVIPC: true, Command: []string{"sh"}}, false},
 		{"unknown android version", []string{"--android-policy=11"}, nil, true},
 		{"unknown option", []string{"--frobnicate"}, nil, true},
 		{"missing value", []string{"-r"}, nil, true},
@@ -68,6 +76,8 @@ func TestIsProotOption(t *testing.T) {
 	for arg, want := range map[string]bool{
 		"-r": true, "--rootfs=/x": true, "-0": true, "--kill-on-exit": true, "-b": true,
 		"ls": false, "-": false, "--": false, "--nope": false, "-Z": false, "run": false,
+		// proot's names that the argument starts with: proot's own error follows.
+		"-rROOT": true, "--rootfs": true, "--root": false,
 	} {
 		if got := IsProotOption(arg); got != want {
 			t.Errorf("IsProotOption(%q) = %v, want %v", arg, got, want)
