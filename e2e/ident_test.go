@@ -595,3 +595,91 @@ echo */.; rmdir r s`
 		"s/. True True Permission denied\ns/.\n"
 	againstChrootAsNobody(t, script, want)
 }
+
+// socketCreds is a python program that looks at the credentials AF_UNIX sockets carry:
+// SO_PEERCRED of a socketpair and of a connection from a child that made itself uid 4242
+// first (asked while the child runs: droidroot reports a peer's current ids), SCM_CREDENTIALS sent with the sender's own ids and with ids it may not claim.
+const socketCreds = `
+import os, socket, struct
+def peer(s):
+    pid, uid, gid = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return pid, uid, gid
+def send(s, pid, uid, gid):
+    try:
+        s.sendmsg([b"\0"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", pid, uid, gid))])
+        return "ok"
+    except OSError as e:
+        return "errno %d" % e.errno
+a, b = socket.socketpair()
+b.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+pid, uid, gid = peer(a)
+print("ids", os.getuid(), os.getgid(), "socketpair peer", uid, gid, pid == os.getpid())
+print("send own ids", send(a, os.getpid(), os.geteuid(), os.getegid()))
+msg, anc, flags, addr = b.recvmsg(1, socket.CMSG_SPACE(12))
+pid, uid, gid = struct.unpack("3i", anc[0][2])
+print("received", msg, uid, gid, pid == os.getpid())
+print("send other ids as root", send(a, os.getpid(), 4242, 4343))
+srv = socket.socket(socket.AF_UNIX)
+srv.bind("\0droidroot-creds-%d" % os.getpid())
+srv.listen(1)
+r, w = os.pipe()
+child = os.fork()
+if child == 0:
+    os.setgid(4343); os.setuid(4242)
+    c = socket.socket(socket.AF_UNIX)
+    c.connect("\0droidroot-creds-%d" % os.getppid())
+    pid, uid, gid = peer(c)
+    os.write(w, ("child: server peer %d %d %s\n" % (uid, gid, pid == os.getppid())).encode())
+    os.write(w, ("child: send own ids %s\n" % send(c, os.getpid(), 4242, 4343)).encode())
+    os.write(w, ("child: send root's ids %s\n" % send(c, os.getpid(), 0, 0)).encode())
+    c.recv(1)
+    os._exit(0)
+conn, _ = srv.accept()
+pid, uid, gid = peer(conn)
+conn.send(b"x")
+os.close(w)
+os.waitpid(child, 0)
+print(os.read(r, 4096).decode(), end="")
+print("client peer", uid, gid, pid == child)
+`
+
+// TestFakeRootSocketCreds: under -0, the credentials AF_UNIX sockets carry are the guest's
+// emulated ones, as real root's in a chroot: SO_PEERCRED shows a peer's emulated ids (it showed
+// the real user's, so dbus-daemon refused a fake root's AUTH EXTERNAL), and SCM_CREDENTIALS
+// with the sender's own emulated ids are accepted (the kernel refused them, EPERM: GLib's D-Bus
+// clients send them) while ids it may not claim are refused; a receiver (SO_PASSCRED) sees
+// the ids its own process sent, with the library (recvmsg is not stopped: without it, the
+// kernel's real ids). droidroot runs as nobody, with the library on and off; the oracle is
+// root in a chroot.
+func TestFakeRootSocketCreds(t *testing.T) {
+	needRoot(t)
+	bin := droidrootBin(t)
+	root := rootfs(t, "debian")
+	want := runAs(t, rootLogin, "", repoPath(t, "test/oracle/chroot.sh"), root, "/proc", "/dev", "--", "python3", "-c", socketCreds)
+	if want.Code != 0 || want.Stderr != "" || !strings.Contains(want.Stdout, "child: send root's ids errno 1\n") {
+		t.Fatalf("the oracle:\n%s", want)
+	}
+	for _, fp := range []string{"1", "0"} {
+		t.Run("fastpath="+fp, func(t *testing.T) {
+			want := want.Stdout
+			if fp == "0" {
+				// The receiver's credentials without the library: the kernel's.
+				want = strings.Replace(want, "received b'\\x00' 0 0 True", "received b'\\x00' 65534 65534 True", 1)
+			}
+			g := guest{Root: root, Binds: []string{"/proc", "/dev"}, Cwd: "/"}
+			argv := withIdentity(droidrootArgs(bin, g, "python3", "-c", socketCreds), "-0")
+			argv = append([]string{"env", "DROIDROOT_FASTPATH_STATS=1", "DROIDROOT_FASTPATH=" + fp}, argv...)
+			res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
+			counts, stderr := fastPathCounters(res.Stderr)
+			if res.Code != 0 || stderr != "" {
+				t.Fatalf("droidroot -0:\n%s", res)
+			}
+			if diff := cmp.Diff(want, res.Stdout); diff != "" {
+				t.Errorf("droidroot -0 as nobody against root in a chroot (-want +got):\n%s", diff)
+			}
+			if fp == "1" && counts["sendmsg option"] == 0 {
+				t.Errorf("the library made a sendmsg with credentials itself:\n%s", res.Stderr)
+			}
+		})
+	}
+}

@@ -43,6 +43,11 @@ func addIdentity(t *tableBuilder, cfg Config) {
 	for name, h := range credHandlers() {
 		t.set(name, h)
 	}
+	if sc := newSockCreds(cfg); sc != nil {
+		if _, ok := t.get("getsockopt"); !ok {
+			t.set("getsockopt", sc.peercredHandler())
+		}
+	}
 	if cfg.Identity == nil {
 		return
 	}

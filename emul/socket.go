@@ -27,6 +27,9 @@ type sockets struct {
 	dir     string            // the directory of the aliases, made on first use
 	tmpDir  string            // where dir is made ("": os.TempDir())
 	seq     int               // temporary bind names made so far
+	// creds maps SCM_CREDENTIALS under emulated ids (sockcreds.go); nil
+	// without them.
+	creds *sockCreds
 }
 
 // newSockets returns an empty sockets whose aliases go into a directory
@@ -247,22 +250,40 @@ func (s *sockets) unixAddrHandler(addrArg, lenArg int, flags pathmap.Flags) trac
 // first field and msg_namelen (a u32) its second.
 const msghdrSize = 56
 
-// sendmsgHandler translates msg_name of sendmsg(fd, msg, flags): a copy of
-// the msghdr pointing at the host address replaces the guest's.
+// sendmsgHandler translates msg_name of sendmsg(fd, msg, flags), and under
+// emulated ids its SCM_CREDENTIALS (sockCreds.sendControl): a copy of the
+// msghdr pointing at the host address and the copied control data replaces
+// the guest's.
 func (s *sockets) sendmsgHandler() tracer.Handler {
 	return tracer.Handler{Enter: func(c *tracer.Call) {
 		var hdr [msghdrSize]byte
 		if c.Arg(1) == 0 || c.ReadMem(c.Arg(1), hdr[:]) != nil {
 			return
 		}
+		changed := false
 		name, n := binary.LittleEndian.Uint64(hdr[0:]), int(binary.LittleEndian.Uint32(hdr[8:]))
 		a, nn, _, errno := s.translateAddr(c, name, n, pathmap.Follow)
 		switch {
 		case errno != 0:
 			c.Fail(errno)
+			return
 		case a != 0:
 			binary.LittleEndian.PutUint64(hdr[0:], a)
 			binary.LittleEndian.PutUint32(hdr[8:], uint32(nn))
+			changed = true
+		}
+		if s.creds != nil {
+			ctl, errno := s.creds.sendControl(c, hdr[:])
+			switch {
+			case errno != 0:
+				c.Fail(errno)
+				return
+			case ctl != 0:
+				binary.LittleEndian.PutUint64(hdr[msgControlOff:], ctl)
+				changed = true
+			}
+		}
+		if changed {
 			h, err := c.Push(hdr[:])
 			if err != nil {
 				c.Fail(unix.EFAULT)

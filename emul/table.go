@@ -173,6 +173,7 @@ func New(cfg Config) *Emulation {
 	if len(cfg.Qemu) > 0 {
 		e.qemu = &qemu{cmd: cfg.Qemu}
 	}
+	e.socks.creds = newSockCreds(cfg)
 	b := &tableBuilder{t: tracer.Table{}, e: e, decls: declarations(), layer: "base"}
 	for name, d := range b.decls {
 		if d.base == nil {

@@ -99,7 +99,7 @@ func TestLayers(t *testing.T) {
 			}
 			for _, n := range []string{"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
 				"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid",
-				"getgroups", "setgroups", "capget", "capset", "prctl"} {
+				"getgroups", "setgroups", "capget", "capset", "prctl", "getsockopt"} {
 				w[n] = []string{"identity"}
 			}
 			return w

@@ -3985,13 +3985,38 @@ static int send_addr(const void *a, size_t n, struct sockaddr_storage *buf)
 {
 	return copy_addr(a, n, buf) && buf->ss_family != AF_UNIX;
 }
+/* has_creds tells whether message m's control data holds SCM_CREDENTIALS,
+ * which the tracer checks against the emulated ids and sends as the real
+ * ones under DR_FP_IDS (the kernel checks them against the real ids). The
+ * walk is the kernel's (__scm_send): it stops at a malformed header, which
+ * the kernel refuses whatever follows. */
+static int has_creds(const struct msghdr *m)
+{
+	const char *p = m->msg_control, *end;
+	if (!(cfg.flags & DR_FP_IDS) || !p || m->msg_controllen < sizeof(struct cmsghdr))
+		return 0;
+	end = p + m->msg_controllen;
+	if (!user_ptr(p) || !user_ptr(end))
+		return 1; /* the tracer's read (and the kernel's EFAULT) */
+	while ((size_t)(end - p) >= sizeof(struct cmsghdr)) {
+		const struct cmsghdr *h = (const struct cmsghdr *)p;
+		if (h->cmsg_len < sizeof *h || h->cmsg_len > (size_t)(end - p))
+			return 0;
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
+			return 1;
+		p += CMSG_ALIGN(h->cmsg_len);
+	}
+	return 0;
+}
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct msghdr m;
 	struct sockaddr_storage name;
 	if (send_ok(msg, sizeof *msg)) {
 		m = *msg;
-		if (!m.msg_name || send_addr(m.msg_name, m.msg_namelen, &name)) {
+		if (has_creds(&m))
+			count(F_SENDMSG, W_OPTION);
+		else if (!m.msg_name || send_addr(m.msg_name, m.msg_namelen, &name)) {
 			if (m.msg_name)
 				m.msg_name = &name;
 			count(F_SENDMSG, W_ANSWERED);
@@ -4223,15 +4248,48 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 	return real_recvfrom ? real_recvfrom(fd, buf, len, flags, from, fromlen)
 			     : (ssize_t)fp_ret(cancel_sys6(1, 1, SYS_recvfrom, fd, (long)buf, (long)len, flags, (long)from, (long)fromlen));
 }
+/* creds_to_guest shows the ids of the SCM_CREDENTIALS in the control data a
+ * message received (the kernel's: the sender's real ids, or those the
+ * tracer sent for it) as the guest's under -0/-i: the real ids as the
+ * identity's, as stat's owners (fix_owner). The walk is the kernel's; a
+ * message the kernel cut short (MSG_CTRUNC) is left as it is. */
+static void creds_to_guest(struct msghdr *m)
+{
+	char *p = m->msg_control, *end;
+	if (!(cfg.flags & DR_FP_OWNER) || !__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !p || !user_ptr(p) ||
+	    m->msg_controllen < sizeof(struct cmsghdr))
+		return;
+	end = p + m->msg_controllen;
+	while ((size_t)(end - p) >= sizeof(struct cmsghdr)) {
+		struct cmsghdr *h = (struct cmsghdr *)p;
+		if (h->cmsg_len < sizeof *h || h->cmsg_len > (size_t)(end - p))
+			return;
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS && h->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred u;
+			fp_memcpy((char *)&u, (const char *)CMSG_DATA(h), sizeof u);
+			uint32_t uid = u.uid, gid = u.gid;
+			fix_owner(&uid, &gid);
+			if (uid != u.uid || gid != u.gid) {
+				u.uid = uid, u.gid = gid;
+				fp_memcpy((char *)CMSG_DATA(h), (const char *)&u, sizeof u);
+				count(F_RECV, W_ANSWERED);
+			}
+		}
+		p += CMSG_ALIGN(h->cmsg_len);
+	}
+}
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	void *name = NULL;
 	socklen_t cap = 0;
-	if (user_ptr(msg) && user_ptr((char *)msg + sizeof *msg))
+	int ok = user_ptr(msg) && user_ptr((char *)msg + sizeof *msg);
+	if (ok)
 		name = msg->msg_name, cap = msg->msg_namelen;
 	ssize_t r = real_recvmsg ? real_recvmsg(fd, msg, flags) : (ssize_t)fp_ret(cancel_sys(1, 1, SYS_recvmsg, fd, (long)msg, flags, 0));
 	if (r >= 0 && name && cap && msg->msg_name == name)
 		name_to_guest(name, &msg->msg_namelen, cap);
+	if (r >= 0 && ok)
+		creds_to_guest(msg);
 	return r;
 }
 
