@@ -183,6 +183,28 @@ func sortedBlocks(s, sep string) string {
 	return parts[0] + sep + strings.Join(blocks, sep)
 }
 
+// TestNestedNoProc: a droidroot nested in a session whose rootfs has no /proc bound (proot's
+// test-230f47cg) takes a loader variant other than the outer session's. It read its own mappings
+// from /proc/self/maps, which is not there, took the outer's variant, and every program failed
+// (the outer loader: "ELF file overlaps the droidroot loader's address range", exit 127); it
+// asks the kernel now (loader.FreeVariant).
+func TestNestedNoProc(t *testing.T) {
+	needGuestPtrace(t)
+	bin, err := os.ReadFile(droidrootBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := os.WriteFile(tmp+"/droidroot", bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := guest{Root: rootfs(t, "busybox"), Binds: []string{tmp + ":/tmp"}, Cwd: "/"}
+	res := run(t, "", droidrootArgs(droidrootBin(t), g, "/tmp/droidroot", "run", "-r", "/", "-w", "/", "--", "/bin/sh", "-c", "test -e /proc/self/maps; echo nested $?")...)
+	if res.Code != 0 || res.Stdout != "nested 1\n" || res.Stderr != "" {
+		t.Errorf("droidroot in droidroot without /proc: want \"nested 1\"\n%s", res)
+	}
+}
+
 // TestNestedDroidroot runs python three droidroot sessions deep (issue 16): the Debian rootfs,
 // then two sessions with the outer one's / as their rootfs and a binding each. Each nested
 // droidroot takes the next variant of the loader (loader.Variants), which the maps of the

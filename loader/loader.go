@@ -122,14 +122,22 @@ func VariantAt(load uint64) (v Variant, ok bool) {
 }
 
 // FreeVariant returns the index of the first variant whose image and
-// scratch area overlap nothing mapped in this process (/proc/self/maps),
-// or -1 when every variant's addresses are taken.
-func FreeVariant() (int, error) {
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return -1, err
+// scratch area overlap nothing mapped in this process, or -1 when every
+// variant's addresses are taken. It asks the kernel (rangeFree: a
+// reservation there), not /proc/self/maps: a droidroot nested in a session
+// whose rootfs has no /proc still sees the outer loader. The error is
+// always nil.
+func FreeVariant() (int, error) { return firstFree(rangeFree), nil }
+
+// firstFree returns the index of the first variant whose image and scratch
+// area free reports free, -1 for none.
+func firstFree(free func(lo, hi uint64) bool) int {
+	for i, v := range Variants {
+		if free(v.Load, v.Load+ImageSpan) && free(v.Scratch, v.Scratch+ScratchSize) {
+			return i
+		}
 	}
-	return freeVariant(maps), nil
+	return -1
 }
 
 // freeVariant is FreeVariant on the text of a maps file.
@@ -146,20 +154,14 @@ func freeVariant(maps []byte) int {
 			used = append(used, [2]uint64{l, h})
 		}
 	}
-	free := func(lo, hi uint64) bool {
+	return firstFree(func(lo, hi uint64) bool {
 		for _, u := range used {
 			if u[0] < hi && lo < u[1] {
 				return false
 			}
 		}
 		return true
-	}
-	for i, v := range Variants {
-		if free(v.Load, v.Load+ImageSpan) && free(v.Scratch, v.Scratch+ScratchSize) {
-			return i
-		}
-	}
-	return -1
+	})
 }
 
 // FlagScratch in a script's flags says that a little-endian uint64 follows

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestEncode(t *testing.T) {
@@ -190,6 +192,22 @@ func TestFreeVariant(t *testing.T) {
 	}
 	if v, err := FreeVariant(); err != nil || v != 0 {
 		t.Errorf("FreeVariant() in the test process = %d, %v; want 0", v, err)
+	}
+	// The kernel's view, with no /proc needed: a page mapped inside variant 0's
+	// image, then inside variant 1's scratch area.
+	for _, c := range []struct {
+		at   uint64
+		want int
+	}{{v0.Load + ImageSpan - 0x1000, 1}, {v1.Scratch, 2}} {
+		p, _, errno := unix.Syscall6(unix.SYS_MMAP, uintptr(c.at), 0x1000, unix.PROT_READ,
+			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uintptr(0), 0)
+		if errno != 0 || p != uintptr(c.at) {
+			t.Fatalf("mmap at %#x: %#x, %v", c.at, p, errno)
+		}
+		defer unix.Syscall(unix.SYS_MUNMAP, p, 0x1000, 0)
+		if v, _ := FreeVariant(); v != c.want {
+			t.Errorf("FreeVariant() with a page mapped at %#x = %d; want %d", c.at, v, c.want)
+		}
 	}
 	for i, v := range Variants {
 		if got, ok := VariantAt(v.Load); !ok || got != v {
