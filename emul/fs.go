@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/droidroot/droidroot/ident"
 	"github.com/droidroot/droidroot/pathmap"
 	"github.com/droidroot/droidroot/tracer"
 )
@@ -177,9 +178,11 @@ func toGuestIn(c *tracer.Call, host string, b *pathmap.Batch) (string, bool) {
 }
 
 // chrootHandler answers chroot: changing the guest's root to the directory
-// it already has is a no-op success; any other root would have to be
-// emulated per process and is refused with EPERM, as for an unprivileged
-// process (the kernel must never chroot a tracee to a host path).
+// it already has is a no-op success for a caller with CAP_SYS_CHROOT (the
+// emulated one under -0/-i, else droidroot's own: root's); any other root
+// would have to be emulated per process and is refused with EPERM, as for an
+// unprivileged process (the kernel must never chroot a tracee to a host
+// path). The kernel's order: the lookup's errors, ENOTDIR, then EPERM.
 var chrootHandler = tracer.Handler{Enter: func(c *tracer.Call) {
 	t, errno := translate(c, pathArgAt(0, always), pathmap.WantGuest)
 	if errno != 0 {
@@ -195,7 +198,11 @@ var chrootHandler = tracer.Handler{Enter: func(c *tracer.Call) {
 		c.Fail(unix.ENOTDIR)
 		return
 	}
-	if t.res.Guest == "/" {
+	capable := unix.Geteuid() == 0
+	if c.CredsEmulated() {
+		capable = c.Creds().Capable(ident.CapSysChroot)
+	}
+	if t.res.Guest == "/" && capable {
 		c.Return(0)
 		return
 	}

@@ -35,6 +35,7 @@ const (
 	CapSetuid         = 7
 	CapSetpcap        = 8
 	CapLinuxImmutable = 9
+	CapSysChroot      = 18
 	CapSysAdmin       = 21
 	CapMknod          = 27
 	CapMacOverride    = 32
