@@ -36,12 +36,18 @@ func TestCLIErrors(t *testing.T) {
 		{"short option's value glued", []string{proot, "-r" + root, "/bin/true"}, 1, `option '-r' and its value must be separated by ' '`, "", ""},
 		{"short option's value in one argument", []string{proot, "-r " + root, "/bin/echo", "ran"}, 0, "", "ran\n", ""},
 		{"missing bind source", []string{bin, "run", "-r", root, "-b", "/nonexistent/src:/mnt/x", "--", "/bin/echo", "ran"}, 0, "warning: can't bind /nonexistent/src", "ran\n", ""},
+		// A negative verbose level: errors only, as proot.
+		{"-v -1: no warnings", []string{proot, "-v", "-1", "-r", root, "-b", "/nonexistent/src:/mnt/x", "-w", "/nonexistent", "/bin/echo", "ran"}, 0, "", "ran\n", ""},
+		{"-v -1: errors", []string{proot, "-v", "-1", "-r", root, "no-such-command"}, 1, "no-such-command: command not found", "", ""},
 		// A bind with no host or guest path is reported and left out (":/x" once bound the cwd).
 		{"empty bind", []string{bin, "run", "-r", root, "-b", "", "--", "/bin/echo", "ran"}, 0, `warning: can't bind "": empty binding`, "ran\n", ""},
 		{"bind ':'", []string{bin, "run", "-r", root, "-b", ":", "--", "/bin/echo", "ran"}, 0, `warning: can't bind ":": no host path before ':'`, "ran\n", ""},
 		{"bind without host", []string{bin, "run", "-r", root, "-b", ":/mnt/x", "--", "/bin/sh", "-c", "test -e /mnt/x || echo unbound"}, 0, `warning: can't bind ":/mnt/x": no host path before ':'`, "unbound\n", ""},
 		{"bind without guest", []string{bin, "run", "-r", root, "-b", "/tmp:", "--", "/bin/echo", "ran"}, 0, `warning: can't bind "/tmp:": no guest path after ':'`, "ran\n", ""},
 		{"command not found", []string{bin, "run", "-r", root, "--", "no-such-command"}, 1, "no-such-command: command not found", "", ""},
+		// proot's which(): no PATH, no search (proot's test-03969e70).
+		{"PATH unset", []string{"env", "-u", "PATH", proot, "-r", root, "-w", "/bin", "true"}, 1, "true: command not found", "", ""},
+		{"PATH unset, a path", []string{"env", "-u", "PATH", proot, "-r", root, "/bin/echo", "ran"}, 0, "", "ran\n", ""},
 		{"proot name, no command: /bin/sh as -sh", []string{proot, "-r", root}, 0, "", "-sh\n", "echo $0\n"},
 		{"proot option first", []string{bin, "-r", root, "/bin/echo", "as proot"}, 0, "", "as proot\n", ""},
 	} {

@@ -52,7 +52,8 @@ type Config struct {
 	NoSeccomp bool
 	// KillOnExit kills every remaining tracee when the first process exits.
 	KillOnExit bool
-	// Verbose is the log level (PROOT_VERBOSE / -v).
+	// Verbose is the log level (PROOT_VERBOSE / -v); below 0, warnings are
+	// not printed either (WarnOnce), as proot prints only errors then.
 	Verbose int
 	// Spin is how long the tracer polls for the next stop before it blocks
 	// in wait4, while stops come quickly (DROIDROOT_SPIN): 0 means
@@ -323,7 +324,7 @@ func (t *Tracer) logf(level int, format string, args ...any) {
 }
 
 func (t *Tracer) warnOnce(key, format string, args ...any) {
-	if t.warned[key] {
+	if t.warned[key] || t.cfg.Verbose < 0 {
 		return
 	}
 	t.warned[key] = true

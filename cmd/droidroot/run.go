@@ -30,7 +30,7 @@ const usage = `Usage: droidroot run [options] [--] [CMD [ARGS...]]
   -b, --bind=HOST[:GUEST]  make HOST visible at GUEST (-m, --mount too)
   -w, --cwd=PATH           initial guest working directory (default .: the host's, as a guest path)
       --kill-on-exit       kill every process when the first one exits
-  -v, --verbose=N          log level
+  -v, --verbose=N          log level (below 0: errors only)
   -V, --version            print the version
   -h, --help               print this help
   -0, --root-id            the guest runs as root (-i 0:0)
@@ -58,7 +58,15 @@ func errorf(format string, args ...any) int {
 	return 1
 }
 
+// quiet is a negative -v/--verbose (or PROOT_VERBOSE) level: as proot, only
+// errors are printed, no warnings.
+var quiet bool
+
+// warnf prints a warning, unless quiet.
 func warnf(format string, args ...any) {
+	if quiet {
+		return
+	}
 	fmt.Fprintf(os.Stderr, "droidroot: warning: "+format+"\n", args...)
 }
 
@@ -102,6 +110,7 @@ func runMain(args []string, edit func(tracer.Table)) int {
 	if v := os.Getenv("PROOT_VERBOSE"); v != "" && o.Verbose == 0 {
 		o.Verbose, _ = strconv.Atoi(v)
 	}
+	quiet = o.Verbose < 0
 	cfg, code := configure(o, android)
 	if cfg == nil {
 		return code
@@ -437,9 +446,11 @@ func withEnv(env []string, name, value string) []string {
 	return out
 }
 
-// lookPath searches the guest's PATH for an executable regular file.
+// lookPath searches the guest's PATH (env's) for an executable regular
+// file. An unset or empty PATH finds nothing, as proot's which(): no
+// default list.
 func lookPath(m *pathmap.Mapper, cwd, name string, env []string) string {
-	pathVar := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	pathVar := ""
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			pathVar = v
