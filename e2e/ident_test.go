@@ -643,7 +643,7 @@ print(os.read(r, 4096).decode(), end="")
 print("client peer", uid, gid, pid == child)
 `
 
-// TestFakeRootSocketCreds: under -0, the credentials AF_UNIX sockets carry are the guest's
+// TestIdentitySocketCreds: under -0, the credentials AF_UNIX sockets carry are the guest's
 // emulated ones, as real root's in a chroot: SO_PEERCRED shows a peer's emulated ids (it showed
 // the real user's, so dbus-daemon refused a fake root's AUTH EXTERNAL), and SCM_CREDENTIALS
 // with the sender's own emulated ids are accepted (the kernel refused them, EPERM: GLib's D-Bus
@@ -651,7 +651,7 @@ print("client peer", uid, gid, pid == child)
 // the ids its own process sent, with the library (recvmsg is not stopped: without it, the
 // kernel's real ids). droidroot runs as nobody, with the library on and off; the oracle is
 // root in a chroot.
-func TestFakeRootSocketCreds(t *testing.T) {
+func TestIdentitySocketCreds(t *testing.T) {
 	needRoot(t)
 	bin := droidrootBin(t)
 	root := rootfs(t, "debian")
@@ -679,6 +679,55 @@ func TestFakeRootSocketCreds(t *testing.T) {
 			}
 			if fp == "1" && counts["sendmsg option"] == 0 {
 				t.Errorf("the library made a sendmsg with credentials itself:\n%s", res.Stderr)
+			}
+		})
+	}
+}
+
+// dbusSession starts a session bus and asks it for its id with libdbus's dbus-send and GLib's
+// gdbus, which authenticate with AUTH EXTERNAL (the id from geteuid, checked against
+// SO_PEERCRED) and, for GLib, SCM_CREDENTIALS.
+const dbusSession = `d=$(mktemp -d /tmp/dbus.XXXXXX)
+dbus-daemon --session --nofork --address=unix:path=$d/bus --print-pid=3 3>$d/pid &
+for i in $(seq 50); do [ -S $d/bus ] && break; sleep 0.1; done
+export DBUS_SESSION_BUS_ADDRESS=unix:path=$d/bus
+dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetId >/dev/null; echo "dbus-send $?"
+gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus --method org.freedesktop.DBus.GetId >/dev/null; echo "gdbus $?"
+kill $(cat $d/pid); wait
+`
+
+// TestIdentityDBus: a fake root's D-Bus session works as real root's in a chroot. Under -0 as an
+// ordinary user (the launchers' option, an app on the phone), dbus-daemon refused dbus-send's
+// AUTH EXTERNAL (SO_PEERCRED showed the real user) and gdbus could not send its credentials
+// (EPERM), as under termux proot; sockCreds makes both the guest's. Library on and off.
+func TestIdentityDBus(t *testing.T) {
+	needRoot(t)
+	bin := droidrootBin(t)
+	root := rootfs(t, "debian")
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/gdbus")); err != nil {
+		t.Fatalf("the debian rootfs has no gdbus (test/rootfs/debian.sh installs dbus-daemon and libglib2.0-bin): %v", err)
+	}
+	work := func() string {
+		w := filepath.Join(openTempDir(t), "w")
+		if err := os.Mkdir(w, 0o1777); err != nil {
+			t.Fatal(err)
+		}
+		chownTree(t, w)
+		return w
+	}
+	const ok = "dbus-send 0\ngdbus 0\n"
+	want := runAs(t, rootLogin, "", repoPath(t, "test/oracle/chroot.sh"), root, "/proc", "/dev", work()+":/tmp", "--", "/bin/sh", "-c", dbusSession)
+	if want.Code != 0 || want.Stdout != ok {
+		t.Fatalf("the oracle:\n%s", want)
+	}
+	for _, fp := range []string{"1", "0"} {
+		t.Run("fastpath="+fp, func(t *testing.T) {
+			g := guest{Root: root, Binds: []string{"/proc", "/dev", work() + ":/tmp"}, Cwd: "/"}
+			argv := withIdentity(droidrootArgs(bin, g, "/bin/sh", "-c", dbusSession), "-0")
+			argv = append([]string{"env", "DROIDROOT_FASTPATH=" + fp}, argv...)
+			res := runAs(t, nobodyCred, "", asNobody(t, argv)...)
+			if res.Code != 0 || res.Stdout != ok {
+				t.Errorf("droidroot -0 as nobody: want %q\n%s", ok, res)
 			}
 		})
 	}

@@ -5,7 +5,7 @@
 #   debian-arm64.sh build HERE DIR CACHE build the rootfs into the empty directory DIR
 #
 # The arm64 twin of debian.sh (python3, git, tar, findutils, gcc, libc6-dev, strace, gdb-minimal,
-# libpython3.11-testsuite),
+# libpython3.11-testsuite, dbus-daemon, libglib2.0-bin),
 # for the arm64 VM stage (test/arm64/run.sh puts it in the initramfs). debootstrap runs the
 # second stage through qemu-aarch64-static: if no binfmt_misc entry for aarch64 exists, one is
 # registered for the build only (flag F: the interpreter is opened now, so it works inside the
@@ -13,7 +13,7 @@
 set -euo pipefail
 
 suite=bookworm
-include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal,libpython3.11-testsuite
+include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal,libpython3.11-testsuite,dbus-daemon,libglib2.0-bin
 qemu=/usr/bin/qemu-aarch64-static
 binfmt=/proc/sys/fs/binfmt_misc
 entry=droidroot-aarch64

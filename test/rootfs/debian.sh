@@ -6,14 +6,15 @@
 #   debian.sh mirror               print the Debian mirror the builds use
 #
 # A Debian 12 minbase system with python3, git, tar, findutils, gcc, libc6-dev, strace,
-# gdb-minimal (/usr/bin/gdb; the full gdb's libsource-highlight does not configure in minbase)
-# and libpython3.11-testsuite (CPython's own tests, which e2e TestPythonSuite runs):
+# gdb-minimal (/usr/bin/gdb; the full gdb's libsource-highlight does not configure in minbase),
+# libpython3.11-testsuite (CPython's own tests, which e2e TestPythonSuite runs), dbus-daemon and
+# libglib2.0-bin (a session bus, libdbus's dbus-send and GLib's gdbus: e2e TestIdentityDBus):
 # a real glibc userland for the e2e tests. Downloaded .debs are kept in CACHE/debs so rebuilds are
 # quicker. The mirror comes from DROIDROOT_DEBIAN_MIRROR, else this machine's apt sources.
 set -euo pipefail
 
 suite=bookworm
-include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal,libpython3.11-testsuite
+include=python3,git,tar,findutils,gcc,libc6-dev,strace,gdb-minimal,libpython3.11-testsuite,dbus-daemon,libglib2.0-bin
 
 mirror() {
 	if [[ -n ${DROIDROOT_DEBIAN_MIRROR:-} ]]; then echo "$DROIDROOT_DEBIAN_MIRROR"; return; fi
