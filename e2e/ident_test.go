@@ -501,14 +501,7 @@ func TestFakeRootModes(t *testing.T) {
 	} {
 		t.Run(tc.rootfs+"/fastpath="+tc.fastpath+strings.Join(tc.opts, ""), func(t *testing.T) {
 			root := rootfs(t, tc.rootfs)
-			work := func() string {
-				w := filepath.Join(openTempDir(t), "w")
-				if err := os.Mkdir(w, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				chownTree(t, w)
-				return w
-			}
+			work := func() string { return nobodyDir(t, 0o755) }
 			binds := func(w string) []string { return []string{"/proc", "/dev", w + ":/tmp"} }
 			argv := []string{repoPath(t, "test/oracle/chroot.sh"), root}
 			argv = append(append(argv, binds(work())...), "--", "/bin/sh", "-c", fakeRootModes)
@@ -594,6 +587,21 @@ echo */.; rmdir r s`
 		"r/. Permission denied False Permission denied\nr/.. Permission denied False Permission denied\n" +
 		"s/. True True Permission denied\ns/.\n"
 	againstChrootAsNobody(t, script, want)
+}
+
+// nobodyDir makes a new directory of mode perm, owned by nobody, in a temporary directory
+// nobody may reach (openTempDir): a guest's /tmp for a droidroot run as nobody.
+func nobodyDir(t *testing.T, perm os.FileMode) string {
+	t.Helper()
+	w := filepath.Join(openTempDir(t), "w")
+	if err := os.Mkdir(w, perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(w, perm); err != nil { // past the umask, and the sticky bit
+		t.Fatal(err)
+	}
+	chownTree(t, w)
+	return w
 }
 
 // socketCreds is a python program that looks at the credentials AF_UNIX sockets carry:
@@ -707,14 +715,7 @@ func TestIdentityDBus(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "usr/bin/gdbus")); err != nil {
 		t.Fatalf("the debian rootfs has no gdbus (test/rootfs/debian.sh installs dbus-daemon and libglib2.0-bin): %v", err)
 	}
-	work := func() string {
-		w := filepath.Join(openTempDir(t), "w")
-		if err := os.Mkdir(w, 0o1777); err != nil {
-			t.Fatal(err)
-		}
-		chownTree(t, w)
-		return w
-	}
+	work := func() string { return nobodyDir(t, 0o1777) }
 	const ok = "dbus-send 0\ngdbus 0\n"
 	want := runAs(t, rootLogin, "", repoPath(t, "test/oracle/chroot.sh"), root, "/proc", "/dev", work()+":/tmp", "--", "/bin/sh", "-c", dbusSession)
 	if want.Code != 0 || want.Stdout != ok {
