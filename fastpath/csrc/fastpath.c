@@ -3987,13 +3987,14 @@ static int send_addr(const void *a, size_t n, struct sockaddr_storage *buf)
 }
 /* has_creds tells whether message m's control data holds SCM_CREDENTIALS,
  * which the tracer checks against the emulated ids and sends as the real
- * ones under DR_FP_IDS (the kernel checks them against the real ids). The
+ * ones wherever it emulates ids (DR_FP_GETIDS: -0, -i, or the set*id family
+ * under Android's policy; the kernel checks them against the real ids). The
  * walk is the kernel's (__scm_send): it stops at a malformed header, which
  * the kernel refuses whatever follows. */
 static int has_creds(const struct msghdr *m)
 {
 	const char *p = m->msg_control, *end;
-	if (!(cfg.flags & DR_FP_IDS) || !p || m->msg_controllen < sizeof(struct cmsghdr))
+	if (!(cfg.flags & DR_FP_GETIDS) || !p || m->msg_controllen < sizeof(struct cmsghdr))
 		return 0;
 	end = p + m->msg_controllen;
 	if (!user_ptr(p) || !user_ptr(end))
