@@ -3985,29 +3985,38 @@ static int send_addr(const void *a, size_t n, struct sockaddr_storage *buf)
 {
 	return copy_addr(a, n, buf) && buf->ss_family != AF_UNIX;
 }
+/* next_creds returns the next SOL_SOCKET/SCM_CREDENTIALS header of the
+ * control data from *p to end and moves *p past it; NULL where less than a
+ * header is left (the last message's padding may lie past the end: a
+ * msg_controllen of CMSG_LEN) or at a malformed header, where the kernel's
+ * walk (__scm_send, cmsg_nxthdr) stops too. *p never moves past end. */
+static struct cmsghdr *next_creds(char **p, char *end)
+{
+	while ((size_t)(end - *p) >= sizeof(struct cmsghdr)) {
+		struct cmsghdr *h = (struct cmsghdr *)*p;
+		size_t left = (size_t)(end - *p);
+		if (h->cmsg_len < sizeof *h || h->cmsg_len > left)
+			return NULL;
+		*p += CMSG_ALIGN(h->cmsg_len) < left ? CMSG_ALIGN(h->cmsg_len) : left;
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
+			return h;
+	}
+	return NULL;
+}
+
 /* has_creds tells whether message m's control data holds SCM_CREDENTIALS,
  * which the tracer checks against the emulated ids and sends as the real
  * ones wherever it emulates ids (DR_FP_GETIDS: -0, -i, or the set*id family
- * under Android's policy; the kernel checks them against the real ids). The
- * walk is the kernel's (__scm_send): it stops at a malformed header, which
- * the kernel refuses whatever follows. */
+ * under Android's policy; the kernel checks them against the real ids). */
 static int has_creds(const struct msghdr *m)
 {
-	const char *p = m->msg_control, *end;
+	char *p = m->msg_control, *end;
 	if (!(cfg.flags & DR_FP_GETIDS) || !p || m->msg_controllen < sizeof(struct cmsghdr))
 		return 0;
 	end = p + m->msg_controllen;
 	if (!user_ptr(p) || !user_ptr(end))
 		return 1; /* the tracer's read (and the kernel's EFAULT) */
-	while ((size_t)(end - p) >= sizeof(struct cmsghdr)) {
-		const struct cmsghdr *h = (const struct cmsghdr *)p;
-		if (h->cmsg_len < sizeof *h || h->cmsg_len > (size_t)(end - p))
-			return 0;
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
-			return 1;
-		p += CMSG_ALIGN(h->cmsg_len);
-	}
-	return 0;
+	return next_creds(&p, end) != NULL;
 }
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
@@ -4252,31 +4261,28 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 /* creds_to_guest shows the ids of the SCM_CREDENTIALS in the control data a
  * message received (the kernel's: the sender's real ids, or those the
  * tracer sent for it) as the guest's under -0/-i: the real ids as the
- * identity's, as stat's owners (fix_owner). The walk is the kernel's; a
- * message the kernel cut short (MSG_CTRUNC) is left as it is. */
+ * identity's, as stat's owners (fix_owner). A message the kernel cut short
+ * (MSG_CTRUNC) is left as it is. */
 static void creds_to_guest(struct msghdr *m)
 {
 	char *p = m->msg_control, *end;
+	struct cmsghdr *h;
 	if (!(cfg.flags & DR_FP_OWNER) || !__atomic_load_n(&fp_enabled, __ATOMIC_ACQUIRE) || !p || !user_ptr(p) ||
 	    m->msg_controllen < sizeof(struct cmsghdr))
 		return;
 	end = p + m->msg_controllen;
-	while ((size_t)(end - p) >= sizeof(struct cmsghdr)) {
-		struct cmsghdr *h = (struct cmsghdr *)p;
-		if (h->cmsg_len < sizeof *h || h->cmsg_len > (size_t)(end - p))
-			return;
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS && h->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
-			struct ucred u;
-			fp_memcpy((char *)&u, (const char *)CMSG_DATA(h), sizeof u);
-			uint32_t uid = u.uid, gid = u.gid;
-			fix_owner(&uid, &gid);
-			if (uid != u.uid || gid != u.gid) {
-				u.uid = uid, u.gid = gid;
-				fp_memcpy((char *)CMSG_DATA(h), (const char *)&u, sizeof u);
-				count(F_RECV, W_ANSWERED);
-			}
+	while ((h = next_creds(&p, end))) {
+		struct ucred u;
+		if (h->cmsg_len < CMSG_LEN(sizeof u))
+			continue;
+		fp_memcpy((char *)&u, (const char *)CMSG_DATA(h), sizeof u);
+		uint32_t uid = u.uid, gid = u.gid;
+		fix_owner(&uid, &gid);
+		if (uid != u.uid || gid != u.gid) {
+			u.uid = uid, u.gid = gid;
+			fp_memcpy((char *)CMSG_DATA(h), (const char *)&u, sizeof u);
+			count(F_RECV, W_ANSWERED);
 		}
-		p += CMSG_ALIGN(h->cmsg_len);
 	}
 }
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)

@@ -203,11 +203,57 @@ static void test_trim(void)
 		fail("trimmed_len", "(bad pointer)");
 }
 
+/* test_creds_walk: next_creds finds each SCM_CREDENTIALS header of control
+ * data, skips other messages, stops at a malformed header and at the end,
+ * and reads nothing past the end where the last message's padding would lie
+ * beyond it (a msg_controllen of CMSG_LEN): a header planted there, where
+ * the walk once read it, is not found. */
+static void put_cmsg(char *at, size_t len, int level, int type)
+{
+	struct cmsghdr h = {.cmsg_len = len, .cmsg_level = level, .cmsg_type = type};
+	memcpy(at, &h, sizeof h);
+}
+static int count_creds(char *buf, size_t len)
+{
+	char *p = buf;
+	int n = 0;
+	while (next_creds(&p, buf + len)) {
+		if (p < buf || p > buf + len)
+			return -1;
+		n++;
+	}
+	return n;
+}
+static void test_creds_walk(void)
+{
+	_Alignas(struct cmsghdr) char buf[4 * CMSG_SPACE(sizeof(struct ucred))];
+	size_t one = CMSG_LEN(sizeof(struct ucred)), space = CMSG_SPACE(sizeof(struct ucred));
+	memset(buf, 0, sizeof buf);
+	put_cmsg(buf, one, SOL_SOCKET, SCM_CREDENTIALS);
+	put_cmsg(buf + space, one, SOL_SOCKET, SCM_CREDENTIALS); /* beyond a CMSG_LEN length */
+	if (count_creds(buf, one) != 1)
+		fail("next_creds: one message of CMSG_LEN, a header planted past its end", "");
+	if (count_creds(buf, 2 * space) != 2)
+		fail("next_creds: two messages", "");
+	put_cmsg(buf, space, SOL_SOCKET, SCM_RIGHTS); /* four descriptors */
+	if (count_creds(buf, space + one) != 1)
+		fail("next_creds: SCM_RIGHTS then SCM_CREDENTIALS", "");
+	put_cmsg(buf, 4, SOL_SOCKET, SCM_RIGHTS);
+	if (count_creds(buf, 2 * space) != 0)
+		fail("next_creds: a malformed first header", "");
+	put_cmsg(buf, 3 * space, SOL_SOCKET, SCM_CREDENTIALS);
+	if (count_creds(buf, 2 * space) != 0)
+		fail("next_creds: a header longer than the data", "");
+	if (count_creds(buf, sizeof(struct cmsghdr) - 1) != 0)
+		fail("next_creds: less than a header", "");
+}
+
 int main(void)
 {
 	test_plain_len();
 	test_bind_of();
 	test_trim();
+	test_creds_walk();
 	if (failures) {
 		printf("%d failures\n", failures);
 		return 1;
