@@ -43,7 +43,7 @@ func addIdentity(t *tableBuilder, cfg Config) {
 	for name, h := range credHandlers() {
 		t.set(name, h)
 	}
-	if sc := newSockCreds(cfg); sc != nil {
+	if sc := t.e.socks.creds; sc != nil {
 		if _, ok := t.get("getsockopt"); !ok {
 			t.set("getsockopt", sc.peercredHandler())
 		}

@@ -23,8 +23,9 @@ import (
 //     they may not be claimed), then sent as the real ids, which the kernel
 //     accepts. The guest's message is not changed: the kernel reads a copy.
 //
-// SCM_CREDENTIALS a receiver reads (recvmsg) and a signal's si_uid are the
-// kernel's (docs/identity.md).
+// SCM_CREDENTIALS a receiver reads (recvmsg, not stopped) are mapped by the
+// fast path library alone; a signal's si_uid is the kernel's
+// (docs/identity.md).
 type sockCreds struct {
 	realUID, realGID uint32
 	// id is the -0/-i identity; nil with set*id emulation alone.

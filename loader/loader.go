@@ -125,9 +125,8 @@ func VariantAt(load uint64) (v Variant, ok bool) {
 // scratch area overlap nothing mapped in this process, or -1 when every
 // variant's addresses are taken. It asks the kernel (rangeFree: a
 // reservation there), not /proc/self/maps: a droidroot nested in a session
-// whose rootfs has no /proc still sees the outer loader. The error is
-// always nil.
-func FreeVariant() (int, error) { return firstFree(rangeFree), nil }
+// whose rootfs has no /proc still sees the outer loader.
+func FreeVariant() int { return firstFree(rangeFree) }
 
 // firstFree returns the index of the first variant whose image and scratch
 // area free reports free, -1 for none.

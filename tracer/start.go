@@ -173,7 +173,7 @@ func tracedByProot() (string, int) {
 	if name != "libproot.so" && !strings.HasPrefix(name, "proot") {
 		return "", 0
 	}
-	if v, err := loader.FreeVariant(); err == nil && v > 0 {
+	if loader.FreeVariant() > 0 {
 		return "", 0 // droidroot's loader is here: the tracer is droidroot
 	}
 	return name, pid

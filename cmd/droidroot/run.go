@@ -320,10 +320,7 @@ func configure(o *Options, android *seccomp.AndroidPolicy) (*tracer.Config, int)
 	// Nested in droidroot, the outer session's loader and scratch area are
 	// mapped here, as in every process of our guests: take a variant of the
 	// loader linked elsewhere.
-	variant, err := loader.FreeVariant()
-	if err != nil {
-		variant = 0
-	}
+	variant := loader.FreeVariant()
 	if variant < 0 {
 		return nil, errorf("droidroot runs inside %d nested droidroot sessions already, and its loader has no variant left whose addresses are free in this process (at most %d sessions deep)", len(loader.Variants), len(loader.Variants))
 	}
