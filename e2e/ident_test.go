@@ -606,7 +606,8 @@ func nobodyDir(t *testing.T, perm os.FileMode) string {
 
 // socketCreds is a python program that looks at the credentials AF_UNIX sockets carry:
 // SO_PEERCRED of a socketpair and of a connection from a child that made itself uid 4242
-// first (asked while the child runs: droidroot reports a peer's current ids), SCM_CREDENTIALS sent with the sender's own ids and with ids it may not claim.
+// first (asked while the child runs: droidroot reports a peer's current ids), and
+// SCM_CREDENTIALS sent with the sender's own ids and with ids it may not claim.
 const socketCreds = `
 import os, socket, struct
 def peer(s):
